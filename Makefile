@@ -1,0 +1,43 @@
+# The README's two commands: `make demo` and `make test`. Everything else is a step of those.
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+CMAKE_BUILD_TYPE ?= Release
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test test-long demo bench format clean
+
+all: build
+
+deps:
+	@bash scripts/bootstrap.sh
+
+# Configure once; CMake re-runs itself when CMakeLists or globbed sources change.
+$(BUILD_DIR)/Makefile: .deps/paths.cmake
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(CMAKE_BUILD_TYPE)
+
+.deps/paths.cmake: deps
+
+configure: deps $(BUILD_DIR)/Makefile
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# Default suite: everything not labelled `long`.
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long $(CTEST_ARGS)
+
+# Long studies and slow checks.
+test-long: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L long $(CTEST_ARGS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+bench: build
+	@for b in $(BUILD_DIR)/bin/bench_*; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
+
+format:
+	clang-format -i $$(git ls-files '*.hpp' '*.cpp')
+
+clean:
+	rm -rf $(BUILD_DIR)

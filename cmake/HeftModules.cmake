@@ -1,0 +1,25 @@
+# One library per module: public headers in include/heft/<name>/, sources in src/<name>/*.cpp.
+set(HEFT_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+set(HEFT_MODULE_TARGETS "")
+
+function(heft_add_module name)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB _src CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
+  if(NOT _src)
+    # A module whose sources are still being written: headers only, for now.
+    add_library(heft_${name} INTERFACE)
+    add_library(heft::${name} ALIAS heft_${name})
+    target_include_directories(heft_${name} INTERFACE ${CMAKE_SOURCE_DIR}/include)
+    target_link_libraries(heft_${name} INTERFACE ${ARG_DEPS})
+    set(HEFT_MODULE_TARGETS ${HEFT_MODULE_TARGETS} heft_${name} PARENT_SCOPE)
+    return()
+  endif()
+  add_library(heft_${name} STATIC ${_src})
+  add_library(heft::${name} ALIAS heft_${name})
+  target_include_directories(heft_${name} PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(heft_${name} PUBLIC ${ARG_DEPS})
+  target_compile_options(heft_${name} PRIVATE ${HEFT_WARNINGS})
+  target_compile_definitions(heft_${name} PRIVATE HEFT_ROBOTS_DIR="${HEFT_ROBOTS_DIR}"
+                                                  HEFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  set(HEFT_MODULE_TARGETS ${HEFT_MODULE_TARGETS} heft_${name} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what heft needs on a fresh Debian 12 machine, idempotently:
+#  - Debian -dev packages (only those missing),
+#  - a virtual environment in .deps/venv with the pinned wheels of requirements.txt,
+#  - .deps/paths.cmake, which tells CMake where the wheels put their CMake configs and libmujoco.
+# A second run with nothing to do takes about a second.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+apt_packages=(
+  build-essential cmake pkg-config python3-venv
+  libhdf5-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  sudo_cmd=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "bootstrap: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+    sudo_cmd=(sudo)
+  fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+venv="$root/.deps/venv"
+stamp="$venv/.requirements.sha256"
+want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  python=${HEFT_PYTHON:-python3}
+  echo "bootstrap: creating $venv with $($python --version)"
+  "$python" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+prefix="$("$venv/bin/python" -m cmeel cmake 2>/dev/null)"
+mujoco_dir="$("$venv/bin/python" -c 'import mujoco, os; print(os.path.dirname(mujoco.__file__))')"
+paths="$root/.deps/paths.cmake"
+new="$(printf 'set(HEFT_CMEEL_PREFIX "%s")\nset(HEFT_MUJOCO_DIR "%s")\n' "$prefix" "$mujoco_dir")"
+if [ "$(cat "$paths" 2>/dev/null)" != "$new" ]; then echo "$new" > "$paths"; fi
