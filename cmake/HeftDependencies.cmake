@@ -10,7 +10,6 @@ endif()
 
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(pinocchio 4.1 CONFIG REQUIRED)
-find_package(crocoddyl CONFIG REQUIRED)
 find_package(example-robot-data CONFIG REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(yaml-cpp REQUIRED)
@@ -42,7 +41,6 @@ list(GET _heft_mujoco_lib 0 _heft_mujoco_lib)
 add_library(mujoco::mujoco SHARED IMPORTED GLOBAL)
 set_target_properties(mujoco::mujoco PROPERTIES
   IMPORTED_LOCATION ${_heft_mujoco_lib}
-  IMPORTED_NO_SONAME TRUE
   INTERFACE_INCLUDE_DIRECTORIES ${HEFT_MUJOCO_DIR}/include)
 message(STATUS "heft: MuJoCo ${_heft_mujoco_lib}")
 

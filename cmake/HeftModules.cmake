@@ -1,6 +1,7 @@
 # One library per module: public headers in include/heft/<name>/, sources in src/<name>/*.cpp.
 set(HEFT_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 set(HEFT_MODULE_TARGETS "")
+set(HEFT_MODULE_NAMES "")
 
 function(heft_add_module name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
@@ -12,6 +13,7 @@ function(heft_add_module name)
     target_include_directories(heft_${name} INTERFACE ${CMAKE_SOURCE_DIR}/include)
     target_link_libraries(heft_${name} INTERFACE ${ARG_DEPS})
     set(HEFT_MODULE_TARGETS ${HEFT_MODULE_TARGETS} heft_${name} PARENT_SCOPE)
+    set(HEFT_MODULE_NAMES ${HEFT_MODULE_NAMES} ${name} PARENT_SCOPE)
     return()
   endif()
   add_library(heft_${name} STATIC ${_src})
@@ -22,4 +24,5 @@ function(heft_add_module name)
   target_compile_definitions(heft_${name} PRIVATE HEFT_ROBOTS_DIR="${HEFT_ROBOTS_DIR}"
                                                   HEFT_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   set(HEFT_MODULE_TARGETS ${HEFT_MODULE_TARGETS} heft_${name} PARENT_SCOPE)
+  set(HEFT_MODULE_NAMES ${HEFT_MODULE_NAMES} ${name} PARENT_SCOPE)
 endfunction()

@@ -28,19 +28,29 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ensure_venv DIR REQUIREMENTS: (re)creates DIR with exactly REQUIREMENTS when the file changed.
+ensure_venv() {
+  local venv="$1" requirements="$2"
+  local stamp="$venv/.requirements.sha256" want
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    local python=${HEFT_PYTHON:-python3}
+    echo "bootstrap: installing $requirements into $venv ($($python --version))"
+    "$python" -m venv --clear "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$requirements"
+    echo "$want" > "$stamp"
+  fi
+}
 venv="$root/.deps/venv"
-stamp="$venv/.requirements.sha256"
-want="$(sha256sum requirements.txt | cut -d' ' -f1)"
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  python=${HEFT_PYTHON:-python3}
-  echo "bootstrap: creating $venv with $($python --version)"
-  "$python" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
-  echo "$want" > "$stamp"
-fi
+ensure_venv "$venv" requirements.txt
+# Crocoddyl, the reference solver, with the Pinocchio its wheel was built against (docs/install.md).
+ref_venv="$root/.deps/venv-reference"
+ensure_venv "$ref_venv" requirements-reference.txt
 
 prefix="$("$venv/bin/python" -m cmeel cmake 2>/dev/null)"
+ref_prefix="$("$ref_venv/bin/python" -m cmeel cmake 2>/dev/null)"
 mujoco_dir="$("$venv/bin/python" -c 'import mujoco, os; print(os.path.dirname(mujoco.__file__))')"
 paths="$root/.deps/paths.cmake"
-new="$(printf 'set(HEFT_CMEEL_PREFIX "%s")\nset(HEFT_MUJOCO_DIR "%s")\n' "$prefix" "$mujoco_dir")"
+new="$(printf 'set(HEFT_CMEEL_PREFIX "%s")\nset(HEFT_MUJOCO_DIR "%s")\nset(HEFT_REFERENCE_PREFIX "%s")\n' \
+  "$prefix" "$mujoco_dir" "$ref_prefix")"
 if [ "$(cat "$paths" 2>/dev/null)" != "$new" ]; then echo "$new" > "$paths"; fi

@@ -1,0 +1,254 @@
+// Cost of heft's parametrized dynamics derivatives against Pinocchio's plain ABA derivatives,
+// measured in the same run on the same random states, for go2 (free flyer, 4 point feet) and
+// talos (free flyer, 2 sole contacts). S = every body whose URDF inertia is strictly consistent.
+//
+//   ./bench_dynamics --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// After the usual table, a summary gives each benchmark's median (or single) time and its ratio
+// to the baseline "<robot>/pinocchio_aba_derivatives".
+// Robot folder: $HEFT_ROBOTS_DIR, else the compile definition HEFT_ROBOTS_DIR_FOR_TESTS, else
+// example-robot-data in the bootstrap's virtual environment under HEFT_SOURCE_DIR.
+#define PINOCCHIO_DISABLE_UNSUPPORTED_WARNINGS  // the rigid-constraint API is marked "will change"
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <pinocchio/algorithm/aba-derivatives.hpp>
+#include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
+#include <pinocchio/algorithm/constrained-dynamics.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/regressor.hpp>
+#include <pinocchio/parsers/urdf.hpp>
+
+#include "heft/dynamics/contact_dynamics.hpp"
+#include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/dynamics/impulse_dynamics.hpp"
+#include "heft/dynamics/regressor.hpp"
+
+namespace {
+
+using heft::dynamics::ContactSpec;
+using Eigen::VectorXd;
+
+std::string robotsDir() {
+  if (const char* env = std::getenv("HEFT_ROBOTS_DIR")) return env;
+#if defined(HEFT_ROBOTS_DIR_FOR_TESTS)
+  return HEFT_ROBOTS_DIR_FOR_TESTS;
+#elif defined(HEFT_SOURCE_DIR)
+  return std::string(HEFT_SOURCE_DIR) +
+         "/.deps/venv/lib/python3.11/site-packages/cmeel.prefix/share/example-robot-data/robots";
+#else
+  return "robots";
+#endif
+}
+
+std::vector<pinocchio::JointIndex> consistentBodies(const pinocchio::Model& model) {
+  std::vector<pinocchio::JointIndex> bodies;
+  for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(model.njoints); ++j)
+    if (heft::inertia::checkConsistency(model.inertias[j].toDynamicParameters(), 1e-12).consistent)
+      bodies.push_back(j);
+  return bodies;
+}
+
+// The shared fixture: one robot, its contacts, S, and the random states every benchmark cycles
+// through.
+struct Robot {
+  std::string name;
+  pinocchio::Model model;
+  std::vector<ContactSpec> contacts;
+  std::vector<pinocchio::JointIndex> bodies;
+  std::vector<VectorXd> q, v, tau;
+
+  Robot(std::string name_, const std::string& urdf, std::vector<ContactSpec> contacts_)
+      : name(std::move(name_)), contacts(std::move(contacts_)) {
+    pinocchio::urdf::buildModel(robotsDir() + "/" + urdf, pinocchio::JointModelFreeFlyer(), model);
+    bodies = consistentBodies(model);
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    auto random = [&](double scale) {
+      VectorXd x(model.nv);
+      for (int i = 0; i < model.nv; ++i) x[i] = scale * u(rng);
+      return x;
+    };
+    for (int k = 0; k < kStates; ++k) {
+      q.push_back(pinocchio::integrate(model, pinocchio::neutral(model), random(0.4)));
+      v.push_back(random(1.0));
+      tau.push_back(random(5.0));
+    }
+  }
+  static constexpr int kStates = 32;
+};
+
+void pinocchioAbaDerivatives(benchmark::State& state, const Robot& r) {
+  pinocchio::Data data(r.model);
+  int k = 0;
+  for (auto _ : state) {
+    pinocchio::computeABADerivatives(r.model, data, r.q[k], r.v[k], r.tau[k]);
+    benchmark::DoNotOptimize(data.ddq_dq.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void pinocchioTorqueRegressor(benchmark::State& state, const Robot& r) {
+  pinocchio::Data data(r.model);
+  int k = 0;
+  for (auto _ : state) {
+    pinocchio::computeJointTorqueRegressor(r.model, data, r.q[k], r.v[k], r.tau[k]);
+    benchmark::DoNotOptimize(data.jointTorqueRegressor.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void heftRestrictedRegressor(benchmark::State& state, const Robot& r) {
+  const heft::dynamics::RegressorModel model(r.model, r.bodies);
+  heft::dynamics::RegressorData data(model);
+  int k = 0;
+  for (auto _ : state) {
+    // tau stands in for an acceleration: same size, same scale of work.
+    heft::dynamics::computeRestrictedRegressor(model, data, r.q[k], r.v[k], r.tau[k]);
+    benchmark::DoNotOptimize(data.Y.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void heftForwardDynamicsDerivatives(benchmark::State& state, const Robot& r) {
+  const heft::dynamics::ForwardDynamicsModel model(r.model, r.bodies,
+                                                   heft::inertia::Parametrization::LogCholesky);
+  heft::dynamics::ForwardDynamicsData data(model);
+  const VectorXd theta = model.nominalTheta();
+  int k = 0;
+  for (auto _ : state) {
+    heft::dynamics::computeForwardDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k],
+                                                      theta);
+    benchmark::DoNotOptimize(data.da_dtheta.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void pinocchioContactDerivatives(benchmark::State& state, const Robot& r) {
+  // Pinocchio alone on the same contacts: what heft adds on top is Y_S and the theta products.
+  const heft::dynamics::ContactDynamicsModel model(r.model, r.contacts, r.bodies,
+                                                   heft::inertia::Parametrization::LogCholesky);
+  heft::dynamics::ContactDynamicsData data(model);
+  int k = 0;
+  for (auto _ : state) {
+    pinocchio::constraintDynamics(r.model, data.pin, r.q[k], r.v[k], r.tau[k], data.constraints,
+                                  data.constraint_datas, data.settings);
+    pinocchio::computeConstraintDynamicsDerivatives(r.model, data.pin, data.constraints,
+                                                    data.constraint_datas, data.settings);
+    benchmark::DoNotOptimize(data.pin.dlambda_dq.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void heftContactDerivatives(benchmark::State& state, const Robot& r) {
+  const heft::dynamics::ContactDynamicsModel model(r.model, r.contacts, r.bodies,
+                                                   heft::inertia::Parametrization::LogCholesky);
+  heft::dynamics::ContactDynamicsData data(model);
+  const VectorXd theta = model.nominalTheta();
+  int k = 0;
+  for (auto _ : state) {
+    heft::dynamics::computeContactDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k],
+                                                      theta);
+    benchmark::DoNotOptimize(data.dlambda_dtheta.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
+  const heft::dynamics::ImpulseDynamicsModel model(r.model, r.contacts, r.bodies,
+                                                   heft::inertia::Parametrization::LogCholesky);
+  heft::dynamics::ImpulseDynamicsData data(model);
+  const VectorXd theta = model.nominalTheta();
+  int k = 0;
+  for (auto _ : state) {
+    heft::dynamics::computeImpulseDynamicsDerivatives(model, data, r.q[k], r.v[k], theta);
+    benchmark::DoNotOptimize(data.dvplus_dtheta.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+// Console output as usual, plus a summary of medians (or single runs) and their ratio to the
+// robot's baseline, all from this run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const std::string name = run.run_name.function_name;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
+      if (median || single) times_ns_[name] = run.GetAdjustedRealTime() * unitToNs(run.time_unit);
+    }
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nSummary (median real time; ratio to <robot>/pinocchio_aba_derivatives):\n");
+    for (const auto& [name, ns] : times_ns_) {
+      const std::string robot = name.substr(0, name.find('/'));
+      const auto baseline = times_ns_.find(robot + "/pinocchio_aba_derivatives");
+      if (baseline == times_ns_.end()) continue;
+      std::printf("  %-42s %10.2f us  x%6.2f\n", name.c_str(), ns * 1e-3, ns / baseline->second);
+    }
+  }
+
+ private:
+  static double unitToNs(benchmark::TimeUnit unit) {
+    switch (unit) {
+      case benchmark::kNanosecond: return 1.0;
+      case benchmark::kMicrosecond: return 1e3;
+      case benchmark::kMillisecond: return 1e6;
+      case benchmark::kSecond: return 1e9;
+    }
+    return 1.0;
+  }
+  std::map<std::string, double> times_ns_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  std::vector<std::unique_ptr<Robot>> robots;
+  std::vector<ContactSpec> feet;
+  for (const char* foot : {"FL_foot", "FR_foot", "RL_foot", "RR_foot"})
+    feet.push_back({foot, ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+  robots.push_back(std::make_unique<Robot>("go2", "go2_description/urdf/go2.urdf", feet));
+  robots.push_back(std::make_unique<Robot>(
+      "talos", "talos_data/robots/talos_reduced.urdf",
+      std::vector<ContactSpec>{{"left_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL},
+                               {"right_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL}}));
+
+  for (const auto& robot : robots) {
+    const Robot& r = *robot;
+    std::printf("%s: nq %d, nv %d, |S| = %zu of %d bodies, %zu contacts\n", r.name.c_str(),
+                r.model.nq, r.model.nv, r.bodies.size(), r.model.njoints - 1, r.contacts.size());
+    const std::vector<std::pair<const char*, void (*)(benchmark::State&, const Robot&)>> cases = {
+        {"pinocchio_aba_derivatives", pinocchioAbaDerivatives},
+        {"pinocchio_torque_regressor", pinocchioTorqueRegressor},
+        {"heft_restricted_regressor", heftRestrictedRegressor},
+        {"heft_forward_dynamics_derivatives", heftForwardDynamicsDerivatives},
+        {"pinocchio_contact_derivatives", pinocchioContactDerivatives},
+        {"heft_contact_dynamics_derivatives", heftContactDerivatives},
+        {"heft_impulse_dynamics_derivatives", heftImpulseDerivatives},
+    };
+    for (const auto& [name, fn] : cases)
+      benchmark::RegisterBenchmark((r.name + "/" + name).c_str(), fn, std::cref(r))
+          ->Unit(benchmark::kMicrosecond);
+  }
+
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

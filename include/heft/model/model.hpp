@@ -1,0 +1,120 @@
+#pragma once
+/// \file A robot's kinematic tree and nominal inertial parameters, loaded from URDF or MJCF.
+///
+/// Bodies. Pinocchio stores one inertia per joint: links attached by fixed joints are lumped into
+/// the body of their nearest movable ancestor joint. heft names that body after the link that is
+/// the joint's child (the BODY frame attached to the joint whose placement is the joint frame), so
+/// a body's frame is its joint's frame, and also accepts the joint's name. Links welded to the
+/// world of a fixed-base robot belong to no body (Pinocchio's "universe"): they do not move and
+/// are not part of pinocchio::computeTotalMass.
+///
+/// Inertial parameters of a body, pi (Vector10), follow heft's convention (docs/design.md):
+/// Pinocchio order [m, m c, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz], about the body frame origin,
+/// body-frame axes.
+#include <pinocchio/multibody.hpp>
+#include <string>
+#include <vector>
+
+#include "heft/common/types.hpp"
+#include "heft/model/robots.hpp"
+
+namespace heft::model {
+
+/// How loadRobot builds the model.
+struct LoadOptions {
+  /// Root joint. BaseType::Default means: the table's base for a short name or for the path of a
+  /// table robot; a free-flyer for any other URDF (heft is for legged robots; pass Fixed for arms);
+  /// what the file declares for MJCF (a <freejoint> on the root body, otherwise fixed).
+  BaseType base = BaseType::Default;
+
+  /// Throws InputError if a field is out of range.
+  void validate() const;
+};
+
+/// One body: a movable joint of the model with the links lumped into it.
+struct Body {
+  pinocchio::JointIndex joint = 0;  ///< index in pinocchio::Model (1 .. njoints-1)
+  std::string name;        ///< link name (the joint's name if no link sits at the joint frame)
+  std::string joint_name;  ///< pinocchio::Model::names[joint]
+  /// BODY frame named `name`, or -1 when no link sits at the joint frame (then pi is expressed in
+  /// the joint frame, which differs from every link frame: some MJCF joints with a `pos`).
+  long frame = -1;
+  std::vector<std::string> lumped_links;  ///< other links rigidly attached to this body
+};
+
+/// A loaded robot: the Pinocchio model (const; every algorithm takes it), the body naming on top
+/// of it, the contact frames, and where it came from. Copyable.
+class RobotModel {
+ public:
+  /// Wraps a Pinocchio model. `source` names the file (or anything that identifies the model in
+  /// error messages), `contact_frames` are frame names that must exist in the model.
+  /// \throws InputError if the model has no body (njoints < 2), a non-finite inertia or joint
+  ///   placement, or a contact frame is missing.
+  RobotModel(pinocchio::Model model, std::string source, std::string short_name = "",
+             std::vector<std::string> contact_frames = {}, std::vector<std::string> warnings = {});
+
+  /// The Pinocchio model (inertias are the current nominal pi of every body).
+  const pinocchio::Model& pinocchio() const { return model_; }
+  /// File the model was loaded from.
+  const std::string& source() const { return source_; }
+  /// Short name when loaded by name or from a table robot's file, otherwise "".
+  const std::string& shortName() const { return short_name_; }
+  /// Short name if any, else the file name without folders.
+  std::string displayName() const;
+  /// True if joint 1 is a pinocchio::JointModelFreeFlyer (nq = 7 + joints, nv = 6 + joints).
+  bool hasFreeFlyer() const;
+  /// Foot / sole frame names (from the short-name table; empty for other files).
+  const std::vector<std::string>& contactFrames() const { return contact_frames_; }
+  /// Messages the parser printed that were not errors (for example urdfdom warnings).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  /// Bodies in joint order: bodies()[k].joint == k + 1. Size njoints - 1.
+  const std::vector<Body>& bodies() const { return bodies_; }
+  /// The body of joint `joint` (1 .. njoints-1). \throws InputError when out of range.
+  const Body& body(pinocchio::JointIndex joint) const;
+  /// Joint index of the body called `name`: a body's link name or its joint name.
+  /// \throws InputError naming the unknown body and listing the valid names; for a link lumped
+  ///   into another body or welded to the world, the message says where it went.
+  pinocchio::JointIndex bodyIndex(const std::string& name) const;
+  /// "base, FL_hip, ...": every body name in joint order (for messages).
+  std::string bodyNames() const;
+  /// Links welded to the world (fixed base only; Pinocchio's universe), possibly empty.
+  const std::vector<std::string>& worldLinks() const { return world_links_; }
+
+  /// pi of a body (Pinocchio's Inertia::toDynamicParameters): about the body frame origin, in
+  /// the body frame. Units kg, kg m, kg m^2. \throws InputError for a bad index.
+  Vector10 pi(pinocchio::JointIndex joint) const;
+  /// pi of the body called `name` (see bodyIndex).
+  Vector10 pi(const std::string& name) const;
+  /// Sets a body's inertia from pi (Inertia::FromDynamicParameters; m = 0 allowed when m c = 0).
+  /// Physically inconsistent values are accepted (check them with inertia::checkConsistency).
+  /// \throws InputError for a bad index, a non-finite entry, or m = 0 with m c != 0.
+  void setPi(pinocchio::JointIndex joint, const Vector10& pi);
+
+  /// Mass of every body, = pinocchio::computeTotalMass(pinocchio()) [kg].
+  double totalMass() const;
+  /// Mass welded to the world (fixed base), not part of totalMass [kg].
+  double worldMass() const;
+
+ private:
+  void nameBodies();
+
+  pinocchio::Model model_;
+  std::string source_;
+  std::string short_name_;
+  std::vector<std::string> contact_frames_;
+  std::vector<std::string> warnings_;
+  std::vector<Body> bodies_;
+  std::vector<std::string> world_links_;
+};
+
+/// Loads a robot by short name (knownRobots()) or from a path to a URDF (.urdf) or MJCF (.xml)
+/// file; the format is read from the root element (<robot> or <mujoco>). Geometry is not loaded,
+/// so mesh paths need not resolve.
+/// \throws InputError naming the file and what was expected for: an unknown name (listing the known
+///   ones), a missing, empty or malformed file, a parser error (also one the parser only printed,
+///   such as urdfdom dropping an <inertial> whose mass is not a number), non-finite values, a model
+///   without bodies, or --fixed-base on an MJCF model that declares a free joint.
+RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options = {});
+
+}  // namespace heft::model

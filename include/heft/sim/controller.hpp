@@ -1,0 +1,120 @@
+#pragma once
+/// \file Motions that keep the robot up: references computed on the NOMINAL model (the controller
+/// does not know the payload, friction or model errors, as on a real robot), tracked by joint PD
+/// plus a feed-forward from Pinocchio inverse dynamics.
+///
+/// A reference is computed once for the whole run on the physics grid (inverse kinematics and
+/// inverse dynamics per sample), so the simulation loop only evaluates the PD law.
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "heft/model/model.hpp"
+
+namespace heft::sim {
+
+/// A joint-space reference on a uniform time grid t_k = k dt, in Pinocchio's convention.
+struct Reference {
+  double dt = 1e-3;
+  Eigen::MatrixXd q;    ///< nq x N
+  Eigen::MatrixXd v;    ///< nv x N
+  Eigen::MatrixXd a;    ///< nv x N
+  Eigen::MatrixXd tau;  ///< nu x N feed-forward torques of the actuated joints (nominal model)
+  int samples() const { return static_cast<int>(q.cols()); }
+};
+
+/// Quadruped motions with every foot planted: the base follows a pose trajectory and inverse
+/// kinematics of the nominal model keeps the feet where they stood. After `settle` seconds of
+/// standing, the phases roll, pitch, yaw (sinusoids) and squats (height) follow each other for
+/// `phase_duration` seconds each, and the cycle repeats. An amplitude of 0 skips its phase.
+/// Every phase is faded in and out over `ramp` seconds (quintic smoothstep, so the reference is
+/// twice continuously differentiable).
+struct StanceMotionOptions {
+  /// Joint angles of the standing posture, one per actuated joint (Pinocchio order) [rad].
+  Eigen::VectorXd posture;
+  double settle = 1.0;             ///< [s] standing still at the start
+  double phase_duration = 3.0;     ///< [s] per phase
+  double ramp = 0.5;               ///< [s] fade in / out of each phase
+  double roll_amplitude = 0.15;    ///< [rad]
+  double pitch_amplitude = 0.15;   ///< [rad]
+  double yaw_amplitude = 0.2;      ///< [rad]
+  double rotation_frequency = 0.5; ///< [Hz]
+  double squat_depth = 0.06;       ///< [m] peak lowering of the base
+  double squat_frequency = 0.5;    ///< [Hz]
+  /// Throws InputError naming the field (`nu` = actuated joints of the robot).
+  void validate(int nu) const;
+};
+
+/// Reference for a free-flyer robot whose `feet` (frame names, contact sphere centers of radius
+/// `foot_radius`) stand on the floor z = 0. The initial base height puts the sphere bottoms at
+/// z = 0. Feed-forward: floating-base inverse dynamics (RNEA) with the contact forces that balance
+/// the base rows, chosen closest (least squares) to an equal share of the robot's weight per foot.
+/// \throws InputError for a fixed-base model, unknown feet or bad options; SolveError when the
+/// inverse kinematics does not converge (the pose is out of reach).
+Reference stanceReference(const model::RobotModel& nominal, const std::vector<std::string>& feet,
+                          double foot_radius, const StanceMotionOptions& options, double duration,
+                          double dt);
+
+/// Periodic excitation (Swevers et al. 1997): every actuated joint follows
+///   q_i(t) = c_i + e(t) s_i sum_{l=1..L} a_il sin(l w t + phi_il),  w = 2 pi base_frequency,
+/// with random a_il (uniform in [-1, 1] / l) and phi_il from `coefficient_seed`, an envelope e(t)
+/// rising from 0 to 1 over `ramp` seconds (quintic smoothstep), and the largest scale s_i that keeps
+/// the joint within its limits shrunk by `limit_margin` (a fraction of the half range), its speed
+/// under `velocity_fraction` of the velocity limit and its acceleration under `max_acceleration`.
+struct FourierExcitationOptions {
+  int harmonics = 5;
+  double base_frequency = 0.1;     ///< [Hz], the period of the whole trajectory is 1 / this
+  std::uint64_t coefficient_seed = 1;
+  double limit_margin = 0.15;      ///< fraction of the half range kept free at each limit
+  double velocity_fraction = 0.6;  ///< of the model's velocity limit (when finite and > 0)
+  double max_acceleration = 8.0;   ///< [rad/s^2] (prismatic: [m/s^2])
+  double ramp = 2.0;               ///< [s]
+  /// Centers c_i (nu entries) for joints without limits; empty = 0. Limited joints use mid-range.
+  Eigen::VectorXd center;
+  double unlimited_amplitude = 1.0;  ///< [rad] bound on |q - c| for joints without limits
+  void validate(int nu) const;
+};
+
+/// Reference for a fixed-base robot; feed-forward = RNEA of the nominal model.
+/// \throws InputError for a free-flyer model or bad options.
+Reference fourierReference(const model::RobotModel& nominal, const FourierExcitationOptions& options,
+                           double duration, double dt);
+
+/// Joint PD gains, one per actuated joint.
+struct PdGains {
+  Eigen::VectorXd kp;  ///< [N m/rad]
+  Eigen::VectorXd kd;  ///< [N m s/rad]
+  void validate(int nu) const;
+};
+
+/// The same kp and kd for every joint.
+PdGains uniformGains(int nu, double kp, double kd);
+
+/// Gains that give each joint, alone, the closed-loop natural frequency `bandwidth` [rad/s] and
+/// damping ratio `damping_ratio` with the nominal joint-space inertia M_ii(q):
+/// kp = M_ii w^2, kd = 2 zeta w M_ii. Used for arms, whose link inertias span orders of magnitude.
+PdGains bandwidthGains(const model::RobotModel& nominal, const Eigen::VectorXd& q, double bandwidth,
+                       double damping_ratio);
+
+/// tau = tau_ff(k) + kp (q_ref(k) - q) + kd (v_ref(k) - v) on the actuated joints; the position
+/// error is pinocchio::difference (so continuous joints wrap). Samples past the end hold the last.
+class PdController {
+ public:
+  PdController(const model::RobotModel& nominal, Reference reference, PdGains gains);
+  /// `tau` gets nu entries. No allocation after the first call.
+  void compute(int k, const Eigen::VectorXd& q, const Eigen::VectorXd& v, Eigen::VectorXd& tau);
+  /// pinocchio::difference(q, q_ref) of the last compute() (nv entries).
+  const Eigen::VectorXd& lastError() const { return error_; }
+  const Reference& reference() const { return reference_; }
+  const PdGains& gains() const { return gains_; }
+
+ private:
+  pinocchio::Model model_;
+  Reference reference_;
+  PdGains gains_;
+  int offset_;
+  Eigen::VectorXd error_;
+};
+
+}  // namespace heft::sim

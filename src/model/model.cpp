@@ -1,0 +1,395 @@
+#include "heft/model/model.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/parsers/mjcf.hpp>
+#include <pinocchio/parsers/urdf.hpp>
+#include <regex>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+
+namespace heft::model {
+
+namespace {
+
+std::string num(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+// Collapses an exception text to one line. Pinocchio's PINOCCHIO_THROW_PRETTY messages are
+// "From file: ...\nin function: ...\nat line: ...\nmessage:\n<text>": keep <text>.
+std::string oneLine(const std::string& text) {
+  std::string body = text;
+  const auto pos = body.find("message:");
+  if (pos != std::string::npos) body = body.substr(pos + 8);
+  std::string out;
+  bool space = false;
+  for (char c : body) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+// What a parser printed on stderr while it ran, split into errors and warnings.
+struct ParserOutput {
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+  std::string errorText() const {
+    std::string out;
+    for (const auto& e : errors) out += (out.empty() ? "" : "; ") + e;
+    return out;
+  }
+};
+
+// Redirects file descriptor 2 into a temporary file while alive. urdfdom reports through
+// console_bridge, which prints to stderr and, for some errors (a mass that is not a number), drops
+// the element and carries on: reading what it printed is the only way to know, and it keeps the
+// CLI's stderr to one line. Loading is serialized by a mutex; other threads' stderr output during
+// a load would be captured too (loading happens at start-up).
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    file_ = std::tmpfile();
+    if (file_ == nullptr) return;
+    saved_ = dup(STDERR_FILENO);
+    if (saved_ < 0 || dup2(fileno(file_), STDERR_FILENO) < 0) restore();
+  }
+  ~StderrCapture() { restore(); }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  // Restores stderr and parses what was written: console_bridge lines start with "Error:" or
+  // "Warning:", followed by an "at line N in <source file>" line that we drop.
+  ParserOutput finish() {
+    restore();
+    ParserOutput out;
+    if (file_ == nullptr) return out;
+    std::rewind(file_);
+    std::string text;
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file_)) > 0) text.append(buffer, n);
+    std::fclose(file_);
+    file_ = nullptr;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const std::string clean = oneLine(line);
+      if (clean.empty() || clean.rfind("at line ", 0) == 0) continue;
+      if (clean.rfind("Error:", 0) == 0)
+        out.errors.push_back(oneLine(clean.substr(6)));
+      else if (clean.rfind("Warning:", 0) == 0)
+        out.warnings.push_back(oneLine(clean.substr(8)));
+      else
+        out.warnings.push_back(clean);
+    }
+    return out;
+  }
+
+ private:
+  void restore() {
+    if (saved_ >= 0) {
+      std::fflush(stderr);
+      dup2(saved_, STDERR_FILENO);
+      close(saved_);
+      saved_ = -1;
+    }
+  }
+  std::FILE* file_ = nullptr;
+  int saved_ = -1;
+};
+
+std::mutex& loadMutex() {
+  static std::mutex m;
+  return m;
+}
+
+enum class Format { Urdf, Mjcf };
+
+// Reads the root element name (<robot> or <mujoco>); the extension decides otherwise.
+Format detectFormat(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError("robot file '" + path +
+                     "': cannot be read (expected a readable URDF or MJCF file)");
+  std::string head(4096, '\0');
+  in.read(&head[0], static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError("robot file '" + path +
+                     "' is empty: expected a URDF <robot> or an MJCF <mujoco> XML document");
+  static const std::regex root(R"(<\s*(robot|mujoco)[\s>/])");
+  std::smatch match;
+  if (std::regex_search(head, match, root))
+    return match[1] == "robot" ? Format::Urdf : Format::Mjcf;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".urdf") return Format::Urdf;
+  if (ext == ".xml" || ext == ".mjcf") return Format::Mjcf;
+  throw InputError("robot file '" + path +
+                   "': expected a URDF <robot> or an MJCF <mujoco> XML document, found neither "
+                   "root element");
+}
+
+bool isFreeFlyer(const pinocchio::Model& model, pinocchio::JointIndex j) {
+  return j < model.joints.size() && model.joints[j].shortname() == "JointModelFreeFlyer";
+}
+
+// Parses the file with Pinocchio, turning every failure into an InputError naming the file.
+pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
+                       std::vector<std::string>& warnings) {
+  const std::string what = format == Format::Urdf ? "URDF" : "MJCF";
+  pinocchio::Model model;
+  std::lock_guard<std::mutex> lock(loadMutex());
+  StderrCapture capture;
+  std::string failure;
+  try {
+    if (format == Format::Urdf) {
+      if (free_flyer)
+        pinocchio::urdf::buildModel(path, pinocchio::JointModelFreeFlyer(), model);
+      else
+        pinocchio::urdf::buildModel(path, model);
+    } else {
+      if (free_flyer)
+        pinocchio::mjcf::buildModel(path, pinocchio::JointModelFreeFlyer(), model);
+      else
+        pinocchio::mjcf::buildModel(path, model);
+    }
+  } catch (const std::exception& e) {
+    failure = oneLine(e.what());
+    if (failure.empty()) failure = "parser error";
+  }
+  const ParserOutput printed = capture.finish();
+  if (!failure.empty() || !printed.errors.empty()) {
+    // What the parser printed is the cause; Pinocchio's own message then only repeats the path.
+    throw InputError("robot file '" + path + "' is not a valid " + what +
+                     " model: " + (printed.errors.empty() ? failure : printed.errorText()));
+  }
+  warnings = printed.warnings;
+  return model;
+}
+
+bool isIdentityPlacement(const pinocchio::SE3& placement) { return placement.isIdentity(1e-12); }
+
+}  // namespace
+
+void LoadOptions::validate() const {
+  require(base == BaseType::Default || base == BaseType::FreeFlyer || base == BaseType::Fixed,
+          "LoadOptions::base", "default, free-flyer or fixed",
+          std::to_string(static_cast<int>(base)));
+}
+
+// ---- RobotModel -------------------------------------------------------------------------------
+
+RobotModel::RobotModel(pinocchio::Model model, std::string source, std::string short_name,
+                       std::vector<std::string> contact_frames, std::vector<std::string> warnings)
+    : model_(std::move(model)),
+      source_(std::move(source)),
+      short_name_(std::move(short_name)),
+      contact_frames_(std::move(contact_frames)),
+      warnings_(std::move(warnings)) {
+  if (model_.njoints < 2)
+    throw InputError("robot '" + source_ +
+                     "': expected at least one body (a movable joint or a free-flyer base), got "
+                     "none; a robot without joints needs --free-flyer");
+  for (pinocchio::JointIndex j = 0; j < static_cast<pinocchio::JointIndex>(model_.njoints); ++j) {
+    const auto& Y = model_.inertias[j];
+    if (!std::isfinite(Y.mass()) || !Y.lever().allFinite() || !Y.inertia().data().allFinite())
+      throw InputError("robot '" + source_ + "', joint '" + model_.names[j] +
+                       "': expected finite inertial parameters, got mass " + num(Y.mass()) +
+                       ", COM [" + num(Y.lever()[0]) + " " + num(Y.lever()[1]) + " " +
+                       num(Y.lever()[2]) + "]");
+    const auto& M = model_.jointPlacements[j];
+    if (!M.translation().allFinite() || !M.rotation().allFinite())
+      throw InputError("robot '" + source_ + "', joint '" + model_.names[j] +
+                       "': expected a finite placement (origin xyz/rpy)");
+  }
+  for (const auto& frame : contact_frames_)
+    if (!model_.existFrame(frame))
+      throw InputError("robot '" + source_ + "': contact frame '" + frame +
+                       "' expected in the model, not found");
+  nameBodies();
+}
+
+void RobotModel::nameBodies() {
+  const int nj = model_.njoints;
+  bodies_.assign(nj - 1, Body{});
+  for (int j = 1; j < nj; ++j) {
+    Body& b = bodies_[j - 1];
+    b.joint = j;
+    b.joint_name = model_.names[j];
+  }
+  // The JOINT frame of each joint (the fallback anchor when no link sits at the joint frame).
+  std::vector<long> joint_frame(nj, -1);
+  for (size_t f = 0; f < model_.frames.size(); ++f) {
+    const auto& frame = model_.frames[f];
+    if (frame.type == pinocchio::JOINT && frame.parentJoint < static_cast<size_t>(nj) &&
+        frame.name == model_.names[frame.parentJoint])
+      joint_frame[frame.parentJoint] = static_cast<long>(f);
+  }
+  // Pass 1: the link at the joint frame. Pass 2 (MJCF joints with a pos): the link whose frame
+  // hangs directly from the joint frame.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t f = 0; f < model_.frames.size(); ++f) {
+      const auto& frame = model_.frames[f];
+      if (frame.type != pinocchio::BODY) continue;
+      const auto j = frame.parentJoint;
+      if (j == 0 || j >= static_cast<size_t>(nj) || bodies_[j - 1].frame >= 0) continue;
+      const bool at_joint = pass == 0 ? isIdentityPlacement(frame.placement)
+                                      : static_cast<long>(frame.parentFrame) == joint_frame[j];
+      if (at_joint) {
+        bodies_[j - 1].frame = static_cast<long>(f);
+        bodies_[j - 1].name = frame.name;
+      }
+    }
+  }
+  world_links_.clear();
+  for (size_t f = 0; f < model_.frames.size(); ++f) {
+    const auto& frame = model_.frames[f];
+    if (frame.type != pinocchio::BODY) continue;
+    if (frame.parentJoint == 0) {
+      world_links_.push_back(frame.name);
+      continue;
+    }
+    Body& b = bodies_[frame.parentJoint - 1];
+    if (static_cast<long>(f) != b.frame) b.lumped_links.push_back(frame.name);
+  }
+  for (Body& b : bodies_)
+    if (b.name.empty()) b.name = b.joint_name;
+}
+
+std::string RobotModel::displayName() const {
+  if (!short_name_.empty()) return short_name_;
+  return std::filesystem::path(source_).filename().string();
+}
+
+bool RobotModel::hasFreeFlyer() const { return isFreeFlyer(model_, 1); }
+
+const Body& RobotModel::body(pinocchio::JointIndex joint) const {
+  require(joint >= 1 && joint < static_cast<pinocchio::JointIndex>(model_.njoints),
+          "body index in " + displayName(), "1.." + std::to_string(model_.njoints - 1),
+          std::to_string(joint));
+  return bodies_[joint - 1];
+}
+
+pinocchio::JointIndex RobotModel::bodyIndex(const std::string& name) const {
+  // Link names first: a link and a joint of different bodies may share a name (MJCF).
+  for (const Body& b : bodies_)
+    if (b.name == name) return b.joint;
+  for (const Body& b : bodies_)
+    if (b.joint_name == name) return b.joint;
+  const std::string where = "robot " + displayName();
+  for (const Body& b : bodies_)
+    for (const auto& link : b.lumped_links)
+      if (link == name)
+        throw InputError(where + ": '" + name + "' is a link rigidly attached to body '" + b.name +
+                         "' (joint '" + b.joint_name +
+                         "'); its inertia is lumped into that body: use '" + b.name + "'");
+  for (const auto& link : world_links_)
+    if (link == name)
+      throw InputError(where + ": link '" + name +
+                       "' is welded to the world (fixed base); it is not a body (load the robot "
+                       "with a free-flyer base to identify it)");
+  throw InputError(where + ": unknown body '" + name +
+                   "': expected a link or joint name, one of: " + bodyNames());
+}
+
+std::string RobotModel::bodyNames() const {
+  std::string out;
+  for (const Body& b : bodies_) out += (out.empty() ? "" : ", ") + b.name;
+  return out;
+}
+
+Vector10 RobotModel::pi(pinocchio::JointIndex joint) const {
+  body(joint);  // range check
+  return model_.inertias[joint].toDynamicParameters();
+}
+
+Vector10 RobotModel::pi(const std::string& name) const { return pi(bodyIndex(name)); }
+
+void RobotModel::setPi(pinocchio::JointIndex joint, const Vector10& pi) {
+  const Body& b = body(joint);
+  const std::string what = "pi of body '" + b.name + "' in " + displayName();
+  for (int i = 0; i < 10; ++i)
+    require(std::isfinite(pi[i]), what + " [" + std::to_string(i) + "]", "a finite value",
+            num(pi[i]));
+  if (pi[0] == 0) {
+    // FromDynamicParameters divides by m: a massless body keeps only its rotational inertia.
+    require(pi.segment<3>(1).isZero(0), what, "m c = 0 when m = 0",
+            "m c = [" + num(pi[1]) + " " + num(pi[2]) + " " + num(pi[3]) + "]");
+    model_.inertias[joint] = pinocchio::Inertia(
+        0, Vector3::Zero(), pinocchio::Symmetric3(Eigen::Matrix<double, 6, 1>(pi.tail<6>())));
+    return;
+  }
+  model_.inertias[joint] = pinocchio::Inertia::FromDynamicParameters(pi);
+}
+
+double RobotModel::totalMass() const { return pinocchio::computeTotalMass(model_); }
+
+double RobotModel::worldMass() const { return model_.inertias[0].mass(); }
+
+// ---- loading ----------------------------------------------------------------------------------
+
+RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options) {
+  options.validate();
+  const RobotEntry* entry = findRobot(name_or_path);
+  std::string path = entry != nullptr ? robotPath(*entry) : name_or_path;
+  std::error_code ec;
+  if (entry == nullptr) {
+    if (!std::filesystem::exists(path, ec)) {
+      const std::string ext = std::filesystem::path(path).extension().string();
+      const bool looks_like_path =
+          path.find('/') != std::string::npos || ext == ".urdf" || ext == ".xml" || ext == ".mjcf";
+      if (looks_like_path)
+        throw InputError("robot file '" + path +
+                         "' not found: expected an existing .urdf or MJCF .xml file");
+      throw InputError(
+          "unknown robot '" + name_or_path +
+          "': expected a path to a .urdf or MJCF .xml file or one of: " + knownRobotNames());
+    }
+    if (std::filesystem::is_directory(path, ec))
+      throw InputError("robot file '" + path + "' is a directory: expected a .urdf or .xml file");
+    entry = findRobotByPath(path);
+  } else if (!std::filesystem::exists(path, ec)) {
+    throw InputError("robot '" + entry->name + "': file '" + path +
+                     "' not found (expected example-robot-data under " + robotsDirectory() + ")");
+  }
+
+  const Format format = detectFormat(path);
+  BaseType base = options.base;
+  if (base == BaseType::Default) {
+    if (entry != nullptr)
+      base = entry->base;
+    else
+      base = format == Format::Urdf ? BaseType::FreeFlyer : BaseType::Fixed;
+  }
+  // MJCF: "Default" with no table entry means "as declared", i.e. no root joint added.
+  const bool add_free_flyer = base == BaseType::FreeFlyer;
+  std::vector<std::string> warnings;
+  pinocchio::Model model = parse(path, format, add_free_flyer, warnings);
+  if (format == Format::Mjcf && options.base == BaseType::Fixed && isFreeFlyer(model, 1))
+    throw InputError("robot file '" + path +
+                     "': --fixed-base asked, but the MJCF root body declares a free joint");
+  return RobotModel(std::move(model), path, entry != nullptr ? entry->name : "",
+                    entry != nullptr ? entry->contact_frames : std::vector<std::string>{},
+                    std::move(warnings));
+}
+
+}  // namespace heft::model

@@ -1,0 +1,317 @@
+#include "heft/sim/scenario.hpp"
+
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+#include "heft/sim/mujoco_errors.hpp"
+
+namespace heft::sim {
+
+namespace {
+
+std::string num(double x, int precision = 6) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << x;
+  return s.str();
+}
+
+// Solid box of mass m and edge lengths a (x), b (y), c (z), centered at `com` (body frame).
+model::Payload box(double m, const Vector3& com, double a, double b, double c) {
+  model::Payload p;
+  p.mass = m;
+  p.com = com;
+  p.inertia = Matrix3::Zero();
+  p.inertia(0, 0) = m * (b * b + c * c) / 12;
+  p.inertia(1, 1) = m * (a * a + c * c) / 12;
+  p.inertia(2, 2) = m * (a * a + b * b) / 12;
+  return p;
+}
+
+// Go2: standing posture with the feet under the thigh joints (thigh 0.8, calf -1.6 rad),
+// stiff joint PD (the feed-forward does not know the payload), torso motions with feet planted.
+Scenario go2Base(const std::string& name, const std::string& description) {
+  Scenario s;
+  s.name = name;
+  s.description = description;
+  s.robot = "go2";
+  s.motion = Motion::Stance;
+  s.stance.posture.resize(12);
+  for (int leg = 0; leg < 4; ++leg) s.stance.posture.segment<3>(3 * leg) << 0, 0.8, -1.6;
+  s.kp = 60;
+  s.kd = 1.5;
+  s.duration = 15;
+  s.bounds.min_base_height = 0.15;
+  s.bounds.max_tilt = 0.6;
+  return s;
+}
+
+// Panda: Fourier excitation of all nine joints (fingers included) within limits.
+Scenario pandaBase(const std::string& name, const std::string& description) {
+  Scenario s;
+  s.name = name;
+  s.description = description;
+  s.robot = "panda";
+  s.motion = Motion::Fourier;
+  s.fourier.harmonics = 5;
+  s.fourier.base_frequency = 0.1;
+  s.fourier.coefficient_seed = 7;
+  s.fourier.ramp = 2.0;
+  s.bandwidth = 40;
+  s.damping_ratio = 1;
+  s.duration = 20;
+  s.max_tracking_error = 0.2;
+  return s;
+}
+
+std::vector<Scenario> makeScenarios() {
+  std::vector<Scenario> list;
+  {
+    Scenario s = go2Base("go2-stand", "go2 nominal model standing still (static contact truth), 10 s");
+    s.stance.roll_amplitude = s.stance.pitch_amplitude = s.stance.yaw_amplitude = 0;
+    s.stance.squat_depth = 0;
+    s.duration = 10;
+    list.push_back(s);
+  }
+  list.push_back(go2Base("go2-nominal",
+                         "go2 nominal model: stand, torso roll/pitch/yaw, squats, 15 s (baseline)"));
+  {
+    Scenario s = go2Base("go2-payload-3kg",
+                         "go2 +3 kg box on the torso (PRIME Table I): stand, torso rotations, "
+                         "squats, 15 s");
+    s.model.payloads.push_back({"payload", "base", box(3.0, Vector3(0, 0, 0.09), 0.2, 0.1, 0.06)});
+    list.push_back(s);
+  }
+  {
+    Scenario s = go2Base("go2-com-shift",
+                         "go2 torso COM shifted -0.1 m in z (PRIME Table I): stand, torso "
+                         "rotations, squats, 15 s");
+    s.model.link_edits.push_back({"base", 1.0, Vector3(0, 0, -0.1)});
+    list.push_back(s);
+  }
+  {
+    Scenario s = go2Base("go2-rear-4.7kg",
+                         "go2 4.7 kg low at the rear of the torso (SPI-Active): stand, torso "
+                         "rotations, squats, 15 s");
+    s.model.payloads.push_back(
+        {"payload", "base", box(4.7, Vector3(-0.15, 0, -0.09), 0.15, 0.12, 0.05)});
+    list.push_back(s);
+  }
+  {
+    Scenario s = pandaBase("panda-friction",
+                           "panda Fourier excitation with joint friction (damping, frictionloss, "
+                           "armature), 20 s");
+    for (int i = 1; i <= 7; ++i) {
+      const bool large = i <= 4;
+      s.model.joint_friction["panda_joint" + std::to_string(i)] =
+          large ? JointFriction{0.3, 0.5, 0.05} : JointFriction{0.1, 0.2, 0.02};
+    }
+    list.push_back(s);
+  }
+  list.push_back(pandaBase("panda", "panda Fourier excitation without joint friction, 20 s"));
+  {
+    Scenario s;
+    s.name = "double-pendulum";
+    s.description = "double pendulum Fourier excitation about the hanging position, 15 s";
+    s.robot = "double_pendulum";
+    s.motion = Motion::Fourier;
+    s.fourier.harmonics = 4;
+    s.fourier.base_frequency = 0.2;
+    s.fourier.coefficient_seed = 3;
+    s.fourier.ramp = 1.0;
+    s.fourier.center = Eigen::Vector2d(M_PI, 0);
+    s.fourier.unlimited_amplitude = 1.2;
+    s.fourier.max_acceleration = 20;
+    s.bandwidth = 40;
+    s.damping_ratio = 1;
+    s.duration = 15;
+    s.max_tracking_error = 0.2;
+    list.push_back(s);
+  }
+  return list;
+}
+
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+const std::vector<Scenario>& scenarios() {
+  static const std::vector<Scenario> list = makeScenarios();
+  return list;
+}
+
+const Scenario& findScenario(const std::string& name) {
+  std::string names;
+  for (const auto& s : scenarios()) {
+    if (s.name == name) return s;
+    names += (names.empty() ? "" : ", ") + s.name;
+  }
+  throw InputError("scenario: expected one of " + names + ", got \"" + name + "\"");
+}
+
+void SimulationOptions::validate() const {
+  require(std::isfinite(duration) && duration >= 0 && duration <= 3600, "duration",
+          "0 (the scenario's) or a value in (0, 3600] s", num(duration));
+  NoiseProfile::fromName(noise);
+}
+
+std::string toString(SimulationSummary::Status status) {
+  switch (status) {
+    case SimulationSummary::Status::NotRun: return "not run";
+    case SimulationSummary::Status::Completed: return "completed";
+    case SimulationSummary::Status::Fell: return "fell";
+    case SimulationSummary::Status::Warning: return "MuJoCo warning";
+  }
+  return "?";
+}
+
+std::string SimulationSummary::report() const {
+  std::ostringstream s;
+  s << "scenario  " << scenario << ": " << toString(status) << (message.empty() ? "" : " (" + message + ")")
+    << "\n"
+    << "time      " << num(simulated_time) << " of " << num(duration) << " s simulated in " << steps
+    << " steps\n"
+    << "mass      " << num(total_mass) << " kg simulated, " << num(nominal_mass) << " kg nominal\n"
+    << "tracking  max joint error " << num(max_tracking_error, 3) << " rad\n";
+  if (min_base_height > 0 || max_tilt > 0) {
+    s << "base      min height " << num(min_base_height, 4) << " m, max tilt " << num(max_tilt, 3)
+      << " rad\n";
+  }
+  s << "warnings  " << mujoco_warnings << " from MuJoCo\n"
+    << "wall      reference " << num(reference_seconds, 3) << " s, physics " << num(physics_seconds, 3)
+    << " s, sensors " << num(sensor_seconds, 3) << " s\n";
+  return s.str();
+}
+
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options) {
+  options.validate();
+  installMujocoHandlers();
+  const NoiseProfile profile = NoiseProfile::fromName(options.noise);
+  const double duration = options.duration > 0 ? options.duration : scenario.duration;
+  const model::RobotModel robot = model::loadRobot(scenario.robot);
+  const SimModel sim(robot, scenario.model);
+  const double dt = scenario.model.timestep;
+  const mjModel* m = sim.mujoco();
+
+  SimulationResult result;
+  SimulationSummary& summary = result.summary;
+  summary.scenario = scenario.name;
+  summary.duration = duration;
+  summary.total_mass = m->body_subtreemass[0];
+  summary.nominal_mass = robot.totalMass();
+
+  // the reference and its feed-forward, all on the nominal model
+  auto start = std::chrono::steady_clock::now();
+  Reference reference =
+      scenario.motion == Motion::Stance
+          ? stanceReference(robot, sim.contactNames(), scenario.model.contact_radius, scenario.stance,
+                            duration, dt)
+          : fourierReference(robot, scenario.fourier, duration, dt);
+  const PdGains gains =
+      scenario.kp > 0 ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
+                      : bandwidthGains(robot, reference.q.col(0), scenario.bandwidth,
+                                       scenario.damping_ratio);
+  const Eigen::VectorXd q0 = reference.q.col(0), v0 = reference.v.col(0);
+  PdController controller(robot, std::move(reference), gains);
+  summary.reference_seconds = seconds(start);
+
+  // the loop: step1 (kinematics, contacts at t_k), control, step2 (accelerations, forces,
+  // integration to t_k+1); the truth of sample k is read between and after
+  start = std::chrono::steady_clock::now();
+  SimModel::DataPtr data = sim.makeData();
+  mjData* d = data.get();
+  sim.setState(d, q0, v0);
+  const int n = controller.reference().samples();
+  const int nu = sim.nu();
+  const int nc = static_cast<int>(sim.contactNames().size());
+  const bool free_flyer = sim.hasFreeFlyer();
+  TruthRecord truth;
+  truth.dt = dt;
+  truth.resize(n, nu, nc, free_flyer);
+  Eigen::VectorXd q(sim.nq()), v(sim.nv()), a(sim.nv()), tau(nu), forces(3 * nc), positions(nu);
+  std::vector<std::uint8_t> flags;
+  const long warnings_before = mujocoWarningCount();
+  summary.min_base_height = free_flyer ? q0[2] : 0;
+  summary.status = SimulationSummary::Status::Completed;
+  int recorded = 0;
+  for (int k = 0; k < n; ++k) {
+    sim.step1(d);
+    sim.getState(d, q, v);
+    controller.compute(k, q, v, tau);
+    sim.setJointTorques(d, tau);
+    sim.step2(d);
+    sim.getAcceleration(d, q, v, a);
+
+    truth.time[k] = k * dt;
+    sim.jointPositions(q, positions);
+    truth.joint_q.row(k) = positions.transpose();
+    truth.joint_v.row(k) = v.tail(nu).transpose();
+    truth.joint_a.row(k) = a.tail(nu).transpose();
+    truth.tau.row(k) = tau.transpose();
+    truth.tau_cmd.row(k) = tau.transpose();
+    if (nc > 0) {
+      sim.getContactForces(d, forces, flags);
+      truth.contact_forces.row(k) = forces.transpose();
+      for (int c = 0; c < nc; ++c) truth.contact_flags(k, c) = flags[c];
+    }
+    const double error = controller.lastError().tail(nu).cwiseAbs().maxCoeff();
+    summary.max_tracking_error = std::max(summary.max_tracking_error, error);
+    bool fell = false;
+    if (free_flyer) {
+      truth.base_pose.row(k) = q.head<7>().transpose();
+      truth.base_twist.row(k) = v.head<6>().transpose();
+      truth.base_acceleration.row(k) = a.head<6>().transpose();
+      const ImuSample imu = sim.getImu(d);
+      truth.gyro.row(k) = imu.gyro.transpose();
+      truth.accel.row(k) = imu.accel.transpose();
+      truth.imu_orientation.row(k) = imu.orientation.coeffs().transpose();
+      const Eigen::Quaterniond base(q[6], q[3], q[4], q[5]);
+      const double tilt = std::acos(std::clamp(base.normalized().toRotationMatrix()(2, 2), -1.0, 1.0));
+      summary.min_base_height = std::min(summary.min_base_height, q[2]);
+      summary.max_tilt = std::max(summary.max_tilt, tilt);
+      if (q[2] < scenario.bounds.min_base_height || tilt > scenario.bounds.max_tilt) {
+        fell = true;
+        summary.message = "base left the bounds at t = " + num(k * dt) + " s (height " +
+                          num(q[2], 4) + " m, tilt " + num(tilt, 3) + " rad)";
+      }
+    } else if (error > scenario.max_tracking_error) {
+      fell = true;
+      summary.message = "tracking lost at t = " + num(k * dt) + " s (joint error " + num(error, 3) +
+                        " rad > " + num(scenario.max_tracking_error) + ")";
+    }
+    recorded = k + 1;
+    const long warnings = SimModel::warningCount(d) + (mujocoWarningCount() - warnings_before);
+    if (warnings > 0 || !q.allFinite() || !a.allFinite()) {
+      summary.status = SimulationSummary::Status::Warning;
+      summary.message = "at t = " + num(k * dt) + " s: " +
+                        (warnings > 0 ? "MuJoCo warning " + lastMujocoWarning()
+                                      : std::string("non-finite state"));
+      break;
+    }
+    if (fell && summary.status == SimulationSummary::Status::Completed) {
+      summary.status = SimulationSummary::Status::Fell;
+      if (options.stop_on_fall) break;
+    }
+  }
+  summary.steps = recorded;
+  summary.simulated_time = recorded * dt;
+  summary.mujoco_warnings = SimModel::warningCount(d) + (mujocoWarningCount() - warnings_before);
+  summary.physics_seconds = seconds(start);
+  truth.truncate(recorded);
+
+  if (options.make_log) {
+    start = std::chrono::steady_clock::now();
+    result.log = makeLog(sim, truth, profile, options.seed, scenario.name);
+    summary.sensor_seconds = seconds(start);
+  }
+  return result;
+}
+
+}  // namespace heft::sim

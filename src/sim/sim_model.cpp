@@ -1,0 +1,507 @@
+#include "heft/sim/sim_model.hpp"
+
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include <pinocchio/algorithm/jacobian.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/sim/mujoco_errors.hpp"
+
+namespace heft::sim {
+
+namespace {
+
+std::string num(double x) {
+  std::ostringstream s;
+  s.precision(6);
+  s << x;
+  return s.str();
+}
+
+void setQuat(double out[4], const Eigen::Matrix3d& R) {
+  Eigen::Quaterniond q(R);
+  q.normalize();
+  out[0] = q.w();
+  out[1] = q.x();
+  out[2] = q.y();
+  out[3] = q.z();
+}
+
+// MuJoCo's fullinertia order: Ixx Iyy Izz Ixy Ixz Iyz (about the COM).
+void setInertial(mjsBody* body, const pinocchio::Inertia& inertia) {
+  const Eigen::Matrix3d I = inertia.inertia().matrix();
+  body->mass = inertia.mass();
+  for (int k = 0; k < 3; ++k) body->ipos[k] = inertia.lever()[k];
+  const double full[6] = {I(0, 0), I(1, 1), I(2, 2), I(0, 1), I(0, 2), I(1, 2)};
+  for (int k = 0; k < 6; ++k) body->fullinertia[k] = full[k];
+  body->explicitinertial = 1;
+}
+
+// Inertia of MuJoCo body `b` about its own frame (body_ipos, body_iquat, body_inertia).
+pinocchio::Inertia mujocoInertia(const mjModel* m, int b) {
+  const mjtNum* q = m->body_iquat + 4 * b;
+  const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
+  const Eigen::Vector3d d(m->body_inertia[3 * b], m->body_inertia[3 * b + 1], m->body_inertia[3 * b + 2]);
+  const Eigen::Matrix3d Ic = R * d.asDiagonal() * R.transpose();
+  const Eigen::Vector3d c(m->body_ipos[3 * b], m->body_ipos[3 * b + 1], m->body_ipos[3 * b + 2]);
+  const Eigen::Matrix3d symmetric = 0.5 * (Ic + Ic.transpose());
+  return pinocchio::Inertia(m->body_mass[b], c, pinocchio::Symmetric3(symmetric));
+}
+
+pinocchio::SE3 mujocoBodyPlacement(const mjModel* m, int b) {
+  const mjtNum* q = m->body_quat + 4 * b;
+  const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
+  return pinocchio::SE3(R, Eigen::Vector3d(m->body_pos[3 * b], m->body_pos[3 * b + 1],
+                                           m->body_pos[3 * b + 2]));
+}
+
+struct SpecDeleter {
+  void operator()(mjSpec* s) const { mj_deleteSpec(s); }
+};
+
+}  // namespace
+
+void SimModelOptions::validate() const {
+  require(std::isfinite(timestep) && timestep > 0 && timestep <= 0.01, "timestep",
+          "a value in (0, 0.01] s", num(timestep));
+  for (const auto& e : link_edits) {
+    require(!e.body.empty(), "link_edits body", "a body name", "\"\"");
+    require(std::isfinite(e.mass_scale) && e.mass_scale > 0, "link_edits[" + e.body + "] mass_scale",
+            "a finite value > 0", num(e.mass_scale));
+    require(e.com_shift.allFinite(), "link_edits[" + e.body + "] com_shift", "finite values [m]",
+            "non-finite values");
+  }
+  std::set<std::string> names;
+  for (const auto& p : payloads) {
+    require(!p.name.empty(), "payloads name", "a non-empty MuJoCo body name", "\"\"");
+    require(names.insert(p.name).second, "payloads name", "unique names", "\"" + p.name + "\" twice");
+    require(!p.body.empty(), "payloads[" + p.name + "] body", "a body name", "\"\"");
+    p.payload.validate();
+  }
+  for (const auto& [joint, f] : joint_friction) {
+    const bool ok = std::isfinite(f.damping) && f.damping >= 0 && std::isfinite(f.frictionloss) &&
+                    f.frictionloss >= 0 && std::isfinite(f.armature) && f.armature >= 0;
+    require(ok, "joint_friction[" + joint + "]", "finite damping, frictionloss, armature >= 0",
+            num(f.damping) + ", " + num(f.frictionloss) + ", " + num(f.armature));
+  }
+  require(std::isfinite(contact_radius) && contact_radius > 0, "contact_radius", "a value > 0 m",
+          num(contact_radius));
+  require(std::isfinite(floor_friction) && floor_friction > 0, "floor_friction", "a value > 0",
+          num(floor_friction));
+}
+
+SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
+    : nominal_(nominal), options_(std::move(options)) {
+  options_.validate();
+  installMujocoHandlers();
+  const pinocchio::Model& pm = nominal_.pinocchio();
+  const bool free_flyer = nominal_.hasFreeFlyer();
+
+  // the scenario's link edits, applied to a copy of the nominal inertias
+  std::vector<pinocchio::Inertia> inertias(pm.inertias.begin(), pm.inertias.end());
+  for (const auto& e : options_.link_edits) {
+    const auto j = nominal_.bodyIndex(e.body);
+    const pinocchio::Inertia& I = inertias[j];
+    const Eigen::Matrix3d scaled = I.inertia().matrix() * e.mass_scale;
+    inertias[j] = pinocchio::Inertia(I.mass() * e.mass_scale, I.lever() + e.com_shift,
+                                     pinocchio::Symmetric3(scaled));
+  }
+
+  // joint axes: the joint's column of its local Jacobian at the neutral configuration
+  pinocchio::Data pd(pm);
+  const Eigen::VectorXd q0 = pinocchio::neutral(pm);
+  pinocchio::computeJointJacobians(pm, pd, q0);
+
+  std::unique_ptr<mjSpec, SpecDeleter> spec(mj_makeSpec());
+  if (!spec) throw SolveError("MuJoCo: mj_makeSpec failed");
+  mjs_setString(spec->modelname, nominal_.displayName().c_str());
+  spec->compiler.degree = 0;  // radians
+  spec->compiler.inertiafromgeom = mjINERTIAFROMGEOM_FALSE;
+  spec->compiler.balanceinertia = 0;
+  spec->compiler.boundmass = 0;
+  spec->compiler.boundinertia = 0;
+  spec->compiler.alignfree = 0;  // the free joint's qpos is the body frame, not the inertial frame
+  spec->option.timestep = options_.timestep;
+  spec->option.gravity[0] = 0;
+  spec->option.gravity[1] = 0;
+  spec->option.gravity[2] = -9.81;
+  spec->option.integrator = mjINT_EULER;
+  // explicit damping: qvel[k+1] = qvel[k] + h qacc[k] exactly, so the logged a matches the states
+  spec->option.disableflags |= mjDSBL_EULERDAMP;
+
+  mjsBody* world = mjs_findBody(spec.get(), "world");
+  std::vector<mjsBody*> bodies(pm.njoints, nullptr);
+  std::set<std::string> used_names;
+  for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(pm.njoints); ++j) {
+    const auto& jm = pm.joints[j];
+    const std::string& joint_name = pm.names[j];
+    const std::string body_name = nominal_.body(j).name;
+    mjsBody* parent = pm.parents[j] == 0 ? world : bodies[pm.parents[j]];
+    mjsBody* body = mjs_addBody(parent, nullptr);
+    bodies[j] = body;
+    mjs_setName(body->element, body_name.c_str());
+    used_names.insert(body_name);
+    const pinocchio::SE3& placement = pm.jointPlacements[j];
+    for (int k = 0; k < 3; ++k) body->pos[k] = placement.translation()[k];
+    setQuat(body->quat, placement.rotation());
+    setInertial(body, inertias[j]);
+
+    if (j == 1 && free_flyer) {
+      mjsJoint* free = mjs_addFreeJoint(body);
+      mjs_setName(free->element, joint_name.c_str());
+      free->align = mjALIGNFREE_FALSE;
+      continue;
+    }
+    if (jm.nv() != 1) {
+      throw InputError(nominal_.source() + ": joint " + joint_name + ": expected a revolute, " +
+                       "continuous or prismatic joint (or a free-flyer root), got " + jm.shortname());
+    }
+    Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
+    J.setZero();
+    pinocchio::getJointJacobian(pm, pd, j, pinocchio::LOCAL, J);
+    const Eigen::Matrix<double, 6, 1> S = J.col(jm.idx_v());
+    mjsJoint* joint = mjs_addJoint(body, nullptr);
+    mjs_setName(joint->element, joint_name.c_str());
+    const bool revolute = S.tail<3>().norm() > 0.5;
+    if (revolute && S.head<3>().norm() > 1e-9) {
+      throw InputError(nominal_.source() + ": joint " + joint_name +
+                       ": expected a revolute axis through the joint frame origin");
+    }
+    joint->type = revolute ? mjJNT_HINGE : mjJNT_SLIDE;
+    const Eigen::Vector3d axis = revolute ? S.tail<3>() : S.head<3>();
+    for (int k = 0; k < 3; ++k) joint->axis[k] = axis[k];
+    joint->limited = mjLIMITED_FALSE;
+    if (jm.nq() == 1) {
+      const double lo = pm.lowerPositionLimit[jm.idx_q()];
+      const double hi = pm.upperPositionLimit[jm.idx_q()];
+      // URDFs write lower = upper = 0 for "no limit" (double_pendulum); Pinocchio keeps it.
+      if (std::isfinite(lo) && std::isfinite(hi) && lo < hi) {
+        joint->limited = mjLIMITED_TRUE;
+        joint->range[0] = lo;
+        joint->range[1] = hi;
+      }
+    }
+    auto friction = options_.joint_friction.find(joint_name);
+    if (friction != options_.joint_friction.end()) {
+      joint->damping = friction->second.damping;
+      joint->frictionloss = friction->second.frictionloss;
+      joint->armature = friction->second.armature;
+    }
+    joint_names_.push_back(joint_name);
+  }
+  for (const auto& [name, f] : options_.joint_friction) {
+    if (std::find(joint_names_.begin(), joint_names_.end(), name) == joint_names_.end()) {
+      throw InputError("joint_friction: expected a 1-DoF joint of " + nominal_.displayName() +
+                       ", got \"" + name + "\"");
+    }
+  }
+
+  // payloads: welded bodies of their own, so MuJoCo (not heft) does the lumping
+  for (const auto& p : options_.payloads) {
+    const auto j = nominal_.bodyIndex(p.body);
+    if (used_names.count(p.name)) {
+      throw InputError("payloads name: expected a name that is not a body of the robot, got \"" +
+                       p.name + "\"");
+    }
+    mjsBody* body = mjs_addBody(bodies[j], nullptr);
+    mjs_setName(body->element, p.name.c_str());
+    const Eigen::Matrix3d I = 0.5 * (p.payload.inertia + p.payload.inertia.transpose());
+    setInertial(body, pinocchio::Inertia(p.payload.mass, p.payload.com, pinocchio::Symmetric3(I)));
+  }
+
+  // contact spheres at the contact frames, and the floor they touch
+  std::vector<std::string> frames = options_.contact_frames;
+  if (frames.empty()) frames = nominal_.contactFrames();
+  for (const auto& name : frames) {
+    if (!pm.existFrame(name)) {
+      throw InputError("contact_frames: expected a frame of " + nominal_.displayName() + ", got \"" +
+                       name + "\"");
+    }
+    const auto& frame = pm.frames[pm.getFrameId(name)];
+    if (frame.parentJoint == 0) {
+      throw InputError("contact_frames: frame \"" + name + "\" is welded to the world");
+    }
+    mjsGeom* geom = mjs_addGeom(bodies[frame.parentJoint], nullptr);
+    mjs_setName(geom->element, name.c_str());
+    geom->type = mjGEOM_SPHERE;
+    geom->size[0] = options_.contact_radius;
+    for (int k = 0; k < 3; ++k) geom->pos[k] = frame.placement.translation()[k];
+    // feet collide with the floor only (contype / conaffinity bits 1 and 2)
+    geom->contype = 1;
+    geom->conaffinity = 2;
+    geom->condim = 3;
+    geom->friction[0] = options_.floor_friction;
+    geom->mass = 0;
+    geom->density = 0;
+    contact_names_.push_back(name);
+  }
+  if (!frames.empty()) {
+    mjsGeom* floor = mjs_addGeom(world, nullptr);
+    mjs_setName(floor->element, "floor");
+    floor->type = mjGEOM_PLANE;
+    floor->size[0] = floor->size[1] = 0;  // infinite
+    floor->size[2] = 1;
+    floor->contype = 2;
+    floor->conaffinity = 1;
+    floor->condim = 3;
+    floor->friction[0] = options_.floor_friction;
+  }
+
+  // IMU: MuJoCo's gyro and accelerometer at a site on the base (free-flyer robots)
+  if (free_flyer) {
+    mjsBody* host = bodies[1];
+    pinocchio::SE3 placement = pinocchio::SE3::Identity();
+    imu_frame_.clear();
+    if (!options_.imu_frame.empty()) {
+      if (pm.existFrame(options_.imu_frame)) {
+        const auto& frame = pm.frames[pm.getFrameId(options_.imu_frame)];
+        host = bodies[frame.parentJoint];
+        placement = frame.placement;
+        imu_frame_ = options_.imu_frame;
+      } else if (!options_.imu_frame_optional) {
+        throw InputError("imu_frame: expected a frame of " + nominal_.displayName() + ", got \"" +
+                         options_.imu_frame + "\"");
+      }
+    }
+    mjsSite* site = mjs_addSite(host, nullptr);
+    mjs_setName(site->element, "heft_imu");
+    for (int k = 0; k < 3; ++k) site->pos[k] = placement.translation()[k];
+    setQuat(site->quat, placement.rotation());
+    mjsSensor* gyro = mjs_addSensor(spec.get());
+    mjs_setName(gyro->element, "heft_gyro");
+    gyro->type = mjSENS_GYRO;
+    gyro->objtype = mjOBJ_SITE;
+    mjs_setString(gyro->objname, "heft_imu");
+    mjsSensor* accel = mjs_addSensor(spec.get());
+    mjs_setName(accel->element, "heft_accel");
+    accel->type = mjSENS_ACCELEROMETER;
+    accel->objtype = mjOBJ_SITE;
+    mjs_setString(accel->objname, "heft_imu");
+  }
+
+  mjModel* compiled = nullptr;
+  std::string message;
+  mjSpec* raw = spec.get();
+  const bool ok = guardedMujocoCall([&] { compiled = mj_compile(raw, nullptr); }, message);
+  if (!ok || compiled == nullptr) {
+    const char* err = mjs_getError(raw);
+    throw InputError("MuJoCo model of " + nominal_.displayName() + ": compile failed: " +
+                     (ok ? std::string(err ? err : "unknown error") : message));
+  }
+  if (mjs_isWarning(raw)) {
+    const char* err = mjs_getError(raw);
+    mj_deleteModel(compiled);
+    throw InputError("MuJoCo model of " + nominal_.displayName() + ": compiler warning: " +
+                     std::string(err ? err : ""));
+  }
+  model_ = compiled;
+
+  // maps between the two models, by name
+  joint_body_.assign(pm.njoints, -1);
+  for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(pm.njoints); ++j) {
+    joint_body_[j] = mj_name2id(model_, mjOBJ_BODY, nominal_.body(j).name.c_str());
+    if (j == 1 && free_flyer) continue;
+    const auto& jm = pm.joints[j];
+    const int id = mj_name2id(model_, mjOBJ_JOINT, pm.names[j].c_str());
+    JointMap map;
+    map.joint = j;
+    map.idx_q = jm.idx_q();
+    map.idx_v = jm.idx_v();
+    map.nq = jm.nq();
+    map.mj_qpos = model_->jnt_qposadr[id];
+    map.mj_dof = model_->jnt_dofadr[id];
+    joints_.push_back(map);
+  }
+  for (const auto& name : contact_names_) {
+    contact_geoms_.push_back(mj_name2id(model_, mjOBJ_GEOM, name.c_str()));
+  }
+  for (const auto& p : options_.payloads) {
+    payload_bodies_.push_back(mj_name2id(model_, mjOBJ_BODY, p.name.c_str()));
+  }
+  if (free_flyer) {
+    imu_site_ = mj_name2id(model_, mjOBJ_SITE, "heft_imu");
+    gyro_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_gyro")];
+    accel_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_accel")];
+  }
+}
+
+SimModel::~SimModel() {
+  if (model_ != nullptr) mj_deleteModel(model_);
+}
+
+int SimModel::nq() const { return nominal_.pinocchio().nq; }
+int SimModel::nv() const { return nominal_.pinocchio().nv; }
+
+Eigen::MatrixXd SimModel::truthPi() const {
+  const mjModel* m = model_;
+  // every MuJoCo body belongs to its nearest ancestor-or-self with a joint (world: 0)
+  std::vector<int> owner(m->nbody, 0);
+  std::vector<pinocchio::SE3> owner_T_body(m->nbody, pinocchio::SE3::Identity());
+  std::vector<pinocchio::Inertia> lumped(m->nbody, pinocchio::Inertia::Zero());
+  for (int b = 1; b < m->nbody; ++b) {
+    if (m->body_jntnum[b] > 0) {
+      owner[b] = b;
+    } else {
+      const int parent = m->body_parentid[b];
+      owner[b] = owner[parent];
+      owner_T_body[b] = owner_T_body[parent] * mujocoBodyPlacement(m, b);
+    }
+    lumped[owner[b]] += owner_T_body[b].act(mujocoInertia(m, b));
+  }
+  const int nb = nominal_.pinocchio().njoints - 1;
+  Eigen::MatrixXd pi(nb, 10);
+  for (int k = 0; k < nb; ++k) pi.row(k) = lumped[joint_body_[k + 1]].toDynamicParameters().transpose();
+  return pi;
+}
+
+SimModel::DataPtr SimModel::makeData() const {
+  mjData* d = nullptr;
+  guardedMujocoCallOrThrow("mj_makeData", [&] { d = mj_makeData(model_); });
+  if (d == nullptr) throw SolveError("MuJoCo: mj_makeData failed");
+  return DataPtr(d, &mj_deleteData);
+}
+
+void SimModel::setState(mjData* d, const Eigen::VectorXd& q, const Eigen::VectorXd& v) const {
+  require(q.size() == nq(), "q size", std::to_string(nq()), std::to_string(q.size()));
+  require(v.size() == nv(), "v size", std::to_string(nv()), std::to_string(v.size()));
+  if (hasFreeFlyer()) {
+    Eigen::Quaterniond quat(q[6], q[3], q[4], q[5]);
+    quat.normalize();
+    const Eigen::Matrix3d R = quat.toRotationMatrix();
+    for (int k = 0; k < 3; ++k) d->qpos[k] = q[k];
+    d->qpos[3] = quat.w();
+    d->qpos[4] = quat.x();
+    d->qpos[5] = quat.y();
+    d->qpos[6] = quat.z();
+    const Eigen::Vector3d linear = R * v.head<3>();  // MuJoCo: world frame
+    for (int k = 0; k < 3; ++k) {
+      d->qvel[k] = linear[k];
+      d->qvel[3 + k] = v[3 + k];
+    }
+  }
+  for (const auto& j : joints_) {
+    d->qpos[j.mj_qpos] = j.nq == 2 ? std::atan2(q[j.idx_q + 1], q[j.idx_q]) : q[j.idx_q];
+    d->qvel[j.mj_dof] = v[j.idx_v];
+  }
+}
+
+void SimModel::getState(const mjData* d, Eigen::VectorXd& q, Eigen::VectorXd& v) const {
+  q.resize(nq());
+  v.resize(nv());
+  if (hasFreeFlyer()) {
+    const Eigen::Quaterniond quat(d->qpos[3], d->qpos[4], d->qpos[5], d->qpos[6]);
+    const Eigen::Matrix3d R = quat.normalized().toRotationMatrix();
+    for (int k = 0; k < 3; ++k) q[k] = d->qpos[k];
+    q[3] = quat.x();
+    q[4] = quat.y();
+    q[5] = quat.z();
+    q[6] = quat.w();
+    v.head<3>() = R.transpose() * Eigen::Vector3d(d->qvel[0], d->qvel[1], d->qvel[2]);
+    for (int k = 0; k < 3; ++k) v[3 + k] = d->qvel[3 + k];
+  }
+  for (const auto& j : joints_) {
+    const double angle = d->qpos[j.mj_qpos];
+    if (j.nq == 2) {
+      q[j.idx_q] = std::cos(angle);
+      q[j.idx_q + 1] = std::sin(angle);
+    } else {
+      q[j.idx_q] = angle;
+    }
+    v[j.idx_v] = d->qvel[j.mj_dof];
+  }
+}
+
+void SimModel::getAcceleration(const mjData* d, const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                               Eigen::VectorXd& a) const {
+  require(q.size() == nq(), "q size", std::to_string(nq()), std::to_string(q.size()));
+  require(v.size() == nv(), "v size", std::to_string(nv()), std::to_string(v.size()));
+  a.resize(nv());
+  if (hasFreeFlyer()) {
+    const Eigen::Matrix3d R = Eigen::Quaterniond(q[6], q[3], q[4], q[5]).normalized().toRotationMatrix();
+    const Eigen::Vector3d world_acc(d->qacc[0], d->qacc[1], d->qacc[2]);
+    // d/dt (R^T pdot) = R^T pddot - omega x (R^T pdot): Pinocchio's a is the derivative of v
+    a.head<3>() = R.transpose() * world_acc - v.segment<3>(3).cross(v.head<3>());
+    for (int k = 0; k < 3; ++k) a[3 + k] = d->qacc[3 + k];
+  }
+  for (const auto& j : joints_) a[j.idx_v] = d->qacc[j.mj_dof];
+}
+
+void SimModel::jointPositions(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> positions) const {
+  require(q.size() == nq(), "q size", std::to_string(nq()), std::to_string(q.size()));
+  require(positions.size() == nu(), "positions size", std::to_string(nu()),
+          std::to_string(positions.size()));
+  for (int k = 0; k < nu(); ++k) {
+    const auto& j = joints_[k];
+    positions[k] = j.nq == 2 ? std::atan2(q[j.idx_q + 1], q[j.idx_q]) : q[j.idx_q];
+  }
+}
+
+void SimModel::setJointTorques(mjData* d, const Eigen::VectorXd& tau) const {
+  require(tau.size() == nu(), "tau size", std::to_string(nu()), std::to_string(tau.size()));
+  for (int k = 0; k < nu(); ++k) d->qfrc_applied[joints_[k].mj_dof] = tau[k];
+}
+
+void SimModel::getContactForces(const mjData* d, Eigen::Ref<Eigen::VectorXd> forces,
+                                std::vector<std::uint8_t>& flags) const {
+  const int nc = static_cast<int>(contact_geoms_.size());
+  forces.setZero();
+  flags.assign(nc, 0);
+  for (int i = 0; i < d->ncon; ++i) {
+    const mjContact& c = d->contact[i];
+    if (c.efc_address < 0) continue;  // excluded or beyond the margin: no force
+    for (int k = 0; k < nc; ++k) {
+      const int g = contact_geoms_[k];
+      if (c.geom1 != g && c.geom2 != g) continue;
+      mjtNum local[6];
+      mj_contactForce(model_, d, i, local);
+      // frame rows: normal (geom1 -> geom2), tangent 1, tangent 2; the force acts on geom2
+      Eigen::Vector3d world = Eigen::Vector3d::Zero();
+      for (int r = 0; r < 3; ++r) {
+        world += local[r] * Eigen::Vector3d(c.frame[3 * r], c.frame[3 * r + 1], c.frame[3 * r + 2]);
+      }
+      if (c.geom1 == g) world = -world;
+      forces.segment<3>(3 * k) += world;
+      if (local[0] > 0) flags[k] = 1;
+    }
+  }
+}
+
+ImuSample SimModel::getImu(const mjData* d) const {
+  if (imu_site_ < 0) throw InputError("getImu: the model has no IMU (fixed base)");
+  ImuSample s;
+  s.gyro = Eigen::Vector3d(d->sensordata + gyro_adr_);
+  s.accel = Eigen::Vector3d(d->sensordata + accel_adr_);
+  Eigen::Matrix3d R;
+  const mjtNum* x = d->site_xmat + 9 * imu_site_;
+  R << x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8];
+  s.orientation = Eigen::Quaterniond(R).normalized();
+  return s;
+}
+
+void SimModel::forward(mjData* d) const {
+  const mjModel* m = model_;
+  guardedMujocoCallOrThrow("mj_forward", [m, d] { mj_forward(m, d); });
+}
+void SimModel::step1(mjData* d) const {
+  const mjModel* m = model_;
+  guardedMujocoCallOrThrow("mj_step1", [m, d] { mj_step1(m, d); });
+}
+void SimModel::step2(mjData* d) const {
+  const mjModel* m = model_;
+  guardedMujocoCallOrThrow("mj_step2", [m, d] { mj_step2(m, d); });
+}
+
+long SimModel::warningCount(const mjData* d) {
+  long n = 0;
+  for (int i = 0; i < mjNWARNING; ++i) n += d->warning[i].number;
+  return n;
+}
+
+}  // namespace heft::sim

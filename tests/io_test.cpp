@@ -1,0 +1,1245 @@
+// heft::io: log formats (round trips, corrupted inputs), validation messages, resampling,
+// Savitzky-Golay filtering, and the URDF inertial writer.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <Eigen/Geometry>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <pinocchio/algorithm/rnea.hpp>
+#include <pinocchio/parsers/urdf.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/atomic_file.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/io/signal.hpp"
+#include "heft/io/summary.hpp"
+#include "heft/io/urdf_writer.hpp"
+#include "heft/io/validation.hpp"
+
+namespace fs = std::filesystem;
+using namespace heft;
+using namespace heft::io;
+
+namespace {
+
+const std::string kRobots = HEFT_ROBOTS_DIR_FOR_TESTS;
+const std::string kGo2 = kRobots + "/go2_description/urdf/go2.urdf";
+const std::string kPendulum = kRobots + "/double_pendulum_description/urdf/double_pendulum.urdf";
+const std::string kFixtures = std::string(HEFT_SOURCE_DIR) + "/data/fixtures";
+
+pinocchio::Model loadUrdf(const std::string& path, bool floating) {
+  pinocchio::Model model;
+  if (floating) {
+    pinocchio::urdf::buildModel(path, pinocchio::JointModelFreeFlyer(), model);
+  } else {
+    pinocchio::urdf::buildModel(path, model);
+  }
+  return model;
+}
+
+/// A fresh directory per test, removed afterwards.
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("heft_io_test_" + std::to_string(::getpid()) + "_" +
+                                        info->test_suite_name() + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+Eigen::MatrixXd quaternionsAboutZ(const Eigen::VectorXd& angle) {
+  Eigen::MatrixXd q(angle.size(), 4);
+  for (Eigen::Index i = 0; i < angle.size(); ++i) {
+    q.row(i) << 0.1 * std::sin(angle(i)), 0, std::sin(angle(i) / 2), std::cos(angle(i) / 2);
+    q.row(i).normalize();
+  }
+  return q;
+}
+
+Eigen::VectorXd timeVector(Eigen::Index n, double start, double period) {
+  Eigen::VectorXd t(n);
+  for (Eigen::Index k = 0; k < n; ++k) t(k) = start + static_cast<double>(k) * period;
+  return t;
+}
+
+/// A small log with every group filled; the base groups only for a free-flyer.
+Log makeLog(const std::vector<std::string>& names, bool floating, Eigen::Index n = 40) {
+  Log log;
+  log.meta.robot = floating ? "test-floater" : "test-arm";
+  log.meta.base_type = floating ? BaseType::FreeFlyer : BaseType::Fixed;
+  log.meta.noise_profile = "none";
+  log.meta.scenario = "unit test, \"quoted\"";
+  log.meta.seed = -7;
+  const auto nj = static_cast<Eigen::Index>(names.size());
+  JointSeries& j = log.joints;
+  j.time = timeVector(n, 0.5, 0.01);
+  j.names = names;
+  j.q.resize(n, nj);
+  j.v.resize(n, nj);
+  j.tau.resize(n, nj);
+  for (Eigen::Index k = 0; k < n; ++k) {
+    for (Eigen::Index i = 0; i < nj; ++i) {
+      const double w = 2 * M_PI * (i + 1), t = j.time(k);
+      j.q(k, i) = 0.3 * std::sin(w * t) + 0.1 * i;
+      j.v(k, i) = 0.3 * w * std::cos(w * t);
+      j.tau(k, i) = -0.3 * w * w * std::sin(w * t) + 1e-7 * k;
+    }
+  }
+  j.tau_cmd = j.tau * 1.01;
+  if (floating) {
+    j.base_pose.resize(n, 7);
+    j.base_pose.leftCols(3) = Eigen::MatrixXd::Random(n, 3);
+    j.base_pose.rightCols(4) = quaternionsAboutZ(j.time);
+    j.base_twist = Eigen::MatrixXd::Random(n, 6);
+  }
+  ImuSeries imu;
+  imu.frame = "imu_link";
+  imu.time = timeVector(2 * n, 0.5025, 0.005);
+  imu.gyro = Eigen::MatrixXd::Random(2 * n, 3);
+  imu.accel = Eigen::MatrixXd::Random(2 * n, 3) * 10;
+  imu.orientation = quaternionsAboutZ(imu.time * 3);
+  log.imu = imu;
+  // mocap at 50 Hz with a dropout: rows 8..11 are missing
+  MocapSeries mocap;
+  mocap.frame = "base";
+  std::vector<double> mocap_time;
+  for (int k = 0; k < n / 2; ++k) {
+    if (k < 8 || k > 11) mocap_time.push_back(0.5 + 0.02 * k);
+  }
+  mocap.time =
+      Eigen::Map<Eigen::VectorXd>(mocap_time.data(), static_cast<Eigen::Index>(mocap_time.size()));
+  mocap.position = Eigen::MatrixXd::Random(mocap.time.size(), 3);
+  mocap.orientation = quaternionsAboutZ(mocap.time * 2);
+  log.mocap = mocap;
+  ContactSeries contacts;
+  contacts.time = j.time;
+  contacts.names = {"FL_foot", "FR_foot"};
+  contacts.flags.resize(n, 2);
+  for (Eigen::Index k = 0; k < n; ++k) contacts.flags.row(k) << (k / 5) % 2, 1 - (k / 5) % 2;
+  log.contacts = contacts;
+  TruthSeries truth;
+  truth.time = j.time;
+  truth.q = j.q;
+  truth.v = j.v;
+  truth.a = j.tau * 0.5;
+  if (floating) {
+    truth.base_pose = j.base_pose;
+    truth.base_twist = j.base_twist;
+    truth.base_acceleration = Eigen::MatrixXd::Random(n, 6);
+  }
+  truth.contact_names = contacts.names;
+  truth.contact_forces = Eigen::MatrixXd::Random(n, 6) * 50;
+  truth.contact_flags = contacts.flags;
+  truth.body_names = {names.front(), names.back()};
+  truth.body_pi.resize(2, 10);
+  truth.body_pi.row(0) = inertia::piFromMassComInertia(1.5, Vector3(0.01, -0.02, 0.1),
+                                                       Vector3(0.01, 0.02, 0.025).asDiagonal())
+                             .transpose();
+  truth.body_pi.row(1) = inertia::piFromMassComInertia(0.5, Vector3(0, 0, 0.2),
+                                                       Vector3(0.003, 0.003, 0.001).asDiagonal())
+                             .transpose();
+  log.truth = truth;
+  return log;
+}
+
+Log smallFixedLog() { return makeLog({"j1", "j2", "j3"}, false); }
+Log smallFloatingLog() { return makeLog({"j1", "j2", "j3"}, true); }
+
+/// Validates and returns the messages, one per line.
+std::string errors(const Log& log, const ValidationOptions& options = {}) {
+  return validateLog(log, options).report();
+}
+
+::testing::AssertionResult mentions(const std::string& text,
+                                    const std::vector<std::string>& parts) {
+  for (const auto& p : parts) {
+    if (text.find(p) == std::string::npos) {
+      return ::testing::AssertionFailure() << "\"" << p << "\" not in:\n" << text;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+template <typename F>
+std::string inputErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError thrown)";
+}
+
+}  // namespace
+
+// ---- round trips
+// ---------------------------------------------------------------------------------
+
+TEST_F(IoTest, Hdf5RoundTripIsExact) {
+  for (const Log& log : {smallFixedLog(), smallFloatingLog()}) {
+    ASSERT_TRUE(validateLog(log).ok()) << validateLog(log).report();
+    const std::string file = path(log.meta.robot + ".h5");
+    writeLog(log, file);
+    const Log back = readLog(file);
+    EXPECT_EQ(firstDifference(log, back), "");
+  }
+}
+
+TEST_F(IoTest, CsvRoundTripIsExact) {
+  for (const Log& log : {smallFixedLog(), smallFloatingLog()}) {
+    const std::string directory = path(log.meta.robot);
+    writeLog(log, directory);
+    EXPECT_EQ(detectLogFormat(directory), LogFormat::Csv);
+    const Log back = readLog(directory);
+    EXPECT_EQ(firstDifference(log, back), "");
+  }
+}
+
+TEST_F(IoTest, RoundTripOfMinimalLogKeepsOptionalGroupsAbsent) {
+  Log log = smallFixedLog();
+  log.imu.reset();
+  log.mocap.reset();
+  log.contacts.reset();
+  log.truth.reset();
+  log.joints.tau_cmd.resize(0, 0);
+  log.meta.seed.reset();
+  writeLog(log, path("min.h5"));
+  writeLog(log, path("min"));
+  for (const std::string& p : {path("min.h5"), path("min")}) {
+    const Log back = readLog(p);
+    EXPECT_EQ(firstDifference(log, back), "") << p;
+    EXPECT_FALSE(back.imu || back.mocap || back.contacts || back.truth) << p;
+  }
+  // truth with bodies only
+  log.truth = TruthSeries();
+  log.truth->body_names = {"j2"};
+  log.truth->body_pi = smallFixedLog().truth->body_pi.topRows(1);
+  writeLog(log, path("bodies.h5"));
+  writeLog(log, path("bodies"));
+  EXPECT_EQ(firstDifference(log, readLog(path("bodies.h5"))), "");
+  EXPECT_EQ(firstDifference(log, readLog(path("bodies"))), "");
+}
+
+TEST_F(IoTest, FirstDifferenceNamesFieldAndRow) {
+  const Log a = smallFixedLog();
+  Log b = a;
+  b.joints.v(4, 1) += 1e-12;
+  EXPECT_TRUE(mentions(firstDifference(a, b), {"joints/v row 4 column 1"}));
+  b = a;
+  b.mocap.reset();
+  EXPECT_TRUE(mentions(firstDifference(a, b), {"mocap: present in the first log only"}));
+}
+
+TEST_F(IoTest, WritersRefuseToOverwriteAndAreAtomic) {
+  const Log log = smallFixedLog();
+  writeLog(log, path("log.h5"));
+  writeLog(log, path("log"));
+  const std::string before = readTextFile(path("log.h5"));
+  Log changed = log;
+  changed.joints.q(0, 0) = 42;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { writeLog(changed, path("log.h5")); }),
+                       {"log.h5", "refusing to overwrite"}));
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { writeLog(changed, path("log")); }), {"refusing to overwrite"}));
+  EXPECT_EQ(readTextFile(path("log.h5")), before);
+  // an invalid log is refused before anything is written
+  Log invalid = log;
+  invalid.joints.q(3, 2) = std::nan("");
+  EXPECT_TRUE(mentions(inputErrorOf([&] { writeLog(invalid, path("other.h5")); }),
+                       {"joints/q row 3", "column j3"}));
+  EXPECT_FALSE(fs::exists(path("other.h5")));
+  // overwrite replaces both kinds
+  WriteOptions overwrite;
+  overwrite.overwrite = true;
+  writeLog(changed, path("log.h5"), overwrite);
+  writeLog(changed, path("log"), overwrite);
+  EXPECT_EQ(readLog(path("log.h5")).joints.q(0, 0), 42);
+  EXPECT_EQ(readLog(path("log")).joints.q(0, 0), 42);
+  // no temporary is left next to the outputs
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator(dir_))
+    entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  EXPECT_EQ(entries, (std::vector<std::string>{"log", "log.h5"}));
+  // a missing directory is an input error
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { writeLog(log, path("missing/x.h5")); }), {"does not exist"}));
+}
+
+// ---- validation
+// -----------------------------------------------------------------------------------
+
+TEST_F(IoTest, ValidationNamesFieldAndRowForEveryError) {
+  const Log good = smallFloatingLog();
+  ASSERT_TRUE(validateLog(good).ok()) << errors(good);
+  struct Case {
+    std::string what;
+    std::function<void(Log&)> corrupt;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"duplicated time",
+       [](Log& l) { l.joints.time(5) = l.joints.time(4); },
+       {"joints/time row 5", "duplicated time stamp", "same as row 4"}},
+      {"decreasing time",
+       [](Log& l) { l.imu->time(7) = l.imu->time(5); },
+       {"imu/time row 7", "expected strictly increasing time"}},
+      {"NaN time",
+       [](Log& l) { l.mocap->time(2) = std::nan(""); },
+       {"mocap/time row 2", "finite time"}},
+      {"NaN q",
+       [](Log& l) { l.joints.q(7, 1) = std::nan(""); },
+       {"joints/q row 7", "column j2", "expected a finite value, got nan"}},
+      {"Inf gyro",
+       [](Log& l) { l.imu->gyro(3, 2) = INFINITY; },
+       {"imu/gyro row 3", "column z", "inf"}},
+      {"Inf truth force",
+       [](Log& l) { l.truth->contact_forces(9, 4) = -INFINITY; },
+       {"truth/contact_forces row 9", "column FR_foot/fy"}},
+      {"too few q columns",
+       [](Log& l) { l.joints.q.conservativeResize(Eigen::NoChange, 2); },
+       {"joints/q", "expected 40 x 3", "got 40 x 2"}},
+      {"too few tau rows",
+       [](Log& l) { l.joints.tau.conservativeResize(39, Eigen::NoChange); },
+       {"joints/tau", "expected 40 x 3", "got 39 x 3"}},
+      {"names vs columns",
+       [](Log& l) { l.joints.names.push_back("j4"); },
+       {"joints/v", "expected 40 x 4"}},
+      {"flags vs names",
+       [](Log& l) { l.contacts->names.pop_back(); },
+       {"contacts/flags", "expected 40 x 1"}},
+      {"non-unit mocap quaternion",
+       [](Log& l) { l.mocap->orientation.row(3) *= 0.9; },
+       {"mocap/orientation row 3", "unit quaternion", "got norm 0.9"}},
+      {"non-unit base quaternion",
+       [](Log& l) { l.joints.base_pose(11, 6) += 0.5; },
+       {"joints/base_pose row 11", "unit quaternion"}},
+      {"empty log",
+       [](Log& l) {
+         l.joints.time.resize(0);
+         l.joints.q.resize(0, 3);
+         l.joints.v.resize(0, 3);
+         l.joints.tau.resize(0, 3);
+       },
+       {"joints/time", "expected at least 2 samples, got 0 (empty log)"}},
+      {"flag value",
+       [](Log& l) { l.contacts->flags(6, 1) = 3; },
+       {"contacts/flags row 6", "column FR_foot", "0 or 1, got 3"}},
+      {"duplicated joint name",
+       [](Log& l) { l.joints.names[2] = "j1"; },
+       {"joints/names row 2", "duplicated name \"j1\""}},
+      {"comma in a name",
+       [](Log& l) { l.contacts->names[0] = "a,b"; },
+       {"contacts/names row 0", "comma"}},
+      {"inconsistent truth body",
+       [](Log& l) { l.truth->body_pi(1, 0) = -1; },
+       {"truth/bodies/pi row 1", "body j3", "physically consistent", "mass"}},
+      {"units", [](Log& l) { l.meta.units = "imperial"; }, {"units", "expected \"SI\""}},
+      {"base pose on a fixed base",
+       [](Log& l) { l.meta.base_type = BaseType::Fixed; },
+       {"joints/base_pose", "base_type is \"fixed\""}},
+      {"empty truth", [](Log& l) { l.truth = TruthSeries(); }, {"truth", "neither a time series"}},
+  };
+  for (const auto& c : cases) {
+    Log log = good;
+    c.corrupt(log);
+    const ValidationReport report = validateLog(log);
+    EXPECT_FALSE(report.ok()) << c.what;
+    EXPECT_TRUE(mentions(report.report(), c.expected)) << c.what;
+    // throwing API: the first error, with the source
+    EXPECT_TRUE(mentions(inputErrorOf([&] { requireValid(report, "run.h5"); }),
+                         {"run.h5: " + report.errors.front().message}))
+        << c.what;
+  }
+}
+
+TEST_F(IoTest, ValidationCollectsAtMostMaxErrors) {
+  Log log = smallFixedLog();
+  for (int r = 0; r < 25; ++r) log.joints.v(r, 0) = std::nan("");
+  const ValidationReport report = validateLog(log);
+  EXPECT_EQ(report.total_errors, 25u);
+  ASSERT_EQ(report.errors.size(), 10u);
+  for (int r = 0; r < 10; ++r) {
+    EXPECT_EQ(report.errors[r].field, "joints/v");
+    EXPECT_EQ(report.errors[r].row, r);
+  }
+  EXPECT_TRUE(mentions(report.report(), {"... and 15 more errors"}));
+  ValidationOptions three;
+  three.max_errors = 3;
+  EXPECT_EQ(validateLog(log, three).errors.size(), 3u);
+  ValidationOptions bad;
+  bad.max_errors = 0;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { validateLog(log, bad); }), {"max_errors", ">= 1"}));
+  bad = ValidationOptions();
+  bad.quaternion_tolerance = -1;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { bad.validate(); }), {"quaternion_tolerance"}));
+}
+
+TEST_F(IoTest, QuaternionToleranceIsTheDocumentedOne) {
+  Log log = smallFloatingLog();
+  log.mocap->orientation.row(0) *= 1 + 0.9e-3;  // inside 1e-3
+  EXPECT_TRUE(validateLog(log).ok()) << errors(log);
+  log.mocap->orientation.row(0) /= 1 + 0.9e-3;
+  log.mocap->orientation.row(0) *= 1 + 1.1e-3;
+  EXPECT_TRUE(mentions(errors(log), {"mocap/orientation row 0"}));
+}
+
+TEST_F(IoTest, ValidationAgainstModelNamesMissingAndUnknownJoints) {
+  const pinocchio::Model go2 = loadUrdf(kGo2, true);
+  std::vector<std::string> names;
+  for (std::size_t j = 2; j < go2.names.size(); ++j) names.push_back(go2.names[j]);
+  ASSERT_EQ(names.size(), 12u);
+  Log log = makeLog(names, true);
+  log.truth->body_names = {"base", "FL_calf_joint"};  // a link at its joint frame, and a joint name
+  EXPECT_TRUE(validateLog(log, go2).ok()) << validateLog(log, go2).report();
+
+  Log wrong = log;
+  wrong.joints.names[3] = "FL_knee_joint";
+  wrong.joints.names[5] = "tail_joint";
+  EXPECT_TRUE(mentions(
+      validateLog(wrong, go2).report(),
+      {"joints/names: joints the model \"go2_description\" lacks: FL_knee_joint, tail_joint",
+       "model joints missing from the log: FR_hip_joint, FR_calf_joint"}));
+  Log fixed = log;
+  fixed.meta.base_type = BaseType::Fixed;
+  fixed.joints.base_pose.resize(0, 0);
+  fixed.joints.base_twist.resize(0, 0);
+  fixed.truth->base_pose.resize(0, 0);
+  fixed.truth->base_twist.resize(0, 0);
+  fixed.truth->base_acceleration.resize(0, 0);
+  EXPECT_TRUE(mentions(
+      validateLog(fixed, go2).report(),
+      {"base_type: model \"go2_description\" has a free-flyer base, the log says \"fixed\""}));
+  Log body = log;
+  body.truth->body_names[1] = "FL_hip_rotor";  // lumped into the base body, not a body
+  EXPECT_TRUE(
+      mentions(validateLog(body, go2).report(), {"truth/bodies/names row 1", "FL_hip_rotor"}));
+
+  // a fixed-base model
+  const pinocchio::Model pendulum = loadUrdf(kPendulum, false);
+  const Log arm = makeLog({"joint1", "joint2"}, false);
+  EXPECT_TRUE(validateLog(arm, pendulum).ok()) << validateLog(arm, pendulum).report();
+}
+
+// ---- readers: errors name the file and the place
+// ----------------------------------------------------
+
+TEST_F(IoTest, CsvReaderErrorsNameFileLineAndColumn) {
+  const Log log = smallFloatingLog();
+  const std::string dir = path("csv");
+  writeLog(log, dir);
+  const std::string joints = dir + "/joints.csv";
+  const std::string original = readTextFile(joints);
+  auto rewrite = [&](const std::string& text) {
+    std::ofstream(joints, std::ios::binary | std::ios::trunc) << text;
+  };
+  // a bad number on line 4 (row 2)
+  std::string text = original;
+  std::size_t line3 = 0;
+  for (int i = 0; i < 3; ++i) line3 = text.find('\n', line3) + 1;
+  text.replace(text.find(',', line3) + 1, 0, "x");
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(dir); }),
+                       {"joints.csv:4:", "column q/j1", "expected a number"}));
+  // a missing column
+  text = original;
+  const std::size_t v2 = text.find(",v/j2");
+  text.erase(v2, 5);
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(dir); }), {"joints.csv:2:", "expected"}));
+  // a row with one field less than the header
+  text = original;
+  const std::size_t last_comma = text.rfind(',');
+  text.erase(last_comma, text.find('\n', last_comma) - last_comma);
+  rewrite(text);
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(dir); }), {"joints.csv:41:", "fields (as the header)"}));
+  // a column whose partner is missing: header and rows both lack v/j2
+  text.clear();
+  {
+    std::istringstream lines(original);
+    std::string line;
+    std::size_t drop = 0;
+    bool header = true;
+    while (std::getline(lines, line)) {
+      std::vector<std::string> fields;
+      std::stringstream s(line);
+      std::string f;
+      while (std::getline(s, f, ',')) fields.push_back(f);
+      if (header) drop = std::find(fields.begin(), fields.end(), "v/j2") - fields.begin();
+      header = false;
+      fields.erase(fields.begin() + drop);
+      for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
+      text += "\n";
+    }
+  }
+  rewrite(text);
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(dir); }), {"joints.csv", "column \"v/j2\" missing"}));
+  // a stray column
+  rewrite(original);
+  std::string contacts = readTextFile(dir + "/contacts.csv");
+  contacts.replace(contacts.find('\n'), 0, ",flag/typo");
+  for (std::size_t p = contacts.find('\n') + 1; p < contacts.size();
+       p = contacts.find('\n', p) + 1) {
+    contacts.replace(contacts.find('\n', p), 0, ",0");
+  }
+  std::ofstream(dir + "/contacts.csv", std::ios::binary | std::ios::trunc) << contacts;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(dir); }),
+                       {"contacts.csv", "unexpected column \"flag/typo\""}));
+  // NaN is read, then validation names it (row 5 is on line 7)
+  writeLog(log, path("csv2"));
+  text = readTextFile(path("csv2") + "/joints.csv");
+  std::size_t line7 = 0;
+  for (int i = 0; i < 6; ++i) line7 = text.find('\n', line7) + 1;
+  const std::size_t field = text.find(',', line7) + 1;
+  text.replace(field, text.find(',', field) - field, "nan");
+  std::ofstream(path("csv2") + "/joints.csv", std::ios::binary | std::ios::trunc) << text;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv2")); }),
+                       {"csv2: joints/q row 5", "column j1"}));
+  // metadata
+  std::ofstream(path("csv2") + "/metadata.yaml", std::ios::binary | std::ios::trunc)
+      << "robot: x\nbase_typo: fixed\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv2")); }),
+                       {"metadata.yaml", "unknown key \"base_typo\""}));
+  std::ofstream(path("csv2") + "/metadata.yaml", std::ios::binary | std::ios::trunc)
+      << "base_type: floating\n";
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(path("csv2")); }), {"base_type", "\"free-flyer\""}));
+  // not a log at all
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(path("nothing")); }), {"nothing", "no such file"}));
+  fs::create_directories(path("empty_dir"));
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(path("empty_dir")); }), {"joints.csv", "not found"}));
+}
+
+TEST_F(IoTest, Hdf5ReaderErrorsNameFileAndDataset) {
+  // written with the writer's checks off, then read: the reader's validation names the field
+  Log log = smallFixedLog();
+  log.joints.v.conservativeResize(Eigen::NoChange, 2);
+  WriteOptions unchecked;
+  unchecked.check_log = false;
+  writeLog(log, path("ragged.h5"), unchecked);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("ragged.h5")); }),
+                       {"ragged.h5: joints/v: expected 40 x 3", "got 40 x 2"}));
+  // a missing dataset
+  Log no_truth_q = smallFixedLog();
+  no_truth_q.truth->time.resize(0);  // the writer then skips truth/time..., keeping the group
+  no_truth_q.truth->body_names.clear();
+  no_truth_q.truth->body_pi.resize(0, 0);
+  writeLog(no_truth_q, path("empty_truth.h5"), unchecked);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("empty_truth.h5")); }),
+                       {"empty_truth.h5", "truth"}));
+  // a text file with an .h5 name
+  std::ofstream(path("text.h5")) << "time,q/j1\n0,1\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("text.h5")); }),
+                       {"text.h5", "cannot open as HDF5"}));
+}
+
+// ---- fuzz: corrupted files never crash the readers
+// --------------------------------------------------
+
+namespace {
+
+/// Fixed seeds keep the suite reproducible; HEFT_FUZZ_SEED=<n> explores other corruptions.
+unsigned fuzzSeed(unsigned fixed) {
+  const char* seed = std::getenv("HEFT_FUZZ_SEED");
+  return seed ? static_cast<unsigned>(std::strtoul(seed, nullptr, 10)) : fixed;
+}
+
+struct FuzzTally {
+  int accepted = 0;
+  int rejected = 0;
+};
+
+/// Reads `p`: either a log that passes validation or an InputError; anything else fails the test.
+void readCorrupted(const std::string& p, const std::string& what, FuzzTally& tally) {
+  try {
+    const Log log = readLog(p);
+    EXPECT_TRUE(validateLog(log).ok()) << what;
+    ++tally.accepted;
+  } catch (const InputError& e) {
+    EXPECT_GT(std::string(e.what()).size(), 10u) << what;
+    ++tally.rejected;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << typeid(e).name() << ": " << e.what();
+  } catch (...) {
+    ADD_FAILURE() << what << ": unknown exception";
+  }
+}
+
+std::string corruptBytes(std::string bytes, std::mt19937& rng, std::string& what) {
+  std::uniform_int_distribution<int> kind(0, 4);
+  auto position = [&](std::size_t size) {
+    return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng);
+  };
+  switch (kind(rng)) {
+    case 0: {
+      const std::size_t keep = position(bytes.size());
+      what = "truncated to " + std::to_string(keep);
+      bytes.resize(keep);
+      break;
+    }
+    case 1: {
+      const int flips = std::uniform_int_distribution<int>(1, 8)(rng);
+      what = std::to_string(flips) + " flipped bytes";
+      for (int i = 0; i < flips; ++i)
+        bytes[position(bytes.size())] ^= static_cast<char>(1 + rng() % 255);
+      break;
+    }
+    case 2: {
+      const std::size_t at = position(bytes.size());
+      const std::size_t length = std::min<std::size_t>(bytes.size() - at, 1 + rng() % 64);
+      what = "garbage at " + std::to_string(at);
+      for (std::size_t i = 0; i < length; ++i) bytes[at + i] = static_cast<char>(rng());
+      break;
+    }
+    case 3: {
+      const std::size_t at = position(bytes.size());
+      what = "garbage inserted at " + std::to_string(at);
+      bytes.insert(at, "#garbage,1e999,nan,,\n\x01\xff");
+      break;
+    }
+    default: {
+      const std::size_t at = position(bytes.size());
+      const std::size_t length = std::min<std::size_t>(bytes.size() - at, 1 + rng() % 512);
+      what = "zeroed " + std::to_string(length) + " bytes at " + std::to_string(at);
+      std::fill(bytes.begin() + at, bytes.begin() + at + length, '\0');
+    }
+  }
+  return bytes;
+}
+
+/// CSV-aware corruptions: delete a column, shuffle rows, NaN / empty fields, delete a file.
+void corruptCsvDirectory(const fs::path& dir, std::mt19937& rng, std::string& what) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  const fs::path file = files[rng() % files.size()];
+  std::string text = readTextFile(file.string());
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  auto save = [&] {
+    std::string out;
+    for (const auto& l : lines) out += l + "\n";
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << out;
+  };
+  auto split = [](const std::string& line) {
+    std::vector<std::string> fields;
+    std::stringstream s(line);
+    std::string f;
+    while (std::getline(s, f, ',')) fields.push_back(f);
+    return fields;
+  };
+  auto join = [](const std::vector<std::string>& fields) {
+    std::string out;
+    for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+    return out;
+  };
+  const int kind = std::uniform_int_distribution<int>(0, 6)(rng);
+  const bool csv = file.extension() == ".csv" && lines.size() > 2;
+  if (kind == 0 || !csv) {
+    what = file.filename().string() + ": ";
+    std::string detail;
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << corruptBytes(text, rng, detail);
+    what += detail;
+    return;
+  }
+  const std::size_t columns = split(lines[0]).size();
+  const std::size_t row = 1 + rng() % (lines.size() - 1);
+  switch (kind) {
+    case 1: {  // delete one column everywhere
+      const std::size_t c = rng() % columns;
+      what = file.filename().string() + ": column " + std::to_string(c) + " deleted";
+      for (auto& l : lines) {
+        auto fields = split(l);
+        if (c < fields.size()) fields.erase(fields.begin() + c);
+        l = join(fields);
+      }
+      break;
+    }
+    case 2: {  // swap the time of two rows
+      const std::size_t other = 1 + rng() % (lines.size() - 1);
+      what = file.filename().string() + ": time of rows " + std::to_string(row) + ", " +
+             std::to_string(other) + " swapped";
+      auto a = split(lines[row]), b = split(lines[other]);
+      std::swap(a[0], b[0]);
+      lines[row] = join(a);
+      lines[other] = join(b);
+      break;
+    }
+    case 3: {  // a NaN, Inf, empty or text field
+      const char* values[] = {"nan", "inf", "-inf", "", "abc", "1e999", "0x1p3", " 2 "};
+      auto fields = split(lines[row]);
+      const std::size_t c = rng() % fields.size();
+      fields[c] = values[rng() % 8];
+      what = file.filename().string() + ": row " + std::to_string(row) + " field " +
+             std::to_string(c) + " = \"" + fields[c] + "\"";
+      lines[row] = join(fields);
+      break;
+    }
+    case 4: {  // a garbage line
+      what = file.filename().string() + ": garbage line at " + std::to_string(row);
+      lines.insert(lines.begin() + row, "this is not, a sample\t\x7f");
+      break;
+    }
+    case 5: {  // shuffle all rows
+      what = file.filename().string() + ": rows shuffled";
+      std::shuffle(lines.begin() + 1, lines.end(), rng);
+      break;
+    }
+    default: {  // the file disappears
+      what = file.filename().string() + ": deleted";
+      fs::remove(file);
+      return;
+    }
+  }
+  save();
+}
+
+}  // namespace
+
+TEST_F(IoTest, FuzzCorruptedHdf5NeverCrashes) {
+  const Log log = makeLog({"j1", "j2"}, true, 20);
+  writeLog(log, path("good.h5"));
+  const std::string bytes = readTextFile(path("good.h5"));
+  std::mt19937 rng(fuzzSeed(20240611));
+  FuzzTally tally;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string what;
+    const std::string corrupted = corruptBytes(bytes, rng, what);
+    const std::string file = path("bad" + std::to_string(trial) + ".h5");
+    std::ofstream(file, std::ios::binary) << corrupted;
+    readCorrupted(file, "trial " + std::to_string(trial) + ": " + what, tally);
+    fs::remove(file);
+  }
+  // semantic corruptions written through the HDF5 writer with its checks off
+  WriteOptions unchecked;
+  unchecked.check_log = false;
+  for (int trial = 0; trial < 60; ++trial) {
+    Log bad = log;
+    const int kind = trial % 6;
+    const Eigen::Index row = static_cast<Eigen::Index>(rng() % 20);
+    if (kind == 0) bad.joints.q.conservativeResize(Eigen::NoChange, 1);  // a deleted column
+    if (kind == 1) bad.joints.tau(row, rng() % 2) = std::nan("");
+    if (kind == 2) std::shuffle(bad.joints.time.data(), bad.joints.time.data() + 20, rng);
+    if (kind == 3) bad.imu->accel(row, 1) = INFINITY;
+    if (kind == 4) bad.contacts->names.push_back("extra");
+    if (kind == 5) {  // a duplicated mocap time stamp
+      const Eigen::Index k = 1 + row % (bad.mocap->time.size() - 1);
+      bad.mocap->time(k) = bad.mocap->time(k - 1);
+    }
+    const std::string file = path("semantic" + std::to_string(trial) + ".h5");
+    writeLog(bad, file, unchecked);
+    const std::string message = inputErrorOf([&] { readLog(file); });
+    EXPECT_TRUE(mentions(message, {file + ": "})) << "kind " << kind;
+    EXPECT_EQ(message.find("no InputError"), std::string::npos) << "kind " << kind;
+    ++tally.rejected;
+  }
+  // both outcomes occur, so the loop exercised the reader rather than the file system
+  EXPECT_GT(tally.rejected, 200);
+  EXPECT_GT(tally.accepted, 0);
+  std::cout << "hdf5 fuzz: " << tally.accepted << " accepted, " << tally.rejected << " rejected\n";
+}
+
+TEST_F(IoTest, FuzzCorruptedCsvNeverCrashes) {
+  const Log log = makeLog({"j1", "j2"}, true, 20);
+  writeLog(log, path("good"));
+  std::mt19937 rng(fuzzSeed(77));
+  FuzzTally tally;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::string dir = path("bad" + std::to_string(trial));
+    fs::copy(path("good"), dir);
+    std::string what;
+    const int corruptions = 1 + static_cast<int>(rng() % 2);
+    for (int c = 0; c < corruptions; ++c) {
+      std::string one;
+      corruptCsvDirectory(dir, rng, one);
+      what += one + "; ";
+    }
+    readCorrupted(dir, "trial " + std::to_string(trial) + ": " + what, tally);
+    fs::remove_all(dir);
+  }
+  EXPECT_GT(tally.rejected, 150);
+  EXPECT_GT(tally.accepted, 0);
+  std::cout << "csv fuzz: " << tally.accepted << " accepted, " << tally.rejected << " rejected\n";
+}
+
+// ---- resampling
+// ----------------------------------------------------------------------------------
+
+TEST_F(IoTest, LinearInterpolationIsExactOnLinesAndRefusesExtrapolation) {
+  const Eigen::VectorXd t = (Eigen::VectorXd(5) << 0.0, 0.1, 0.25, 0.3, 0.7).finished();
+  Eigen::MatrixXd x(5, 2);
+  x.col(0) = 3 * t.array() - 1;
+  x.col(1) = -2 * t.array() + 0.5;
+  const Eigen::VectorXd query = (Eigen::VectorXd(4) << 0.0, 0.05, 0.29, 0.7).finished();
+  const Eigen::MatrixXd y = interpolateLinear(t, x, query);
+  for (Eigen::Index i = 0; i < query.size(); ++i) {
+    EXPECT_NEAR(y(i, 0), 3 * query(i) - 1, 1e-15);
+    EXPECT_NEAR(y(i, 1), -2 * query(i) + 0.5, 1e-15);
+  }
+  const Eigen::VectorXd outside = (Eigen::VectorXd(2) << 0.1, 0.71).finished();
+  EXPECT_TRUE(mentions(inputErrorOf([&] { interpolateLinear(t, x, outside, "imu/gyro"); }),
+                       {"imu/gyro: query row 1", "outside the samples' span", "no extrapolation"}));
+  // a uniform grid has exact multiples and includes the end when it falls on the grid
+  const Eigen::VectorXd grid = uniformGrid(1.0, 2.0, 100);
+  ASSERT_EQ(grid.size(), 101);
+  EXPECT_EQ(grid(100), 2.0);
+  EXPECT_EQ(grid(37), 1.0 + 37 / 100.0);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { uniformGrid(0, 1, 0); }), {"rate", "> 0"}));
+}
+
+TEST_F(IoTest, SlerpFollowsTheShorterArcAndKeepsUnitNorm) {
+  const Eigen::VectorXd t = (Eigen::VectorXd(2) << 0.0, 1.0).finished();
+  const Eigen::Quaterniond a(Eigen::AngleAxisd(0.2, Eigen::Vector3d::UnitZ()));
+  const Eigen::Quaterniond b(Eigen::AngleAxisd(1.2, Eigen::Vector3d::UnitZ()));
+  Eigen::MatrixXd q(2, 4);
+  q.row(0) << a.x(), a.y(), a.z(), a.w();
+  q.row(1) << -b.x(), -b.y(), -b.z(), -b.w();  // same rotation as b, other hemisphere
+  const Eigen::VectorXd query = (Eigen::VectorXd(3) << 0.0, 0.25, 0.5).finished();
+  const Eigen::MatrixXd r = interpolateQuaternions(t, q, query);
+  for (Eigen::Index i = 0; i < 3; ++i) {
+    const Eigen::Quaterniond got(r(i, 3), r(i, 0), r(i, 1), r(i, 2));
+    const Eigen::Quaterniond expected(Eigen::AngleAxisd(0.2 + query(i), Eigen::Vector3d::UnitZ()));
+    EXPECT_NEAR(got.norm(), 1, 1e-15);
+    EXPECT_NEAR(got.angularDistance(expected), 0, 1e-12) << "query " << query(i);
+  }
+  FlagMatrix flags(3, 1);
+  flags << 0, 1, 0;
+  const Eigen::VectorXd tf = (Eigen::VectorXd(3) << 0.0, 1.0, 2.0).finished();
+  const Eigen::VectorXd qf = (Eigen::VectorXd(5) << 0.0, 0.99, 1.0, 1.5, 2.0).finished();
+  const FlagMatrix held = interpolateFlags(tf, flags, qf);
+  EXPECT_EQ(held.col(0).cast<int>().transpose(),
+            Eigen::RowVectorXi::Map(std::vector<int>{0, 0, 1, 1, 0}.data(), 5));
+}
+
+TEST_F(IoTest, ResampleLogKeepsDropoutsOut) {
+  const Log log = smallFloatingLog();
+  ResampleOptions options;
+  options.rate = 100;
+  const Log r = resample(log, options);
+  EXPECT_TRUE(validateLog(r).ok()) << validateLog(r).report();
+  EXPECT_EQ(r.joints.time.size(), log.joints.time.size());
+  EXPECT_NEAR((r.joints.q - log.joints.q).cwiseAbs().maxCoeff(), 0, 1e-12);
+  // mocap: 50 Hz with rows 8..11 (0.66..0.72 s) missing, i.e. a 0.1 s gap (0.64, 0.74); the 100 Hz
+  // grid points 0.65..0.73 inside it are dropped, and none outside the mocap span [0.5, 0.88] is
+  // kept
+  for (Eigen::Index i = 0; i < r.mocap->time.size(); ++i) {
+    const double t = r.mocap->time(i);
+    EXPECT_FALSE(t > 0.64 + 1e-9 && t < 0.74 - 1e-9) << t;
+    EXPECT_GE(t, 0.5);
+    EXPECT_LE(t, 0.88 + 1e-12);
+  }
+  EXPECT_EQ(r.mocap->time.size(), 39 - 9);  // 0.50..0.88 at 0.01 s is 39 points
+  // IMU at 200 Hz starting at 0.5025: the first grid point inside is 0.51
+  EXPECT_NEAR(r.imu->time(0), 0.51, 1e-12);
+  options.max_gap = 0.15;  // now the 0.1 s gap is bridged
+  EXPECT_EQ(resample(log, options).mocap->time.size(), 39);
+  options.rate = -1;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { resample(log, options); }), {"ResampleOptions.rate"}));
+}
+
+TEST_F(IoTest, UniformPeriodNamesTheFirstIrregularRow) {
+  Eigen::VectorXd t = timeVector(10, 0, 0.002);
+  EXPECT_DOUBLE_EQ(uniformPeriod(t, "joints/time"), 0.002);
+  t(6) += 1e-5;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { uniformPeriod(t, "joints/time"); }),
+                       {"joints/time row 6", "resample first"}));
+}
+
+// ---- Savitzky-Golay
+// ------------------------------------------------------------------------------
+
+TEST_F(IoTest, SavitzkyGolayIsExactOnPolynomialsEdgesIncluded) {
+  const double dt = 0.01;
+  const Eigen::VectorXd t = timeVector(60, -0.2, dt);
+  // cubic and quadratic columns: derivatives known in closed form
+  Eigen::MatrixXd x(60, 2), dx(60, 2), ddx(60, 2);
+  for (Eigen::Index i = 0; i < t.size(); ++i) {
+    const double s = t(i);
+    x.row(i) << 2 - 3 * s + 5 * s * s - 7 * s * s * s, 0.5 + 4 * s * s;
+    dx.row(i) << -3 + 10 * s - 21 * s * s, 8 * s;
+    ddx.row(i) << 10 - 42 * s, 8;
+  }
+  for (const int window : {5, 11, 31}) {
+    SavitzkyGolayOptions options;
+    options.window = window;
+    options.order = 3;
+    const Eigen::MatrixXd f0 = savitzkyGolay(t, x, 0, options);
+    const Eigen::MatrixXd f1 = savitzkyGolay(t, x, 1, options);
+    const Eigen::MatrixXd f2 = savitzkyGolay(t, x, 2, options);
+    // rounding only: the weights amplify it by sum |w| ~ (window dt / 2)^-n
+    EXPECT_LT((f0 - x).cwiseAbs().maxCoeff(), 1e-12) << window;
+    EXPECT_LT((f1 - dx).cwiseAbs().maxCoeff(), 1e-9) << window;
+    EXPECT_LT((f2 - ddx).cwiseAbs().maxCoeff(), 1e-6) << window;
+  }
+}
+
+TEST_F(IoTest, SavitzkyGolayDifferentiatesASine) {
+  // x = sin(w t), w = 2 pi rad/s, 1 kHz, window 31 (half width h = 15 ms), order 4; e = w h.
+  // Leading error of a least-squares polynomial fit (continuous approximation, u = t / h in [-1,
+  // 1]): the first Taylor term the fit cannot represent, u^k = c P_k(u) + lower degrees, is left as
+  // c P_k(u) x^(k)(0) h^k / k!, and its n-th derivative at u is c P_k^(n)(u) x^(k) h^(k-n) / k!.
+  //  centre, d1: order 4 acts as order 3 (symmetric window): k = 5, c = 8/63, P5'(0) = 15/8
+  //  centre, d2: order 4 acts as order 5: k = 6, c = 16/231, P6''(0) = 105/8
+  //  edge (u = +-1), d1: k = 5, P5'(1) = 15;  edge, d2: k = 5, P5''(1) = 105
+  const double w = 2 * M_PI, dt = 1e-3, h = 0.015, e = w * h;
+  const double centre_d1 = (8.0 / 63) * (15.0 / 8) / 120 * std::pow(e, 4);     // relative to w
+  const double centre_d2 = (16.0 / 231) * (105.0 / 8) / 720 * std::pow(e, 4);  // relative to w^2
+  const double edge_d1 = (8.0 / 63) * 15 / 120 * std::pow(e, 4);
+  const double edge_d2 = (8.0 / 63) * 105 / 120 * std::pow(e, 3);
+  const Eigen::VectorXd t = timeVector(1001, 0, dt);
+  const Eigen::MatrixXd x = t.array().unaryExpr([&](double s) { return std::sin(w * s); }).matrix();
+  SavitzkyGolayOptions options;
+  options.window = 31;
+  options.order = 4;
+  const Eigen::VectorXd truth1 =
+      t.array().unaryExpr([&](double s) { return w * std::cos(w * s); }).matrix();
+  const Eigen::VectorXd truth2 =
+      t.array().unaryExpr([&](double s) { return -w * w * std::sin(w * s); }).matrix();
+  const Eigen::VectorXd error1 = (savitzkyGolay(t, x, 1, options) - truth1) / w;
+  const Eigen::VectorXd error2 = (savitzkyGolay(t, x, 2, options) - truth2) / (w * w);
+  const auto centre = Eigen::seqN(15, 1001 - 30);
+  // the 31-point sums differ from the continuous integrals by about 12 %, the next Taylor terms
+  // by e^2 = 1 %: the centre error is the predicted one within 25 %, the edges at most 1.25 times
+  const double c1 = error1(centre).cwiseAbs().maxCoeff(), c2 = error2(centre).cwiseAbs().maxCoeff();
+  EXPECT_LT(c1, 1.25 * centre_d1);
+  EXPECT_GT(c1, 0.75 * centre_d1);
+  EXPECT_LT(c2, 1.25 * centre_d2);
+  EXPECT_GT(c2, 0.75 * centre_d2);
+  EXPECT_LT(error1.cwiseAbs().maxCoeff(), 1.25 * edge_d1);
+  EXPECT_LT(error2.cwiseAbs().maxCoeff(), 1.25 * edge_d2);
+  // smoothing (derivative 0) of the sine: error of order e^6 at the centre
+  const Eigen::VectorXd error0 = savitzkyGolay(t, x, 0, options) - x;
+  EXPECT_LT(error0(centre).cwiseAbs().maxCoeff(), std::pow(e, 6));
+}
+
+TEST_F(IoTest, SavitzkyGolayOptionsAreValidated) {
+  SavitzkyGolayOptions options;
+  options.window = 10;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { options.validate(); }), {"window", "odd"}));
+  options.window = 5;
+  options.order = 5;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { options.validate(); }), {"order", "< window"}));
+  options.order = 1;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { SavitzkyGolayFilter(options, 2, 0.01); }),
+                       {"derivative", "<= order (1)"}));
+  options.order = 3;
+  EXPECT_TRUE(mentions(inputErrorOf([&] { SavitzkyGolayFilter(options, 3, 0.01); }),
+                       {"derivative", "0, 1 or 2"}));
+  const SavitzkyGolayFilter filter(options, 1, 0.01);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { filter.apply(Eigen::MatrixXd::Zero(4, 1)); }),
+                       {"at least window = 5"}));
+}
+
+// ---- summary
+// ---------------------------------------------------------------------------------------
+
+TEST_F(IoTest, SummaryReportsRatesGapsDropoutsContactsAndTruth) {
+  const LogSummary s = summarize(smallFloatingLog());
+  ASSERT_EQ(s.groups.size(), 5u);
+  EXPECT_EQ(s.groups[0].name, "joints");
+  EXPECT_EQ(s.groups[0].samples, 40);
+  EXPECT_NEAR(s.groups[0].median_rate, 100, 1e-6);
+  EXPECT_NEAR(s.groups[1].median_rate, 200, 1e-6);
+  const GroupSummary& mocap = s.groups[2];
+  EXPECT_EQ(mocap.name, "mocap");
+  EXPECT_NEAR(mocap.median_rate, 50, 1e-6);
+  EXPECT_EQ(mocap.dropouts, 1);
+  EXPECT_NEAR(mocap.largest_gap, 0.1, 1e-12);
+  EXPECT_NEAR(mocap.largest_gap_at, 0.64, 1e-12);
+  EXPECT_EQ(s.contact_names, (std::vector<std::string>{"FL_foot", "FR_foot"}));
+  EXPECT_NEAR(s.contact_fraction[0] + s.contact_fraction[1], 1.0, 1e-12);
+  EXPECT_TRUE(s.has_truth);
+  EXPECT_TRUE(mentions(
+      s.report(), {"mocap", "dropouts", "FL_foot", "truth: states (q v a base_pose", "2 bodies"}));
+}
+
+// ---- fixture
+// -----------------------------------------------------------------------------------------
+
+namespace {
+
+/// Double pendulum swinging for 1 s at 100 Hz: tau = RNEA(q, v, a), with truth. Regenerate the
+/// files in data/fixtures with HEFT_WRITE_FIXTURES=1 ./test_io --gtest_filter=*Fixture*.
+Log doublePendulumLog() {
+  const pinocchio::Model model = loadUrdf(kPendulum, false);
+  pinocchio::Data data(model);
+  const Eigen::Index n = 101;
+  Log log;
+  log.meta.robot = "double_pendulum";
+  log.meta.scenario = "two sines, 1 s";
+  log.meta.noise_profile = "none";
+  log.meta.seed = 0;
+  log.joints.time = timeVector(n, 0, 0.01);
+  log.joints.names = {"joint1", "joint2"};
+  log.joints.q.resize(n, 2);
+  log.joints.v.resize(n, 2);
+  log.joints.tau.resize(n, 2);
+  TruthSeries truth;
+  truth.time = log.joints.time;
+  truth.a.resize(n, 2);
+  for (Eigen::Index k = 0; k < n; ++k) {
+    const double t = log.joints.time(k);
+    const Eigen::Vector2d w(2.0, 3.5), amplitude(0.8, 0.5);
+    const Eigen::Vector2d q = amplitude.cwiseProduct((w * t).array().sin().matrix());
+    const Eigen::Vector2d v =
+        amplitude.cwiseProduct(w).cwiseProduct((w * t).array().cos().matrix());
+    const Eigen::Vector2d a =
+        -amplitude.cwiseProduct(w).cwiseProduct(w).cwiseProduct((w * t).array().sin().matrix());
+    log.joints.q.row(k) = q.transpose();
+    log.joints.v.row(k) = v.transpose();
+    log.joints.tau.row(k) = pinocchio::rnea(model, data, q, v, a).transpose();
+    truth.a.row(k) = a.transpose();
+  }
+  truth.q = log.joints.q;
+  truth.v = log.joints.v;
+  truth.body_names = {"joint1", "joint2"};
+  truth.body_pi.resize(2, 10);
+  for (int j = 0; j < 2; ++j)
+    truth.body_pi.row(j) = model.inertias[j + 1].toDynamicParameters().transpose();
+  log.truth = truth;
+  return log;
+}
+
+}  // namespace
+
+TEST_F(IoTest, FixtureDoublePendulumIsValidAndMatchesItsDynamics) {
+  const std::string h5 = kFixtures + "/double_pendulum_short.h5";
+  const std::string csv = kFixtures + "/double_pendulum_short";
+  if (std::getenv("HEFT_WRITE_FIXTURES")) {
+    WriteOptions overwrite;
+    overwrite.overwrite = true;
+    fs::create_directories(kFixtures);
+    writeLog(doublePendulumLog(), h5, overwrite);
+    writeLog(doublePendulumLog(), csv, overwrite);
+  }
+  const pinocchio::Model model = loadUrdf(kPendulum, false);
+  pinocchio::Data data(model);
+  const Log from_h5 = readLog(h5);
+  const Log from_csv = readLog(csv);
+  EXPECT_EQ(firstDifference(from_h5, from_csv), "");
+  EXPECT_TRUE(validateLog(from_h5, model).ok()) << validateLog(from_h5, model).report();
+  // the stored torques are the model's inverse dynamics of the stored truth (1e-9 N m: the values
+  // are stored exactly, only the RNEA of this build may differ in the last bits)
+  for (Eigen::Index k = 0; k < from_h5.joints.time.size(); ++k) {
+    const Eigen::VectorXd tau =
+        pinocchio::rnea(model, data, from_h5.truth->q.row(k).transpose(),
+                        from_h5.truth->v.row(k).transpose(), from_h5.truth->a.row(k).transpose());
+    EXPECT_LT((tau - from_h5.joints.tau.row(k).transpose()).cwiseAbs().maxCoeff(), 1e-9)
+        << "row " << k;
+  }
+}
+
+// ---- URDF writer
+// ----------------------------------------------------------------------------------
+
+TEST_F(IoTest, UrdfReaderReadsGo2Inertials) {
+  const auto inertials = readUrdfInertials(kGo2);
+  ASSERT_TRUE(inertials.count("base"));
+  const UrdfInertial& base = inertials.at("base");
+  EXPECT_EQ(base.mass, 6.921);
+  EXPECT_EQ(base.xyz, Vector3(0.021112, 0, -0.005366));
+  EXPECT_EQ(base.inertia(1, 2), -3.12E-05);
+  EXPECT_EQ(base.inertia(2, 1), -3.12E-05);
+  EXPECT_EQ(base.inertia(0, 2), 0.0014849);
+  // the calf body is the calf link plus the foot link fixed below it, as Pinocchio lumps them
+  const pinocchio::Model model = loadUrdf(kGo2, true);
+  const Vector10 calf_body =
+      model.inertias[model.getJointId("FL_calf_joint")].toDynamicParameters();
+  const auto& foot_frame = model.frames[model.getFrameId("FL_foot", pinocchio::BODY)];
+  const Vector10 foot_in_calf =
+      foot_frame.placement
+          .act(pinocchio::Inertia::FromDynamicParameters(inertials.at("FL_foot").pi()))
+          .toDynamicParameters();
+  // O(1) kg entries summed in a different order: a few ulps
+  EXPECT_LT((calf_body - (inertials.at("FL_calf").pi() + foot_in_calf)).cwiseAbs().maxCoeff(),
+            1e-14);
+}
+
+TEST_F(IoTest, UrdfWriterChangesOnlyTheTrunkInertial) {
+  const pinocchio::Model nominal = loadUrdf(kGo2, true);
+  const auto inertials = readUrdfInertials(kGo2);
+  // an identified trunk (root joint body): 0.4 kg more, COM moved, inertia rotated and grown
+  const Vector10 lumped = nominal.inertias[1].toDynamicParameters();
+  const Matrix3 rotation = Eigen::AngleAxisd(0.3, Vector3(1, 2, 3).normalized()).toRotationMatrix();
+  const Matrix3 at_com =
+      rotation * inertia::rotationalInertiaAtCom(lumped) * rotation.transpose() * 1.1;
+  const Vector10 identified = inertia::piFromMassComInertia(
+      inertia::mass(lumped) + 0.4, inertia::centerOfMass(lumped) + Vector3(0.01, -0.005, 0.003),
+      at_com);
+  const Vector10 base_pi =
+      linkPiFromLumpedPi(nominal, "base", identified, inertials.at("base").pi());
+  const std::string out = path("go2_identified.urdf");
+  writeUrdfInertials(kGo2, {{"base", base_pi}}, out);
+
+  // reload: the trunk body has the identified parameters, every other body is bit-for-bit unchanged
+  const pinocchio::Model identified_model = loadUrdf(out, true);
+  ASSERT_EQ(identified_model.njoints, nominal.njoints);
+  EXPECT_LT((identified_model.inertias[1].toDynamicParameters() - identified).cwiseAbs().maxCoeff(),
+            1e-12);
+  for (int j = 2; j < nominal.njoints; ++j) {
+    EXPECT_EQ(identified_model.inertias[j].toDynamicParameters(),
+              nominal.inertias[j].toDynamicParameters())
+        << nominal.names[j];
+  }
+  for (std::size_t f = 0; f < nominal.frames.size(); ++f) {
+    EXPECT_TRUE(identified_model.frames[f].placement == nominal.frames[f].placement)
+        << nominal.frames[f].name;
+  }
+  // the text: everything before and after the base link's <inertial> element is byte-for-byte equal
+  const std::string before = readTextFile(kGo2), after = readTextFile(out);
+  const std::size_t link = before.find("name=\"base\">");
+  const std::size_t begin = before.find("<inertial>", link), end = before.find("</inertial>", link);
+  ASSERT_NE(begin, std::string::npos);
+  std::size_t prefix = 0;
+  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix])
+    ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < before.size() && suffix < after.size() &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  EXPECT_GT(prefix, begin);
+  EXPECT_GE(before.size() - suffix, prefix);
+  EXPECT_LE(before.size() - suffix, end);
+  EXPECT_EQ(after.substr(after.size() - suffix), before.substr(before.size() - suffix));
+  // and every other link reads back with its old inertial
+  const auto reread = readUrdfInertials(out);
+  for (const auto& [name, in] : inertials) {
+    if (name == "base") continue;
+    EXPECT_EQ(reread.at(name).pi(), in.pi()) << name;
+  }
+  EXPECT_LT((reread.at("base").pi() - base_pi).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST_F(IoTest, LumpedChangeCanBeCarriedByAnOffsetLink) {
+  // a small payload identified on the base body, sitting on FL_hip_rotor (fixed to the base at an
+  // offset): carried by the rotor link, the rotor gains exactly the payload
+  const pinocchio::Model nominal = loadUrdf(kGo2, true);
+  const auto inertials = readUrdfInertials(kGo2);
+  const Vector10 payload_in_rotor = inertia::piFromMassComInertia(
+      0.05, Vector3(0.01, -0.02, 0.005), Vector3(2e-5, 1e-5, 1.5e-5).asDiagonal());
+  const auto& rotor_frame = nominal.frames[nominal.getFrameId("FL_hip_rotor", pinocchio::BODY)];
+  ASSERT_EQ(rotor_frame.parentJoint, 1u);
+  const Vector10 identified =
+      nominal.inertias[1].toDynamicParameters() +
+      rotor_frame.placement.act(pinocchio::Inertia::FromDynamicParameters(payload_in_rotor))
+          .toDynamicParameters();
+  const Vector10 rotor = inertials.at("FL_hip_rotor").pi();
+  const Vector10 new_rotor = linkPiFromLumpedPi(nominal, "FL_hip_rotor", identified, rotor);
+  EXPECT_LT((new_rotor - (rotor + payload_in_rotor)).cwiseAbs().maxCoeff(), 1e-15);
+  writeUrdfInertials(kGo2, {{"FL_hip_rotor", new_rotor}}, path("rotor.urdf"));
+  const pinocchio::Model model = loadUrdf(path("rotor.urdf"), true);
+  EXPECT_LT((model.inertias[1].toDynamicParameters() - identified).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_TRUE(mentions(
+      inputErrorOf([&] { linkPiFromLumpedPi(nominal, "no_such_link", identified, identified); }),
+      {"link no_such_link", "not a body frame"}));
+}
+
+TEST_F(IoTest, UrdfWriterRefusesInputOverwriteInconsistencyAndUnknownLinks) {
+  const auto inertials = readUrdfInertials(kGo2);
+  const std::string copy = path("go2.urdf");
+  fs::copy_file(kGo2, copy);
+  const Vector10 good = inertials.at("base").pi();
+  EXPECT_TRUE(mentions(inputErrorOf([&] {
+                         writeUrdfInertials(copy, {{"base", good}}, copy);
+                       }),
+                       {"is the input URDF", "refusing to overwrite"}));
+  UrdfWriteOptions overwrite;
+  overwrite.overwrite = true;
+  EXPECT_TRUE(mentions(inputErrorOf([&] {
+                         writeUrdfInertials(copy, {{"base", good}}, copy, overwrite);
+                       }),
+                       {"is the input URDF"}));
+  EXPECT_EQ(readTextFile(copy), readTextFile(kGo2));
+  writeUrdfInertials(copy, {{"base", good}}, path("out.urdf"));
+  EXPECT_TRUE(mentions(inputErrorOf([&] {
+                         writeUrdfInertials(copy, {{"base", good}}, path("out.urdf"));
+                       }),
+                       {"out.urdf", "refusing to overwrite"}));
+  writeUrdfInertials(copy, {{"base", good}}, path("out.urdf"), overwrite);
+
+  // a triangle inequality violated: principal moments 0.01, 0.01, 0.05
+  const Vector10 flat =
+      inertia::piFromMassComInertia(1.0, Vector3::Zero(), Vector3(0.01, 0.01, 0.05).asDiagonal());
+  EXPECT_TRUE(mentions(inputErrorOf([&] {
+                         writeUrdfInertials(copy, {{"FL_thigh", flat}}, path("bad.urdf"));
+                       }),
+                       {"link FL_thigh", "not physically consistent", "triangle"}));
+  Vector10 negative = good;
+  negative(0) = -1;
+  EXPECT_TRUE(mentions(inputErrorOf([&] {
+                         writeUrdfInertials(copy, {{"base", negative}}, path("bad.urdf"));
+                       }),
+                       {"link base", "mass"}));
+  EXPECT_FALSE(fs::exists(path("bad.urdf")));
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] {
+                 writeUrdfInertials(copy, {{"trunk", good}, {"tail", good}}, path("bad.urdf"));
+               }),
+               {"no <link> named tail, trunk"}));
+}
+
+TEST_F(IoTest, UrdfWriterAddsMissingInertialElements) {
+  const std::string urdf = R"(<?xml version="1.0"?>
+<!-- <link name="commented"/> must be ignored -->
+<robot name="toy">
+  <link name="world_link"/>
+  <link name="a">
+    <inertial>
+      <mass value="1"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>
+    </inertial>
+  </link>
+  <joint name="j1" type="revolute">
+    <parent link="world_link"/><child link="a"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+  <link name="b">
+  </link>
+  <joint name="j2" type="revolute">
+    <origin xyz="0 0 0.5" rpy="0 0 0"/>
+    <parent link="a"/><child link="b"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
+  </joint>
+</robot>
+)";
+  std::ofstream(path("toy.urdf")) << urdf;
+  const Vector10 pa =
+      inertia::piFromMassComInertia(2.0, Vector3(0.1, 0, 0), Vector3(0.2, 0.3, 0.4).asDiagonal());
+  const Vector10 pb = inertia::piFromMassComInertia(0.5, Vector3(0, 0, 0.25),
+                                                    Vector3(0.01, 0.01, 0.001).asDiagonal());
+  writeUrdfInertials(path("toy.urdf"), {{"a", pa}, {"b", pb}, {"world_link", pb}},
+                     path("toy_out.urdf"));
+  const auto back = readUrdfInertials(path("toy_out.urdf"));
+  EXPECT_LT((back.at("a").pi() - pa).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LT((back.at("b").pi() - pb).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LT((back.at("world_link").pi() - pb).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_FALSE(back.count("commented"));
+  const pinocchio::Model model = loadUrdf(path("toy_out.urdf"), false);
+  EXPECT_LT(
+      (model.inertias[model.getJointId("j2")].toDynamicParameters() - pb).cwiseAbs().maxCoeff(),
+      1e-15);
+  // malformed XML names the line
+  std::ofstream(path("broken.urdf")) << "<robot name=\"x\">\n  <link name=\"a\">\n  </robot>\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readUrdfInertials(path("broken.urdf")); }),
+                       {"broken.urdf:3:", "</robot> closes <link>"}));
+}

@@ -1,0 +1,676 @@
+// heft::model: loading robots, body naming, identified sets, payloads, bad files, `heft info`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <pinocchio/algorithm/center-of-mass.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/model/identified_set.hpp"
+#include "heft/model/model.hpp"
+#include "heft/model/payload.hpp"
+#include "heft/model/robots.hpp"
+
+namespace fs = std::filesystem;
+using heft::InputError;
+using heft::Matrix3;
+using heft::Vector10;
+using heft::Vector3;
+using namespace heft::model;
+
+namespace {
+
+// Message of the InputError `f` throws; fails the test if it throws nothing or something else.
+template <typename F>
+std::string inputErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected heft::InputError, got another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected heft::InputError, nothing thrown";
+  return "";
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A scratch folder for generated robot files, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("heft_model_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = (path_ / name).string();
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string path(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+std::string go2Path() { return robotPath(*findRobot("go2")); }
+
+// A one-joint robot built by hand: a revolute joint about z carrying the inertia (m, c, I_c).
+RobotModel oneBodyRobot(double m, const Vector3& c, const Matrix3& Ic) {
+  pinocchio::Model model;
+  const auto j = model.addJoint(0, pinocchio::JointModelRZ(), pinocchio::SE3::Identity(), "hinge");
+  model.appendBodyToJoint(j, pinocchio::Inertia(m, c, pinocchio::Symmetric3(Ic)));
+  model.addBodyFrame("arm", j, pinocchio::SE3::Identity(),
+                     static_cast<int>(model.addJointFrame(j)));
+  return RobotModel(model, "hand-made");
+}
+
+const char* kMjcf = R"(<mujoco model="two_link">
+  <worldbody>
+    <body name="torso" pos="0 0 1">
+      <freejoint name="root"/>
+      <inertial pos="0 0 0" mass="2" diaginertia="0.1 0.2 0.3"/>
+      <body name="upper" pos="0.1 0 0">
+        <joint name="hip" type="hinge" axis="0 1 0" pos="0 0 0.05"/>
+        <inertial pos="0 0 -0.1" mass="0.5" diaginertia="0.01 0.01 0.002"/>
+        <body name="lower" pos="0 0 -0.2">
+          <joint name="knee" type="hinge" axis="0 1 0"/>
+          <inertial pos="0 0 -0.1" mass="0.3" diaginertia="0.004 0.004 0.001"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+)";
+
+}  // namespace
+
+// ---- the short-name table ---------------------------------------------------------------------
+
+TEST(Robots, EveryShortNameLoadsWithItsBaseAndContactFrames) {
+  EXPECT_EQ(robotsDirectory(), std::string(HEFT_ROBOTS_DIR_FOR_TESTS));
+  std::set<std::string> names;
+  for (const RobotEntry& entry : knownRobots()) {
+    SCOPED_TRACE(entry.name);
+    EXPECT_TRUE(names.insert(entry.name).second) << "duplicate short name";
+    ASSERT_NE(entry.base, BaseType::Default);
+    const RobotModel robot = loadRobot(entry.name);
+    EXPECT_EQ(robot.shortName(), entry.name);
+    EXPECT_EQ(robot.hasFreeFlyer(), entry.base == BaseType::FreeFlyer);
+    EXPECT_EQ(robot.contactFrames(), entry.contact_frames);
+    for (const auto& frame : entry.contact_frames) {
+      ASSERT_TRUE(robot.pinocchio().existFrame(frame)) << frame;
+      EXPECT_EQ(robot.pinocchio().frames[robot.pinocchio().getFrameId(frame)].type, pinocchio::BODY)
+          << frame;
+    }
+    EXPECT_EQ(robot.bodies().size(), static_cast<size_t>(robot.pinocchio().njoints - 1));
+    EXPECT_GT(robot.totalMass(), 0);
+    EXPECT_DOUBLE_EQ(robot.totalMass(), pinocchio::computeTotalMass(robot.pinocchio()));
+  }
+  // legged robots and humanoids have feet; the brief's minimum list is present
+  for (const char* name : {"go2",    "go1",      "b1",   "a1",    "solo12",          "solo",
+                           "anymal", "anymal_b", "hyq",  "talos", "talos_full",      "g1",
+                           "panda",  "ur3",      "ur5",  "ur10",  "double_pendulum", "kinova",
+                           "bolt",   "icub",     "romeo"})
+    EXPECT_NE(findRobot(name), nullptr) << name;
+  EXPECT_EQ(findRobot("anymal")->relative_path, "anymal_c_simple_description/urdf/anymal.urdf");
+  EXPECT_EQ(findRobot("talos")->relative_path, "talos_data/robots/talos_reduced.urdf");
+  EXPECT_EQ(findRobot("go2")->contact_frames,
+            (std::vector<std::string>{"FL_foot", "FR_foot", "RL_foot", "RR_foot"}));
+}
+
+TEST(Robots, PathOfATableRobotInheritsItsBase) {
+  const RobotModel panda = loadRobot(robotPath(*findRobot("panda")));
+  EXPECT_EQ(panda.shortName(), "panda");
+  EXPECT_FALSE(panda.hasFreeFlyer());
+  // a URDF outside the table defaults to a free-flyer base
+  TempDir dir;
+  const std::string copy = dir.write("my_go2.urdf", readFile(go2Path()));
+  const RobotModel mine = loadRobot(copy);
+  EXPECT_EQ(mine.shortName(), "");
+  EXPECT_TRUE(mine.hasFreeFlyer());
+  EXPECT_EQ(mine.displayName(), "my_go2.urdf");
+}
+
+TEST(Robots, UnknownNameListsKnownNames) {
+  const std::string what = inputErrorOf([] { loadRobot("go3"); });
+  EXPECT_NE(what.find("unknown robot 'go3'"), std::string::npos) << what;
+  EXPECT_NE(what.find("go2"), std::string::npos) << what;
+  EXPECT_NE(what.find("talos_full"), std::string::npos) << what;
+}
+
+// ---- base type, mass ------------------------------------------------------------------------
+
+TEST(Model, FreeFlyerAndFixedBaseDimensions) {
+  LoadOptions ff, fixed;
+  ff.base = BaseType::FreeFlyer;
+  fixed.base = BaseType::Fixed;
+  const RobotModel a = loadRobot("go2", ff);
+  const RobotModel b = loadRobot("go2", fixed);
+  EXPECT_TRUE(a.hasFreeFlyer());
+  EXPECT_FALSE(b.hasFreeFlyer());
+  EXPECT_EQ(a.pinocchio().nq, 19);  // 3 + 4 (quaternion) + 12
+  EXPECT_EQ(a.pinocchio().nv, 18);
+  EXPECT_EQ(b.pinocchio().nq, 12);
+  EXPECT_EQ(b.pinocchio().nv, 12);
+  EXPECT_EQ(a.bodies().size(), 13u);
+  EXPECT_EQ(b.bodies().size(), 12u);
+  EXPECT_EQ(a.bodies()[0].name, "base");
+  EXPECT_EQ(a.bodies()[0].joint_name, "root_joint");
+  // fixed base: the base link (and what is bolted to it) is welded to the world, not counted
+  EXPECT_EQ(a.worldMass(), 0.0);
+  EXPECT_GT(b.worldMass(), 0.0);
+  EXPECT_NEAR(a.totalMass(), b.totalMass() + b.worldMass(), 1e-12);
+  EXPECT_EQ(b.worldLinks().front(), "base");
+  // the arm default is fixed, the same file loads as a free-flyer on demand
+  EXPECT_EQ(loadRobot("panda").pinocchio().nq, 9);
+  EXPECT_EQ(loadRobot("panda", ff).pinocchio().nq, 16);
+}
+
+TEST(Model, TotalMassIsTheSumOfTheUrdfLinkMasses) {
+  // Independent of Pinocchio: add up every <mass value="..."> of the file.
+  const std::string text = readFile(go2Path());
+  const std::regex mass_re(R"re(<mass\s+value\s*=\s*"([^"]+)")re");
+  double sum = 0;
+  int count = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), mass_re), end; it != end; ++it) {
+    sum += std::stod((*it)[1]);
+    ++count;
+  }
+  ASSERT_GT(count, 13);  // the rotors and feet are separate links lumped into bodies
+  LoadOptions ff;
+  ff.base = BaseType::FreeFlyer;
+  const RobotModel go2 = loadRobot("go2", ff);
+  EXPECT_NEAR(go2.totalMass(), sum, 1e-9 * sum);
+  EXPECT_DOUBLE_EQ(go2.totalMass(), pinocchio::computeTotalMass(go2.pinocchio()));
+}
+
+// ---- bodies -----------------------------------------------------------------------------------
+
+TEST(Model, BodyLookupByLinkAndJointName) {
+  const RobotModel go2 = loadRobot("go2");
+  const auto& model = go2.pinocchio();
+  const auto calf = go2.bodyIndex("FL_calf");
+  EXPECT_EQ(calf, go2.bodyIndex("FL_calf_joint"));
+  EXPECT_EQ(model.names[calf], "FL_calf_joint");
+  EXPECT_EQ(go2.bodyIndex("base"), 1u);
+  EXPECT_EQ(go2.bodyIndex("root_joint"), 1u);
+  // every body's link frame is its joint frame
+  for (const Body& b : go2.bodies()) {
+    SCOPED_TRACE(b.name);
+    ASSERT_GE(b.frame, 0);
+    const auto& frame = model.frames[b.frame];
+    EXPECT_EQ(frame.name, b.name);
+    EXPECT_EQ(frame.parentJoint, b.joint);
+    EXPECT_TRUE(frame.placement.isIdentity());
+  }
+  // the foot and the calf rotor are lumped into the calf (the thigh rotor into the thigh)
+  const auto& lumped = go2.body(calf).lumped_links;
+  EXPECT_NE(std::find(lumped.begin(), lumped.end(), "FL_foot"), lumped.end());
+  EXPECT_EQ(go2.pi("FL_calf"), go2.pi(calf));
+  EXPECT_DOUBLE_EQ(go2.pi(calf)[0], model.inertias[calf].mass());
+}
+
+TEST(Model, UnknownBodyErrorNamesItAndListsValidBodies) {
+  const RobotModel go2 = loadRobot("go2");
+  std::string what = inputErrorOf([&] { go2.bodyIndex("FL_shin"); });
+  EXPECT_NE(what.find("unknown body 'FL_shin'"), std::string::npos) << what;
+  EXPECT_NE(what.find("FL_calf"), std::string::npos) << what;
+  EXPECT_NE(what.find("RR_thigh"), std::string::npos) << what;
+  what = inputErrorOf([&] { go2.bodyIndex("FL_foot"); });
+  EXPECT_NE(what.find("lumped into that body: use 'FL_calf'"), std::string::npos) << what;
+  LoadOptions fixed;
+  fixed.base = BaseType::Fixed;
+  const RobotModel welded = loadRobot("go2", fixed);
+  what = inputErrorOf([&] { welded.bodyIndex("base"); });
+  EXPECT_NE(what.find("welded to the world"), std::string::npos) << what;
+  what = inputErrorOf([&] { go2.body(99); });
+  EXPECT_NE(what.find("1..13"), std::string::npos) << what;
+}
+
+TEST(Model, SetPiRoundTripsAndRejectsBadValues) {
+  RobotModel go2 = loadRobot("go2");
+  const auto j = go2.bodyIndex("FR_thigh");
+  Vector10 pi = go2.pi(j);
+  pi[0] += 0.25;
+  pi[5] = 1e-4;  // a product of inertia
+  go2.setPi(j, pi);
+  EXPECT_TRUE(go2.pi(j).isApprox(pi, 1e-12));
+  EXPECT_NEAR(go2.totalMass(), loadRobot("go2").totalMass() + 0.25, 1e-12);
+
+  Vector10 massless = Vector10::Zero();
+  massless[4] = massless[6] = massless[9] = 1e-3;
+  go2.setPi(j, massless);
+  EXPECT_TRUE(go2.pi(j).isApprox(massless, 1e-15));
+
+  Vector10 bad = pi;
+  bad[7] = std::nan("");
+  EXPECT_NE(inputErrorOf([&] { go2.setPi(j, bad); }).find("FR_thigh"), std::string::npos);
+  Vector10 lever_without_mass = Vector10::Zero();
+  lever_without_mass[1] = 0.1;
+  EXPECT_NE(inputErrorOf([&] { go2.setPi(j, lever_without_mass); }).find("m c = 0 when m = 0"),
+            std::string::npos);
+}
+
+TEST(Model, WrappedModelsAreChecked) {
+  const RobotModel robot = oneBodyRobot(1.0, Vector3(0, 0, 0.1), 1e-3 * Matrix3::Identity());
+  EXPECT_EQ(robot.bodies()[0].name, "arm");
+  EXPECT_EQ(robot.bodyIndex("hinge"), 1u);
+  pinocchio::Model bad = robot.pinocchio();
+  bad.inertias[1] =
+      pinocchio::Inertia(std::nan(""), Vector3::Zero(), pinocchio::Symmetric3::Zero());
+  std::string what = inputErrorOf([&] { RobotModel(bad, "bad.urdf"); });
+  EXPECT_NE(what.find("joint 'hinge': expected finite inertial parameters"), std::string::npos)
+      << what;
+  what = inputErrorOf([&] { RobotModel(pinocchio::Model(), "empty.urdf"); });
+  EXPECT_NE(what.find("expected at least one body"), std::string::npos) << what;
+  what = inputErrorOf([&] { RobotModel(robot.pinocchio(), "arm.urdf", "", {"toe"}); });
+  EXPECT_NE(what.find("contact frame 'toe'"), std::string::npos) << what;
+}
+
+TEST(Model, LoadsMjcfWithItsFreeJointAndNamesBodies) {
+  TempDir dir;
+  const std::string path = dir.write("two_link.xml", kMjcf);
+  const RobotModel robot = loadRobot(path);
+  EXPECT_TRUE(robot.hasFreeFlyer());
+  EXPECT_EQ(robot.pinocchio().nq, 9);
+  EXPECT_NEAR(robot.totalMass(), 2.8, 1e-12);
+  EXPECT_EQ(robot.bodies().size(), 3u);
+  EXPECT_EQ(robot.bodies()[0].name, "torso");
+  // the hip has a pos offset: its body frame is not the joint frame, yet the link name is used
+  EXPECT_EQ(robot.bodyIndex("upper"), robot.bodyIndex("hip"));
+  EXPECT_EQ(robot.bodyIndex("lower"), robot.bodyIndex("knee"));
+  // pi is in the joint frame: the COM 0.1 below the body frame is 0.15 below the hip axis
+  EXPECT_NEAR(heft::inertia::centerOfMass(robot.pi("upper"))[2], -0.15, 1e-12);
+
+  LoadOptions fixed;
+  fixed.base = BaseType::Fixed;
+  const std::string what = inputErrorOf([&] { loadRobot(path, fixed); });
+  EXPECT_NE(what.find("free joint"), std::string::npos) << what;
+
+  const std::string no_free =
+      dir.write("anchored.xml", std::regex_replace(kMjcf, std::regex("<freejoint[^>]*>"), ""));
+  EXPECT_FALSE(loadRobot(no_free).hasFreeFlyer());
+  LoadOptions ff;
+  ff.base = BaseType::FreeFlyer;
+  EXPECT_TRUE(loadRobot(no_free, ff).hasFreeFlyer());
+}
+
+// ---- bad files ----------------------------------------------------------------------------------
+
+TEST(Model, BadFilesThrowInputErrorNamingTheFile) {
+  TempDir dir;
+  const std::string go2 = readFile(go2Path());
+  struct Case {
+    std::string label, path, expected;
+  };
+  // urdfdom prints an error for this link's <inertial> and drops it; loading must still fail
+  const std::string nan_mass =
+      std::regex_replace(go2, std::regex(R"(<mass value="[^"]*")"), "<mass value=\"nan\"",
+                         std::regex_constants::format_first_only);
+  ASSERT_NE(nan_mass.find("<mass value=\"nan\""), std::string::npos);
+  const std::vector<Case> cases = {
+      {"missing", dir.path("missing.urdf"), "not found"},
+      {"empty", dir.write("empty.urdf", ""), "is empty"},
+      {"truncated", dir.write("truncated.urdf", go2.substr(0, go2.size() / 3)), "not a valid URDF"},
+      {"nan mass", dir.write("nan_mass.urdf", nan_mass), "mass"},
+      {"no links", dir.write("no_links.urdf", "<?xml version=\"1.0\"?><robot name=\"r\"></robot>"),
+       "not a valid URDF"},
+      {"neither", dir.write("notes.txt", "hello"), "found neither"},
+      {"truncated mjcf", dir.write("truncated.xml", std::string(kMjcf).substr(0, 200)),
+       "not a valid MJCF"},
+      {"directory", dir.path(""), "directory"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.label);
+    testing::internal::CaptureStderr();
+    const std::string what = inputErrorOf([&] { loadRobot(c.path); });
+    const std::string printed = testing::internal::GetCapturedStderr();
+    EXPECT_NE(what.find(c.path), std::string::npos) << what;
+    EXPECT_NE(what.find(c.expected), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
+    EXPECT_EQ(printed, "") << "the parser's own output is captured, not printed";
+  }
+}
+
+TEST(Model, EveryShippedUrdfLoadsOrGivesInputError) {
+  // Every URDF example-robot-data ships, as a free-flyer (so the root link is a body too).
+  LoadOptions ff;
+  ff.base = BaseType::FreeFlyer;
+  std::set<std::string> failed;
+  int loaded = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(robotsDirectory())) {
+    if (entry.path().extension() != ".urdf") continue;
+    const std::string rel = fs::relative(entry.path(), robotsDirectory()).string();
+    try {
+      const RobotModel robot = loadRobot(entry.path().string(), ff);
+      EXPECT_DOUBLE_EQ(robot.totalMass(), pinocchio::computeTotalMass(robot.pinocchio())) << rel;
+      ++loaded;
+    } catch (const InputError& e) {
+      failed.insert(rel);
+      EXPECT_NE(std::string(e.what()).find(rel), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(loaded, 60);
+  // ur3.urdf is an empty <robot> (the xacro output without its macro call)
+  EXPECT_EQ(failed, (std::set<std::string>{"ur_description/urdf/ur3.urdf"}));
+}
+
+// ---- identified set ---------------------------------------------------------------------------
+
+TEST(IdentifiedSet, DefaultLayoutCoversEveryBody) {
+  const RobotModel go2 = loadRobot("go2");
+  const IdentifiedSet set = IdentifiedSet::build(go2);
+  EXPECT_EQ(set.bodies.size(), 13u);
+  EXPECT_EQ(set.friction.size(), 12u);  // the 1-dof joints
+  EXPECT_EQ(set.actuators.size(), 12u);
+  const Layout l = set.layout();
+  EXPECT_EQ(l.dimension, 130);
+  for (size_t i = 0; i < set.bodies.size(); ++i) EXPECT_EQ(l.body_offset[i], 10 * int(i));
+  for (int o : l.friction_offset) EXPECT_EQ(o, -1);
+  EXPECT_TRUE(set.priorMean().isApprox(set.stack(set.valuesFrom(go2))));
+  EXPECT_EQ(set.bodies[0].prior_mean, go2.pi(1));
+  // actuator prior saturation: the URDF effort limit of the joint (go2 calf: 45.43 N m)
+  const auto& calf = set.actuators[2];
+  EXPECT_EQ(calf.joint_name, "FL_calf_joint");
+  EXPECT_DOUBLE_EQ(calf.prior_value[1], go2.pinocchio().upperEffortLimit[calf.idx_v]);
+  EXPECT_EQ(calf.idx_v, 6 + 2);
+}
+
+TEST(IdentifiedSet, MasksFrictionAndActuatorBlocksStackAndUnstack) {
+  const RobotModel go2 = loadRobot("go2");
+  IdentifiedSetOptions options;
+  options.bodies = {"FL_calf", "root_joint"};
+  options.free = parseMask("mass,h");
+  options.identify_friction = true;
+  options.friction_joints = {"FL_calf_joint"};
+  options.identify_actuators = true;
+  const IdentifiedSet set = IdentifiedSet::build(go2, options);
+  ASSERT_EQ(set.bodies.size(), 2u);
+  EXPECT_EQ(set.bodies[1].name, "base");
+  const Layout l = set.layout();
+  EXPECT_EQ(l.body_size, (std::vector<int>{4, 4}));
+  EXPECT_EQ(l.body_offset, (std::vector<int>{0, 4}));
+  EXPECT_EQ(l.friction_offset[2], 8);  // FL_calf_joint is the third 1-dof joint
+  EXPECT_EQ(l.friction_offset[0], -1);
+  EXPECT_EQ(l.actuator_offset[0], 14);
+  EXPECT_EQ(l.actuator_offset[11], 14 + 22);
+  EXPECT_EQ(l.dimension, 8 + 6 + 24);
+  EXPECT_EQ(set.summary(),
+            "38 parameters: 2 bodies (log-cholesky), 1 friction and 12 actuator blocks");
+
+  // stack -> unstack gives the values back; held entries come from `fixed`
+  ParameterValues values = set.priorValues();
+  values.pi[0][0] = 1.5;
+  values.pi[0][3] = -0.02;
+  values.friction_gamma[2][3] = 0.7;
+  values.actuator[5] = heft::model::Vector2(0.9, 30.0);
+  const Eigen::VectorXd x = set.stack(values);
+  EXPECT_DOUBLE_EQ(x[0], 1.5);
+  EXPECT_DOUBLE_EQ(x[3], -0.02);
+  EXPECT_NEAR(x[8 + 3], std::log(0.7), 1e-15);
+  EXPECT_NEAR(x[14 + 10 + 1], std::log(30.0), 1e-15);
+  const ParameterValues back = set.unstack(x, set.priorValues());
+  EXPECT_TRUE(back.pi[0].isApprox(values.pi[0], 1e-15));
+  EXPECT_TRUE(back.friction_gamma[2].isApprox(values.friction_gamma[2], 1e-14));
+  EXPECT_TRUE(back.actuator[5].isApprox(values.actuator[5], 1e-14));
+  // a held inertia entry does not travel through x
+  values.pi[0][9] = 123.0;
+  const ParameterValues held = set.unstack(set.stack(values), set.priorValues());
+  EXPECT_EQ(held.pi[0][9], set.bodies[0].prior_mean[9]);
+
+  const std::string what = inputErrorOf([&] { set.unstack(Eigen::VectorXd::Zero(3), values); });
+  EXPECT_NE(what.find("expected 38, got 3"), std::string::npos) << what;
+}
+
+TEST(IdentifiedSet, ThetaCoordinatesRoundTripFullyFreeBodies) {
+  const RobotModel go2 = loadRobot("go2");
+  for (auto p : {heft::inertia::Parametrization::LogCholesky,
+                 heft::inertia::Parametrization::ExponentialEigenvalue}) {
+    IdentifiedSetOptions options;
+    options.bodies = {"FL_thigh", "RR_hip"};
+    options.parametrization = p;
+    IdentifiedSet set = IdentifiedSet::build(go2, options);
+    set.bodies[1].free = parseMask("m,hx,hy,hz");  // partial: stays linear in pi
+    const ParameterValues values = set.valuesFrom(go2);
+    const Eigen::VectorXd theta = set.stack(values, BodyCoordinates::Theta);
+    ASSERT_EQ(theta.size(), 14);
+    EXPECT_TRUE(theta.head<10>().isApprox(heft::inertia::thetaFromPi(p, values.pi[0]), 1e-14));
+    EXPECT_TRUE(theta.tail<4>().isApprox(values.pi[1].head<4>(), 1e-15));
+    const ParameterValues back = set.unstack(theta, values, BodyCoordinates::Theta);
+    EXPECT_TRUE(back.pi[0].isApprox(values.pi[0], 1e-9));
+    EXPECT_TRUE(back.pi[1].isApprox(values.pi[1], 1e-15));
+  }
+}
+
+TEST(IdentifiedSet, PriorCovarianceIsConditionalOnHeldEntries) {
+  const RobotModel go2 = loadRobot("go2");
+  IdentifiedSetOptions options;
+  options.bodies = {"FL_hip"};
+  IdentifiedSet set = IdentifiedSet::build(go2, options);
+  // default: diagonal, mass std = 10 % of the mass
+  const double m = go2.pi("FL_hip")[0];
+  EXPECT_NEAR(set.priorCovariance()(0, 0), std::pow(0.1 * m, 2), 1e-15);
+  EXPECT_TRUE(set.bodies[0].prior_covariance.isDiagonal());
+  // a correlated prior with m and hx free: Sigma_ff - Sigma_fc Sigma_cc^-1 Sigma_cf, by hand for
+  // a covariance that couples only m and Ixx (held): var(m | Ixx) = s_mm - s_mI^2 / s_II
+  heft::Matrix10 S = heft::Matrix10::Identity();
+  S(0, 0) = 4.0;
+  S(4, 4) = 2.0;
+  S(0, 4) = S(4, 0) = 1.0;
+  set.bodies[0].prior_covariance = S;
+  set.bodies[0].free = parseMask("m,hx");
+  const Eigen::MatrixXd C = set.priorCovariance();
+  ASSERT_EQ(C.rows(), 2);
+  EXPECT_NEAR(C(0, 0), 4.0 - 1.0 / 2.0, 1e-15);
+  EXPECT_NEAR(C(1, 1), 1.0, 1e-15);
+  EXPECT_NEAR(C(0, 1), 0.0, 1e-15);
+}
+
+TEST(IdentifiedSet, ValidateRejectsBadSets) {
+  const RobotModel go2 = loadRobot("go2");
+  const IdentifiedSet good = IdentifiedSet::build(go2);
+  EXPECT_NO_THROW(good.validate(go2));
+
+  IdentifiedSet s = good;
+  s.bodies[3].free.fill(false);
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("at least one free entry"), std::string::npos);
+  s = good;
+  s.bodies[1] = s.bodies[0];
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("listed once"), std::string::npos);
+  s = good;
+  s.bodies[0].prior_covariance(0, 0) = -1.0;
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("positive definite"), std::string::npos);
+  s = good;
+  s.bodies[0].prior_covariance(0, 1) = 1e-3;
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("symmetric"), std::string::npos);
+  s = good;
+  s.friction[0].prior_gamma[2] = 0.0;
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("prior gamma[2]"), std::string::npos);
+  s = good;
+  s.actuators[0].prior_value[1] = -5;
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("saturation"), std::string::npos);
+  s = good;
+  s.bodies.clear();
+  EXPECT_NE(inputErrorOf([&] { s.validate(); }).find("at least one identified parameter"),
+            std::string::npos);
+  s = good;
+  s.bodies[0].name = "FL_hip";
+  EXPECT_NE(inputErrorOf([&] { s.validate(go2); }).find("body 'base'"), std::string::npos);
+
+  IdentifiedSetOptions o;
+  o.free.fill(false);
+  EXPECT_NE(inputErrorOf([&] { o.validate(); }).find("IdentifiedSetOptions::free"),
+            std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.body_prior.mass_relative_std = 0;
+  EXPECT_NE(inputErrorOf([&] { o.validate(); }).find("mass_relative_std"), std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.friction_prior.gamma[0] = -1;
+  EXPECT_NE(inputErrorOf([&] { o.validate(); }).find("gamma[0]"), std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.bodies = {"base", "base"};
+  EXPECT_NE(inputErrorOf([&] { o.validate(); }).find("'base' twice"), std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.friction_joints = {"FL_calf_joint"};  // without identify_friction
+  EXPECT_NE(inputErrorOf([&] { o.validate(); }).find("empty unless identify_friction"),
+            std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.bodies = {"FL_shin"};
+  EXPECT_NE(inputErrorOf([&] { IdentifiedSet::build(go2, o); }).find("unknown body 'FL_shin'"),
+            std::string::npos);
+  o = IdentifiedSetOptions{};
+  o.identify_friction = true;
+  o.friction_joints = {"root_joint"};
+  EXPECT_NE(inputErrorOf([&] { IdentifiedSet::build(go2, o); }).find("expected a 1-dof joint"),
+            std::string::npos);
+  EXPECT_NE(inputErrorOf([] { parseMask("m,mass,cx"); }).find("'cx'"), std::string::npos);
+  EXPECT_EQ(toString(parseMask("inertia")), "Ixx,Ixy,Iyy,Ixz,Iyz,Izz");
+  EXPECT_EQ(toString(parseMask("mass, h, inertia")), "all");
+}
+
+// ---- payload ------------------------------------------------------------------------------------
+
+TEST(Payload, LumpedBodyMatchesHandComputation) {
+  // body: 2 kg at (0, 0, 0.1), I_c = diag(0.01, 0.02, 0.03); payload: 1 kg at (0.3, 0, 0.1),
+  // I_c = 0.001 * identity. By hand: m = 3, c = (0.1, 0, 0.1); offsets from c: d1 = (-0.1, 0, 0),
+  // d2 = (0.2, 0, 0); parallel axis: I_c = diag(0.011, 0.021 + 2 * 0.01 + 1 * 0.04,
+  // 0.031 + 0.02 + 0.04) = diag(0.011, 0.081, 0.091). About the origin, with |c|^2 = 0.02:
+  // Ixx = 0.011 + 3 * 0.01, Iyy = 0.081 + 3 * 0.02, Izz = 0.091 + 3 * 0.01, Ixz = -3 * 0.01.
+  const RobotModel robot =
+      oneBodyRobot(2.0, Vector3(0, 0, 0.1), Eigen::Vector3d(0.01, 0.02, 0.03).asDiagonal());
+  Payload payload;
+  payload.mass = 1.0;
+  payload.com = Vector3(0.3, 0, 0.1);
+  payload.inertia = 0.001 * Matrix3::Identity();
+  const RobotModel loaded = attachPayload(robot, "arm", payload);
+  Vector10 expected;
+  expected << 3.0, 0.3, 0.0, 0.3, 0.041, 0.0, 0.141, -0.03, 0.0, 0.121;
+  const Vector10 pi = loaded.pi("arm");
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(pi[i], expected[i], 1e-14) << i;
+  EXPECT_NEAR(loaded.totalMass(), robot.totalMass() + 1.0, 1e-14);
+  EXPECT_EQ(robot.pi("arm")[0], 2.0);  // the original is untouched
+}
+
+TEST(Payload, PlacementRotatesIntoTheBodyFrame) {
+  // a payload frame turned 90 degrees about z and moved by p: c = R c_P + p, I = R I_P R^T
+  pinocchio::SE3 placement(Eigen::AngleAxisd(M_PI / 2, Vector3::UnitZ()).toRotationMatrix(),
+                           Vector3(0.1, 0.2, 0.3));
+  const Payload p = Payload::fromPlacement(placement, 0.5, Vector3(0.1, 0, 0),
+                                           Eigen::Vector3d(1e-3, 2e-3, 3e-3).asDiagonal());
+  EXPECT_TRUE(p.com.isApprox(Vector3(0.1, 0.3, 0.3), 1e-14));
+  EXPECT_TRUE(p.inertia.isApprox(Matrix3(Eigen::Vector3d(2e-3, 1e-3, 3e-3).asDiagonal()), 1e-14));
+
+  const RobotModel go2 = loadRobot("go2");
+  const RobotModel heavy = attachPayload(go2, "base", p);
+  EXPECT_NEAR(heavy.totalMass(), go2.totalMass() + 0.5, 1e-12);
+  // Pinocchio's own lumped sum agrees
+  const pinocchio::Inertia sum =
+      go2.pinocchio().inertias[1] +
+      pinocchio::Inertia(p.mass, p.com, pinocchio::Symmetric3(Matrix3(p.inertia)));
+  EXPECT_TRUE(heavy.pi(1).isApprox(sum.toDynamicParameters(), 1e-12));
+}
+
+TEST(Payload, RejectsUnphysicalPayloadsAndAcceptsPointMasses) {
+  const RobotModel go2 = loadRobot("go2");
+  Payload point;
+  point.mass = 2.0;
+  point.com = Vector3(0.05, 0, 0.02);
+  EXPECT_NO_THROW(attachPayload(go2, "base", point));  // I_c = 0: a point mass
+  Payload p = point;
+  p.mass = -1;
+  EXPECT_NE(inputErrorOf([&] { attachPayload(go2, "base", p); }).find("payload mass"),
+            std::string::npos);
+  p = point;
+  p.inertia = Eigen::Vector3d(0.01, 0.01, 0.05).asDiagonal();  // 0.01 + 0.01 < 0.05
+  EXPECT_NE(inputErrorOf([&] { attachPayload(go2, "base", p); }).find("triangle"),
+            std::string::npos);
+  EXPECT_NE(inputErrorOf([&] { attachPayload(go2, "FL_toe", point); }).find("unknown body"),
+            std::string::npos);
+}
+
+// ---- the CLI ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string heftBinary() {
+  const char* env = std::getenv("HEFT_BINARY_DIR");
+  return std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
+}
+
+struct HeftRun {
+  int code;
+  std::string out, err;
+};
+
+HeftRun runHeft(const std::string& args) {
+  TempDir dir;
+  const std::string out = dir.path("out"), err = dir.path("err");
+  const int status = std::system((heftBinary() + " " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, readFile(out), readFile(err)};
+}
+
+}  // namespace
+
+TEST(InfoCommand, JsonTotalMassMatchesPinocchio) {
+  ASSERT_TRUE(fs::exists(heftBinary())) << heftBinary() << " not built";
+  const HeftRun run = runHeft("info go2 --json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err, "");
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  const RobotModel go2 = loadRobot("go2");
+  EXPECT_DOUBLE_EQ(j.at("total_mass").get<double>(), pinocchio::computeTotalMass(go2.pinocchio()));
+  ASSERT_EQ(j.at("bodies").size(), 13u);
+  double sum = 0;
+  for (const auto& b : j.at("bodies")) {
+    for (const char* key : {"name", "mass", "com", "inertia", "consistent", "violations"})
+      EXPECT_TRUE(b.contains(key)) << key;
+    sum += b.at("mass").get<double>();
+    EXPECT_EQ(b.at("consistent").get<bool>(), b.at("violations").empty());
+  }
+  EXPECT_NEAR(sum, j.at("total_mass").get<double>(), 1e-12);
+  EXPECT_EQ(j.at("bodies")[0].at("name"), "base");
+  EXPECT_EQ(j.at("bodies")[0].at("inertia").size(), 3u);
+}
+
+TEST(InfoCommand, BadFileGivesExitCodeTwoAndOneLine) {
+  ASSERT_TRUE(fs::exists(heftBinary())) << heftBinary() << " not built";
+  TempDir dir;
+  const std::string truncated = dir.write("truncated.urdf", readFile(go2Path()).substr(0, 2000));
+  for (const std::string& path : {dir.path("missing.urdf"), truncated}) {
+    SCOPED_TRACE(path);
+    const HeftRun run = runHeft("info " + path);
+    EXPECT_EQ(run.code, 2);
+    EXPECT_EQ(run.out, "");
+    ASSERT_FALSE(run.err.empty());
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_NE(run.err.find(path), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.rfind("heft info: error: ", 0), 0u) << run.err;
+  }
+  const HeftRun unknown = runHeft("info go3");
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("go2"), std::string::npos);
+}

@@ -1,0 +1,592 @@
+// heft::sim: the MuJoCo model equals the Pinocchio model body for body, payload lumping matches
+// MuJoCo's subtree mass and COM, the truth is consistent with the equations of motion, every
+// scenario runs (short versions here, full durations in sim_long_test.cpp), one seed gives one file.
+#include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/io/validation.hpp"
+#include "heft/model/payload.hpp"
+#include "heft/sim/mujoco_errors.hpp"
+#include "heft/sim/random.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace fs = std::filesystem;
+using heft::Matrix3;
+using heft::Vector10;
+using heft::Vector3;
+namespace sim = heft::sim;
+namespace model = heft::model;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("heft_sim_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  fs::remove_all(p);
+  return p;
+}
+
+std::string bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Every file of a CSV folder (name -> content), or the one file.
+std::vector<std::pair<std::string, std::string>> contents(const fs::path& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (fs::is_directory(path)) {
+    for (const auto& e : fs::recursive_directory_iterator(path)) {
+      if (e.is_regular_file()) out.emplace_back(fs::relative(e.path(), path).string(), bytes(e.path()));
+    }
+    std::sort(out.begin(), out.end());
+  } else {
+    out.emplace_back(path.filename().string(), bytes(path));
+  }
+  return out;
+}
+
+model::Payload boxPayload(double m, const Vector3& com, double a, double b, double c) {
+  model::Payload p;
+  p.mass = m;
+  p.com = com;
+  p.inertia = Matrix3::Zero();
+  p.inertia(0, 0) = m * (b * b + c * c) / 12;
+  p.inertia(1, 1) = m * (a * a + c * c) / 12;
+  p.inertia(2, 2) = m * (a * a + b * b) / 12;
+  return p;
+}
+
+// Compares mass, COM and rotational inertia about the COM of two pi.
+void expectSameBody(const Vector10& expected, const Vector10& actual, const std::string& what) {
+  const double m = heft::inertia::mass(expected);
+  EXPECT_NEAR(heft::inertia::mass(actual), m, 1e-12 * std::max(1.0, m)) << what;
+  if (m <= 0) return;
+  EXPECT_LT((heft::inertia::centerOfMass(actual) - heft::inertia::centerOfMass(expected)).norm(), 1e-12)
+      << what;
+  const Matrix3 Ie = heft::inertia::rotationalInertiaAtCom(expected);
+  const Matrix3 Ia = heft::inertia::rotationalInertiaAtCom(actual);
+  EXPECT_LT((Ia - Ie).norm(), 1e-12 + 1e-9 * Ie.norm()) << what << "\n" << Ie << "\nvs\n" << Ia;
+}
+
+Eigen::VectorXd randomConfiguration(const pinocchio::Model& m, unsigned seed) {
+  sim::Rng rng(seed, 99);
+  Eigen::VectorXd q = pinocchio::neutral(m);
+  for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(m.njoints); ++j) {
+    const auto& jm = m.joints[j];
+    if (jm.nv() == 6) {
+      const Eigen::Vector4d c(rng.normal(), rng.normal(), rng.normal(), rng.normal());
+      q.segment<3>(jm.idx_q()) << rng.normal(), rng.normal(), 0.5 + rng.uniform();
+      q.segment<4>(jm.idx_q() + 3) = c.normalized();
+    } else {
+      double lo = m.lowerPositionLimit[jm.idx_q()], hi = m.upperPositionLimit[jm.idx_q()];
+      if (!(std::isfinite(lo) && std::isfinite(hi) && lo < hi)) lo = -M_PI, hi = M_PI;
+      q[jm.idx_q()] = rng.uniform(lo, hi);
+    }
+  }
+  return q;
+}
+
+sim::SimulationResult run(const std::string& name, double duration, const std::string& noise = "none",
+                          std::uint64_t seed = 0) {
+  sim::SimulationOptions options;
+  options.duration = duration;
+  options.noise = noise;
+  options.seed = seed;
+  return sim::simulate(sim::findScenario(name), options);
+}
+
+}  // namespace
+
+// ---- MuJoCo errors never exit --------------------------------------------------------------------
+
+TEST(MujocoErrors, ErrorInsideGuardedCallReturnsInsteadOfExiting) {
+  std::string message;
+  const bool ok = sim::guardedMujocoCall([] { mju_error("heft test error %d", 42); }, message);
+  EXPECT_FALSE(ok);
+  EXPECT_NE(message.find("heft test error 42"), std::string::npos) << message;
+  EXPECT_THROW(sim::guardedMujocoCallOrThrow("test", [] { mju_error("again"); }), heft::SolveError);
+  // the guard is reusable after a jump
+  EXPECT_TRUE(sim::guardedMujocoCall([] {}, message));
+}
+
+TEST(MujocoErrors, WarningsAreCountedNotPrinted) {
+  sim::installMujocoHandlers();
+  const long before = sim::mujocoWarningCount();
+  mju_warning("heft test warning");
+  EXPECT_EQ(sim::mujocoWarningCount(), before + 1);
+  EXPECT_EQ(sim::lastMujocoWarning(), "heft test warning");
+}
+
+// ---- the MuJoCo model is the Pinocchio model --------------------------------------------------
+
+class SameModel : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SameModel, BodiesHaveTheNominalMassComAndInertia) {
+  const model::RobotModel robot = model::loadRobot(GetParam());
+  const sim::SimModel simulated(robot);
+  const Eigen::MatrixXd pi = simulated.truthPi();
+  ASSERT_EQ(pi.rows(), robot.pinocchio().njoints - 1);
+  for (const auto& body : robot.bodies()) {
+    expectSameBody(robot.pi(body.joint), pi.row(body.joint - 1).transpose(), body.name);
+  }
+  // MuJoCo's own numbers (not heft's lumping) for every body with a joint
+  const mjModel* m = simulated.mujoco();
+  for (const auto& body : robot.bodies()) {
+    const int b = simulated.mujocoBody(body.joint);
+    EXPECT_NEAR(m->body_mass[b], robot.pi(body.joint)[0], 1e-12) << body.name;
+  }
+  EXPECT_NEAR(m->body_subtreemass[0], robot.totalMass(), 1e-9);
+}
+
+TEST_P(SameModel, MassMatrixAndGravityMatchPinocchio) {
+  const model::RobotModel robot = model::loadRobot(GetParam());
+  const sim::SimModel simulated(robot);
+  const pinocchio::Model& pm = robot.pinocchio();
+  pinocchio::Data pd(pm);
+  auto data = simulated.makeData();
+  const mjModel* m = simulated.mujoco();
+  for (unsigned trial = 0; trial < 5; ++trial) {
+    const Eigen::VectorXd q = randomConfiguration(pm, trial);
+    const Eigen::VectorXd v = Eigen::VectorXd::Zero(pm.nv);
+    simulated.setState(data.get(), q, v);
+    simulated.forward(data.get());
+    Eigen::MatrixXd M_mj(m->nv, m->nv);
+    mj_fullM(m, M_mj.data(), data->qM);  // symmetric: row or column major alike
+    Eigen::VectorXd g_mj = Eigen::Map<const Eigen::VectorXd>(data->qfrc_bias, m->nv);
+    // MuJoCo's free joint has a world-frame linear velocity: v_mj = T v_pin, T = diag(R, 1, ..)
+    Eigen::MatrixXd T = Eigen::MatrixXd::Identity(pm.nv, pm.nv);
+    if (robot.hasFreeFlyer()) {
+      T.topLeftCorner<3, 3>() =
+          Eigen::Quaterniond(q[6], q[3], q[4], q[5]).normalized().toRotationMatrix();
+    }
+    pinocchio::crba(pm, pd, q);
+    pd.M.triangularView<Eigen::StrictlyLower>() = pd.M.transpose().triangularView<Eigen::StrictlyLower>();
+    const Eigen::VectorXd g = pinocchio::computeGeneralizedGravity(pm, pd, q);
+    const Eigen::MatrixXd M_from_mj = T.transpose() * M_mj * T;
+    EXPECT_LT((M_from_mj - pd.M).norm(), 1e-9 * pd.M.norm()) << "trial " << trial;
+    EXPECT_LT((T.transpose() * g_mj - g).norm(), 1e-9 * std::max(1.0, g.norm())) << "trial " << trial;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Robots, SameModel, ::testing::Values("go2", "panda", "double_pendulum"));
+
+// ---- payloads and link edits ---------------------------------------------------------------------
+
+TEST(Payload, LumpingReproducesMujocoSubtreeMassAndCom) {
+  const model::RobotModel robot = model::loadRobot("go2");
+  sim::SimModelOptions options;
+  const model::Payload on_base = boxPayload(3.0, Vector3(0.05, 0.01, 0.09), 0.2, 0.1, 0.06);
+  const model::Payload on_calf = boxPayload(0.4, Vector3(0.01, 0.0, -0.12), 0.03, 0.03, 0.05);
+  options.payloads.push_back({"payload", "base", on_base});
+  options.payloads.push_back({"calf_weight", "FL_calf", on_calf});
+  options.link_edits.push_back({"RR_thigh", 1.3, Vector3(0.01, -0.02, 0.005)});
+  const sim::SimModel simulated(robot, options);
+
+  // heft's lumping: the same edits on the Pinocchio model, payloads by model::attachPayload
+  model::RobotModel lumped = robot;
+  {
+    const auto j = robot.bodyIndex("RR_thigh");
+    const Vector10 pi = robot.pi(j);
+    lumped.setPi(j, heft::inertia::piFromMassComInertia(
+                        1.3 * pi[0], heft::inertia::centerOfMass(pi) + Vector3(0.01, -0.02, 0.005),
+                        1.3 * heft::inertia::rotationalInertiaAtCom(pi)));
+  }
+  lumped = model::attachPayload(lumped, "base", on_base);
+  lumped = model::attachPayload(lumped, "FL_calf", on_calf);
+
+  // the truth pi (MuJoCo bodies lumped by the simulator) equals heft's lumping
+  const Eigen::MatrixXd truth = simulated.truthPi();
+  for (const auto& body : robot.bodies()) {
+    expectSameBody(lumped.pi(body.joint), truth.row(body.joint - 1).transpose(), body.name);
+  }
+
+  // and MuJoCo's subtree mass / COM at a random configuration equal the lumped model's
+  const pinocchio::Model& pm = lumped.pinocchio();
+  pinocchio::Data pd(pm);
+  auto data = simulated.makeData();
+  const mjModel* m = simulated.mujoco();
+  const Eigen::VectorXd q = randomConfiguration(pm, 11);
+  simulated.setState(data.get(), q, Eigen::VectorXd::Zero(pm.nv));
+  simulated.forward(data.get());
+  pinocchio::forwardKinematics(pm, pd, q);
+  for (const auto& name : {"base", "FL_calf", "RR_thigh"}) {
+    const auto j = lumped.bodyIndex(name);
+    const int b = simulated.mujocoBody(j);
+    // the body's own part of MuJoCo's subtree: minus the subtrees of its moving children
+    double mass = m->body_subtreemass[b];
+    Eigen::Vector3d moment = mass * Eigen::Vector3d(data->subtree_com + 3 * b);
+    for (int c = b + 1; c < m->nbody; ++c) {
+      if (m->body_parentid[c] == b && m->body_jntnum[c] > 0) {
+        mass -= m->body_subtreemass[c];
+        moment -= m->body_subtreemass[c] * Eigen::Vector3d(data->subtree_com + 3 * c);
+      }
+    }
+    const Vector10 pi = lumped.pi(j);
+    EXPECT_NEAR(mass, pi[0], 1e-12) << name;
+    const Eigen::Vector3d com_world = pd.oMi[j].act(Eigen::Vector3d(heft::inertia::centerOfMass(pi)));
+    EXPECT_LT((moment / mass - com_world).norm(), 1e-9) << name;
+  }
+  const int root = simulated.mujocoBody(1);
+  EXPECT_NEAR(m->body_subtreemass[root], lumped.totalMass(), 1e-9);
+  const Eigen::Vector3d com = pinocchio::centerOfMass(pm, pd, q);
+  EXPECT_LT((Eigen::Vector3d(data->subtree_com + 3 * root) - com).norm(), 1e-9);
+  EXPECT_NEAR(lumped.totalMass(), robot.totalMass() + 3.0 + 0.4 + 0.3 * robot.pi("RR_thigh")[0], 1e-9);
+}
+
+TEST(Payload, BadOptionsAreInputErrors) {
+  const model::RobotModel robot = model::loadRobot("go2");
+  sim::SimModelOptions unknown_body;
+  unknown_body.payloads.push_back({"payload", "no_such_link", boxPayload(1, Vector3::Zero(), 0.1, 0.1, 0.1)});
+  EXPECT_THROW(sim::SimModel(robot, unknown_body), heft::InputError);
+  sim::SimModelOptions clash;
+  clash.payloads.push_back({"FL_calf", "base", boxPayload(1, Vector3::Zero(), 0.1, 0.1, 0.1)});
+  EXPECT_THROW(sim::SimModel(robot, clash), heft::InputError);
+  sim::SimModelOptions negative;
+  negative.link_edits.push_back({"base", -1.0, Vector3::Zero()});
+  EXPECT_THROW(sim::SimModel(robot, negative), heft::InputError);
+  sim::SimModelOptions friction;
+  friction.joint_friction["no_such_joint"] = sim::JointFriction{0.1, 0.1, 0.0};
+  EXPECT_THROW(sim::SimModel(robot, friction), heft::InputError);
+  sim::SimModelOptions frame;
+  frame.contact_frames = {"no_such_frame"};
+  EXPECT_THROW(sim::SimModel(robot, frame), heft::InputError);
+}
+
+// ---- truth --------------------------------------------------------------------------------------
+
+TEST(Truth, StaticStanceContactForcesCarryTheWeight) {
+  for (const std::string name : {"go2-stand", "go2-payload-3kg"}) {
+    sim::Scenario scenario = sim::findScenario(name);
+    scenario.stance.roll_amplitude = scenario.stance.pitch_amplitude = 0;
+    scenario.stance.yaw_amplitude = scenario.stance.squat_depth = 0;
+    sim::SimulationOptions options;
+    options.duration = 1.5;
+    options.noise = "none";
+    const auto result = sim::simulate(scenario, options);
+    ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+    const auto& truth = *result.log.truth;
+    const double weight = result.summary.total_mass * 9.81;
+    ASSERT_EQ(truth.contact_names.size(), 4u);
+    int checked = 0;
+    for (int k = 0; k < truth.time.size(); ++k) {
+      if (truth.time[k] < 1.0) continue;  // settled
+      Eigen::Vector3d total = Eigen::Vector3d::Zero();
+      for (int c = 0; c < 4; ++c) total += truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+      EXPECT_NEAR(total.z(), weight, 0.01 * weight) << name << " t = " << truth.time[k];
+      EXPECT_LT(total.head<2>().norm(), 0.01 * weight) << name;
+      for (int c = 0; c < 4; ++c) EXPECT_EQ(truth.contact_flags(k, c), 1);
+      ++checked;
+    }
+    EXPECT_GT(checked, 400);
+  }
+}
+
+// The truth satisfies the equations of motion of the TRUE model (payload lumped in by the
+// simulator): RNEA(q, v, a) with truth pi = tau + J^T f, contact wrench at the sphere bottom.
+TEST(Truth, SatisfiesTheEquationsOfMotionOfTheTrueModel) {
+  const auto result = run("go2-payload-3kg", 2.0);
+  ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+  const heft::io::Log& log = result.log;
+  const auto& truth = *log.truth;
+  model::RobotModel robot = model::loadRobot("go2");
+  for (int b = 0; b < truth.body_pi.rows(); ++b) {
+    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]), truth.body_pi.row(b).transpose());
+  }
+  const pinocchio::Model& pm = robot.pinocchio();
+  pinocchio::Data pd(pm);
+  const double radius = sim::findScenario("go2-payload-3kg").model.contact_radius;
+  double worst_base = 0, worst_joint = 0;
+  for (int k = 0; k < truth.time.size(); k += 7) {
+    Eigen::VectorXd q(pm.nq), v(pm.nv), a(pm.nv);
+    q << truth.base_pose.row(k).transpose(), truth.q.row(k).transpose();
+    v << truth.base_twist.row(k).transpose(), truth.v.row(k).transpose();
+    a << truth.base_acceleration.row(k).transpose(), truth.a.row(k).transpose();
+    Eigen::VectorXd residual = pinocchio::rnea(pm, pd, q, v, a);
+    residual.tail(12) -= log.joints.tau_cmd.row(k).transpose();  // noise "none": applied torque
+    pinocchio::computeJointJacobians(pm, pd, q);
+    for (int c = 0; c < 4; ++c) {
+      Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
+      J.setZero();
+      pinocchio::getFrameJacobian(pm, pd, pm.getFrameId(truth.contact_names[c]),
+                                  pinocchio::LOCAL_WORLD_ALIGNED, J);
+      const Eigen::Vector3d f = truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+      Eigen::Matrix<double, 6, 1> wrench;
+      wrench << f, Eigen::Vector3d(0, 0, -radius).cross(f);
+      residual -= J.transpose() * wrench;
+    }
+    worst_base = std::max(worst_base, residual.head<6>().cwiseAbs().maxCoeff());
+    worst_joint = std::max(worst_joint, residual.tail(12).cwiseAbs().maxCoeff());
+  }
+  // the contact point sits at the middle of the (sub-millimetre) penetration, not at -radius
+  EXPECT_LT(worst_base, 0.02) << "N or N m, weight " << result.summary.total_mass * 9.81 << " N";
+  EXPECT_LT(worst_joint, 0.02) << "N m";
+  // and the same residual with the NOMINAL model is large: the payload is visible in the data
+  const model::RobotModel nominal = model::loadRobot("go2");
+  pinocchio::Data nd(nominal.pinocchio());
+  Eigen::VectorXd q(pm.nq), v = Eigen::VectorXd::Zero(pm.nv), a = Eigen::VectorXd::Zero(pm.nv);
+  q << truth.base_pose.row(0).transpose(), truth.q.row(0).transpose();
+  const double gravity_difference =
+      (pinocchio::rnea(nominal.pinocchio(), nd, q, v, a) - pinocchio::rnea(pm, pd, q, v, a))
+          .head<6>()
+          .norm();
+  EXPECT_GT(gravity_difference, 25.0);  // 3 kg * 9.81
+}
+
+TEST(Truth, AccelerationsIntegrateToTheNextVelocity) {
+  const auto result = run("panda-friction", 1.0);
+  ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+  const auto& truth = *result.log.truth;
+  const double dt = 1e-3;
+  double worst = 0;
+  for (int k = 0; k + 1 < truth.time.size(); ++k) {
+    worst = std::max(worst, (truth.v.row(k + 1) - truth.v.row(k) - dt * truth.a.row(k)).cwiseAbs().maxCoeff());
+  }
+  EXPECT_LT(worst, 1e-12);  // explicit Euler (implicit joint damping disabled)
+}
+
+TEST(Truth, TruthPiOfTheLogIsTheSimulatedModel) {
+  const auto result = run("go2-rear-4.7kg", 0.2);
+  const auto& truth = *result.log.truth;
+  const model::RobotModel robot = model::loadRobot("go2");
+  ASSERT_EQ(truth.body_names.size(), robot.bodies().size());
+  EXPECT_EQ(truth.body_names[0], "root_joint");
+  const double base_mass = truth.body_pi(0, 0);
+  EXPECT_NEAR(base_mass, robot.pi("base")[0] + 4.7, 1e-9);
+  for (int b = 1; b < truth.body_pi.rows(); ++b) {
+    expectSameBody(robot.pi(b + 1), truth.body_pi.row(b).transpose(), truth.body_names[b]);
+  }
+}
+
+// ---- scenarios ----------------------------------------------------------------------------------
+
+TEST(Scenarios, ListHasTheRequiredOnes) {
+  std::vector<std::string> names;
+  for (const auto& s : sim::scenarios()) {
+    names.push_back(s.name);
+    EXPECT_FALSE(s.description.empty());
+    EXPECT_GE(s.duration, 10);
+    EXPECT_LE(s.duration, 20);
+  }
+  for (const auto& required : {"go2-payload-3kg", "go2-com-shift", "go2-rear-4.7kg", "panda-friction",
+                               "panda", "double-pendulum"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
+  }
+  EXPECT_THROW(sim::findScenario("nope"), heft::InputError);
+}
+
+class EveryScenario : public ::testing::TestWithParam<std::string> {};
+
+// Short version: the first 2.5 s (settling and the first motion phase); full runs: sim_long_test.
+TEST_P(EveryScenario, RunsWithoutFallOrWarning) {
+  const sim::Scenario& scenario = sim::findScenario(GetParam());
+  const auto result = run(GetParam(), 2.5, "nominal", 3);
+  const auto& s = result.summary;
+  ASSERT_TRUE(s.ok()) << s.report();
+  EXPECT_EQ(s.mujoco_warnings, 0);
+  EXPECT_EQ(s.steps, 2501);
+  const auto& truth = *result.log.truth;
+  if (truth.base_pose.rows() > 0) {
+    for (int k = 0; k < truth.base_pose.rows(); ++k) {
+      const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
+      const double tilt = std::acos(std::min(1.0, Eigen::Quaterniond(c[3], c[0], c[1], c[2])
+                                                      .normalized()
+                                                      .toRotationMatrix()(2, 2)));
+      ASSERT_GT(truth.base_pose(k, 2), scenario.bounds.min_base_height) << "t = " << truth.time[k];
+      ASSERT_LT(tilt, scenario.bounds.max_tilt) << "t = " << truth.time[k];
+    }
+  }
+  EXPECT_LT(s.max_tracking_error, scenario.max_tracking_error);
+  const model::RobotModel robot = model::loadRobot(scenario.robot);
+  const auto report = heft::io::validateLog(result.log, robot.pinocchio());
+  EXPECT_TRUE(report.ok()) << report.report();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EveryScenario, ::testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (const auto& s : sim::scenarios()) names.push_back(s.name);
+                           return names;
+                         }()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& ch : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n;
+                         });
+
+TEST(Scenarios, FourierReferenceStaysWithinLimits) {
+  const model::RobotModel robot = model::loadRobot("panda");
+  const sim::Scenario& scenario = sim::findScenario("panda");
+  const sim::Reference ref = sim::fourierReference(robot, scenario.fourier, 12.0, 1e-3);
+  const auto& pm = robot.pinocchio();
+  for (int i = 0; i < pm.nv; ++i) {
+    const double lo = pm.lowerPositionLimit[i], hi = pm.upperPositionLimit[i];
+    const double margin = scenario.fourier.limit_margin * 0.5 * (hi - lo);
+    EXPECT_GE(ref.q.row(i).minCoeff(), lo + margin - 1e-9) << i;
+    EXPECT_LE(ref.q.row(i).maxCoeff(), hi - margin + 1e-9) << i;
+    EXPECT_LE(ref.v.row(i).cwiseAbs().maxCoeff(),
+              scenario.fourier.velocity_fraction * pm.velocityLimit[i] + 1e-9)
+        << i;
+    EXPECT_LE(ref.a.row(i).cwiseAbs().maxCoeff(), scenario.fourier.max_acceleration + 1e-9) << i;
+    // it moves: at least a quarter of the allowed range is used
+    EXPECT_GT(ref.q.row(i).maxCoeff() - ref.q.row(i).minCoeff(), 0.25 * (hi - lo - 2 * margin)) << i;
+  }
+  // starts at rest
+  EXPECT_LT(ref.v.col(0).norm(), 1e-12);
+}
+
+TEST(Scenarios, BadOptionsAreInputErrors) {
+  sim::SimulationOptions options;
+  options.noise = "loud";
+  EXPECT_THROW(sim::simulate(sim::findScenario("panda"), options), heft::InputError);
+  options.noise = "none";
+  options.duration = -1;
+  EXPECT_THROW(sim::simulate(sim::findScenario("panda"), options), heft::InputError);
+  sim::Scenario broken = sim::findScenario("go2-stand");
+  broken.stance.posture.resize(3);
+  options.duration = 0.1;
+  EXPECT_THROW(sim::simulate(broken, options), heft::InputError);
+}
+
+// ---- sensors ------------------------------------------------------------------------------------
+
+TEST(Sensors, NominalProfileHasTheDocumentedStatistics) {
+  const auto result = run("go2-payload-3kg", 2.0, "nominal", 5);
+  ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+  const heft::io::Log& log = result.log;
+  const auto& truth = *log.truth;
+  const sim::NoiseProfile p = sim::NoiseProfile::fromName("nominal");
+  const int n = static_cast<int>(log.joints.time.size());
+  ASSERT_EQ(n, truth.time.size());
+  // encoders: multiples of the resolution, error within noise + half a step
+  const Eigen::ArrayXXd counts = log.joints.q.array() / p.encoder_resolution;
+  EXPECT_LT((counts - counts.round()).abs().maxCoeff(), 1e-6);
+  EXPECT_LT((log.joints.q - truth.q).cwiseAbs().maxCoeff(), 6 * p.encoder_noise + p.encoder_resolution);
+  // velocities: backward differences of the measured positions
+  EXPECT_LT((log.joints.v.row(10) - (log.joints.q.row(10) - log.joints.q.row(9)) / 1e-3).norm(), 1e-9);
+  // torque: per-joint constant bias plus white noise of the documented size
+  const Eigen::MatrixXd e = log.joints.tau - log.joints.tau_cmd;
+  for (int j = 0; j < e.cols(); ++j) {
+    const double mean = e.col(j).mean();
+    const double std = std::sqrt((e.col(j).array() - mean).square().sum() / (n - 1));
+    EXPECT_NEAR(std, p.torque_noise, 0.1 * p.torque_noise) << j;
+    EXPECT_LT(std::abs(mean), 5 * p.torque_bias) << j;
+  }
+  // IMU at its rate, mocap at its rate with about 1 % dropouts and the calibration offset
+  ASSERT_TRUE(log.imu && log.mocap && log.contacts);
+  EXPECT_EQ(log.imu->time.size(), 1001);
+  const double expected_mocap = 2.0 * p.mocap_rate + 1;
+  EXPECT_LE(log.mocap->time.size(), expected_mocap);
+  EXPECT_GE(log.mocap->time.size(), expected_mocap * (1 - 5 * p.mocap_dropout));
+  EXPECT_LT((log.imu->time - truth.time(Eigen::seqN(0, 1001, 2))).cwiseAbs().maxCoeff(),
+            p.imu_time_jitter + 1e-12);
+  for (int s = 0; s < log.mocap->time.size(); s += 20) {
+    const long k = std::lround(log.mocap->time[s] / 1e-3);
+    const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
+    const Eigen::Matrix3d R = Eigen::Quaterniond(c[3], c[0], c[1], c[2]).toRotationMatrix();
+    const Eigen::Vector3d offset =
+        R.transpose() * (log.mocap->position.row(s) - truth.base_pose.row(k).head<3>()).transpose();
+    EXPECT_LT((offset - p.mocap_position_offset).norm(), 6 * p.mocap_position_noise) << s;
+  }
+  // gyro: bias + noise around the truth of MuJoCo's sensor; accel near gravity at rest
+  EXPECT_NEAR(log.imu->accel(0, 2), 9.81, 0.5);
+  // contact flags all set while standing
+  EXPECT_EQ(log.contacts->flags.row(500).sum(), 4);
+}
+
+TEST(Sensors, ProfilesAreKnownByName) {
+  for (const auto& name : sim::NoiseProfile::names()) {
+    const sim::NoiseProfile p = sim::NoiseProfile::fromName(name);
+    EXPECT_EQ(p.name, name);
+    EXPECT_NO_THROW(p.validate());
+  }
+  EXPECT_THROW(sim::NoiseProfile::fromName("medium"), heft::InputError);
+  sim::NoiseProfile bad;
+  bad.mocap_dropout = 1.5;
+  EXPECT_THROW(bad.validate(), heft::InputError);
+}
+
+TEST(Sensors, RateThatDoesNotDivideThePhysicsRateIsAnInputError) {
+  const model::RobotModel robot = model::loadRobot("go2");
+  const sim::SimModel simulated(robot);
+  sim::TruthRecord truth;
+  truth.resize(10, simulated.nu(), 4, true);
+  truth.time = Eigen::VectorXd::LinSpaced(10, 0, 9e-3);
+  sim::NoiseProfile p;
+  p.imu_rate = 300;
+  EXPECT_THROW(sim::makeLog(simulated, truth, p, 0, "x"), heft::InputError);
+}
+
+// ---- one seed, one file -------------------------------------------------------------------------
+
+TEST(Determinism, SameSeedGivesIdenticalFiles) {
+  for (const std::string extension : {".h5", ""}) {
+    const fs::path a = scratch("a" + extension), b = scratch("b" + extension), c = scratch("c" + extension);
+    heft::io::writeLog(run("go2-payload-3kg", 0.5, "harsh", 7).log, a.string());
+    // HDF5 object headers can carry modification times (seconds): write the twin a second later
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    heft::io::writeLog(run("go2-payload-3kg", 0.5, "harsh", 7).log, b.string());
+    heft::io::writeLog(run("go2-payload-3kg", 0.5, "harsh", 8).log, c.string());
+    const auto ca = contents(a), cb = contents(b), cc = contents(c);
+    ASSERT_FALSE(ca.empty());
+    EXPECT_TRUE(ca == cb) << "seed 7 twice gave different bytes (" << (extension.empty() ? "CSV" : "HDF5") << ")";
+    EXPECT_FALSE(ca == cc) << "seeds 7 and 8 gave the same bytes";
+  }
+}
+
+TEST(Determinism, WrittenLogReadsBackAndValidates) {
+  const auto result = run("panda-friction", 0.5, "nominal", 1);
+  const fs::path file = scratch("panda.h5");
+  heft::io::writeLog(result.log, file.string());
+  const heft::io::Log back = heft::io::readLog(file.string());
+  EXPECT_EQ(heft::io::firstDifference(result.log, back), "");
+  const model::RobotModel robot = model::loadRobot("panda");
+  const auto report = heft::io::validateLog(back, robot.pinocchio());
+  EXPECT_TRUE(report.ok()) << report.report();
+}
+
+// ---- fixtures in data/fixtures are what `heft simulate` makes (docs/sim.md) -----------------------
+
+TEST(Fixtures, ReadAndValidate) {
+  const fs::path dir = fs::path(HEFT_SOURCE_DIR) / "data" / "fixtures";
+  std::uintmax_t total = 0;
+  int found = 0;
+  for (const auto& [name, robot_name] : std::vector<std::pair<std::string, std::string>>{
+           {"sim_go2_payload_3kg_2s.h5", "go2"}, {"sim_panda_friction_2s.h5", "panda"}}) {
+    const fs::path file = dir / name;
+    ASSERT_TRUE(fs::exists(file)) << file << " (regenerate: docs/sim.md, Fixtures)";
+    total += fs::file_size(file);
+    const heft::io::Log log = heft::io::readLog(file.string());
+    const auto report = heft::io::validateLog(log, model::loadRobot(robot_name).pinocchio());
+    EXPECT_TRUE(report.ok()) << report.report();
+    ASSERT_TRUE(log.truth.has_value());
+    EXPECT_NEAR(log.joints.time[log.joints.time.size() - 1], 2.0, 1e-3);
+    ++found;
+  }
+  EXPECT_EQ(found, 2);
+  EXPECT_LT(total, 5u * 1024 * 1024);
+}
