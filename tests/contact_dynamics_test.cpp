@@ -3,9 +3,10 @@
 // analytical derivative against central differences (q stepped on the manifold), and no heap
 // allocation in the hot calls.
 //
-// Eigen's guard sees only allocations compiled in this TU (and in other TUs built with the same
-// macro); Pinocchio's explicit instantiations live in libpinocchio. So the allocation test also
-// counts calls to malloc/calloc/realloc through glibc's __libc_* entry points.
+// Eigen's malloc guard sees only allocations compiled in this TU, and only where eigen_assert is
+// active (not under NDEBUG); heft's library and libpinocchio are compiled without it. So the
+// allocation test also counts every malloc/calloc/realloc of the process through glibc's __libc_*
+// entry points.
 #define EIGEN_RUNTIME_NO_MALLOC
 #define PINOCCHIO_DISABLE_UNSUPPORTED_WARNINGS  // the rigid-constraint API is marked "will change"
 #include <gtest/gtest.h>
@@ -19,7 +20,15 @@
 #include <vector>
 
 #include <pinocchio/algorithm/aba.hpp>
+#include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
+#include <pinocchio/algorithm/constrained-dynamics.hpp>
 #include <pinocchio/algorithm/frames.hpp>
+// Pinocchio's impulse derivatives read a fixed-size temporary GCC cannot prove initialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <pinocchio/algorithm/impulse-dynamics-derivatives.hpp>
+#pragma GCC diagnostic pop
+#include <pinocchio/algorithm/impulse-dynamics.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
@@ -68,19 +77,21 @@ using heft::inertia::Parametrization;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
 
-// Heap allocations (Eigen guard + malloc counter) between construction and destruction.
+// Counts heap allocations between construction and stop(). With eigen_guard, also sets Eigen's
+// runtime guard, which asserts on allocations compiled in this TU, and only in builds without
+// NDEBUG (eigen_assert): in Release the counter is what checks.
 class NoMallocScope {
  public:
-  NoMallocScope() {
+  explicit NoMallocScope(bool eigen_guard) : eigen_guard_(eigen_guard) {
 #ifdef HEFT_COUNTS_MALLOCS
     g_mallocs = 0;
     g_count_mallocs = true;
 #endif
-    Eigen::internal::set_is_malloc_allowed(false);
+    if (eigen_guard_) Eigen::internal::set_is_malloc_allowed(false);
   }
   ~NoMallocScope() { stop(); }
   long stop() {
-    Eigen::internal::set_is_malloc_allowed(true);
+    if (eigen_guard_) Eigen::internal::set_is_malloc_allowed(true);
 #ifdef HEFT_COUNTS_MALLOCS
     g_count_mallocs = false;
     return g_mallocs;
@@ -88,6 +99,9 @@ class NoMallocScope {
     return 0;
 #endif
   }
+
+ private:
+  bool eigen_guard_;
 };
 
 // ---- robots -------------------------------------------------------------------------------------
@@ -158,56 +172,79 @@ VectorXd perturbedTheta(const VectorXd& nominal, std::mt19937& rng) {
 }
 
 // ---- central differences ------------------------------------------------------------------------
-// D_h f = (f(x + h e_i) - f(x - h e_i)) / 2h differs from f'(x) e_i by at most
-//   h^2/6 max|f'''|                      (truncation)
-// + 2 eps max|f| / (2h) <= eps max|f| / h (rounding of the two evaluations, relative error eps).
-// The inputs here are O(1) in their units (rad, m, m/s, N m, log-parameters), so we bound
-// max|f'''| / 6 by kTruncation * scale, scale = max(1, max|f|, max|f'|), with kTruncation = 100;
-// the rounding term gets a factor 10 for the error each evaluation accumulates through the
-// factorizations (cond(M) ~ 1e3-1e4 on these robots shows up in |f|, not in eps).
+// D_h f = (f(x + h e_j) - f(x - h e_j)) / 2h = f'(x) e_j + h^2/6 f'''(xi) e_j, |xi - x| <= h, and
+// each evaluation carries a relative rounding error of a few eps. So for column j
+//   |D_h f - f' e_j| <= h^2/6 max_i |f'''_ij| + eps max|f| / h.
+// The third derivative is not known in closed form, so it is estimated per entry with a larger
+// step H (where the estimate's own rounding, ~eps |f| / H^3, stays small):
+//   f'''_ij ~ (f(x + 2H e_j) - 2 f(x + H e_j) + 2 f(x - H e_j) - f(x - 2H e_j))_i / (2 H^3),
+// with error O(H^2 f^(5)). The bound takes kSafety = 2 on the truncation term for that error and
+// for the variation of f''' over [x - h, x + h], and kRounding = 10 on the rounding term for the
+// error each evaluation accumulates through the factorizations. A wrong analytical derivative
+// (a missing term, a sign) is O(|f'|), far above both terms.
+// (A first version assumed |f'''| / 6 <= 100 max(1, |f|, |f'|); the theta columns broke it by up
+// to 8x: accelerations of light bodies are strongly nonlinear in log-parameters.)
 constexpr double kStep = 1e-5;
-constexpr double kTruncation = 100.0;
+constexpr double kThirdStep = 1e-2;
+constexpr double kSafety = 2.0;
 constexpr double kRounding = 10.0;
 
 struct NumericalJacobian {
-  MatrixXd J;
-  double max_abs_f = 0;  ///< max |f| over all evaluations
+  MatrixXd J;          ///< central differences, step kStep
+  MatrixXd third;      ///< estimated third derivative along each column, step kThirdStep
+  VectorXd max_abs_f;  ///< per output row: max |f_i| over all evaluations
+
+  NumericalJacobian rows(int start, int count) const {
+    return {J.middleRows(start, count), third.middleRows(start, count),
+            max_abs_f.segment(start, count)};
+  }
 };
 
 // f(dx) evaluates the function at the input displaced by dx (tangent vector of size n).
 NumericalJacobian centralDifferences(const std::function<VectorXd(const VectorXd&)>& f, int n) {
   NumericalJacobian out;
   VectorXd dx = VectorXd::Zero(n);
-  for (int i = 0; i < n; ++i) {
-    dx[i] = kStep;
-    const VectorXd plus = f(dx);
-    dx[i] = -kStep;
-    const VectorXd minus = f(dx);
-    dx[i] = 0;
-    if (i == 0) out.J.resize(plus.size(), n);
-    out.J.col(i) = (plus - minus) / (2 * kStep);
-    out.max_abs_f = std::max({out.max_abs_f, plus.cwiseAbs().maxCoeff(),
-                              minus.cwiseAbs().maxCoeff()});
+  auto at = [&](int j, double step) {
+    dx[j] = step;
+    VectorXd y = f(dx);
+    dx[j] = 0;
+    if (out.max_abs_f.size() == 0) out.max_abs_f = VectorXd::Zero(y.size());
+    out.max_abs_f = out.max_abs_f.cwiseMax(y.cwiseAbs());
+    return y;
+  };
+  for (int j = 0; j < n; ++j) {
+    const VectorXd plus = at(j, kStep), minus = at(j, -kStep);
+    const VectorXd p1 = at(j, kThirdStep), m1 = at(j, -kThirdStep);
+    const VectorXd p2 = at(j, 2 * kThirdStep), m2 = at(j, -2 * kThirdStep);
+    if (j == 0) {
+      out.J.resize(plus.size(), n);
+      out.third.resize(plus.size(), n);
+    }
+    out.J.col(j) = (plus - minus) / (2 * kStep);
+    out.third.col(j) = (p2 - 2 * p1 + 2 * m1 - m2) / (2 * std::pow(kThirdStep, 3));
   }
   return out;
-}
-
-double tolerance(const NumericalJacobian& numerical, const MatrixXd& analytical) {
-  const double eps = std::numeric_limits<double>::epsilon();
-  const double scale = std::max({1.0, numerical.max_abs_f, analytical.cwiseAbs().maxCoeff()});
-  return kTruncation * kStep * kStep * scale + kRounding * eps * numerical.max_abs_f / kStep;
 }
 
 void expectJacobian(const std::string& what, const MatrixXd& analytical,
                     const NumericalJacobian& numerical) {
   ASSERT_EQ(analytical.rows(), numerical.J.rows()) << what;
   ASSERT_EQ(analytical.cols(), numerical.J.cols()) << what;
-  const double error = (analytical - numerical.J).cwiseAbs().maxCoeff();
-  const double tol = tolerance(numerical, analytical);
-  EXPECT_LE(error, tol) << what << ": max |analytical - central difference| = " << error
-                        << ", bound " << tol << ", max |J| = " << analytical.cwiseAbs().maxCoeff();
-  std::printf("  %-34s max error %.2e  (bound %.2e, max |J| %.2e)\n", what.c_str(), error, tol,
-              analytical.cwiseAbs().maxCoeff());
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double rounding = kRounding * eps * numerical.max_abs_f.maxCoeff() / kStep;
+  double worst_ratio = 0, max_error = 0, max_tol = 0;
+  for (Eigen::Index j = 0; j < analytical.cols(); ++j) {
+    const double error = (analytical.col(j) - numerical.J.col(j)).cwiseAbs().maxCoeff();
+    const double tol =
+        kSafety * kStep * kStep / 6 * numerical.third.col(j).cwiseAbs().maxCoeff() + rounding;
+    EXPECT_LE(error, tol) << what << ", column " << j << ": |analytical - central difference| = "
+                          << error << ", bound " << tol;
+    worst_ratio = std::max(worst_ratio, error / tol);
+    max_error = std::max(max_error, error);
+    max_tol = std::max(max_tol, tol);
+  }
+  std::printf("  %-46s max error %.2e, max bound %.2e, worst error/bound %.2f, max |J| %.2e\n",
+              what.c_str(), max_error, max_tol, worst_ratio, analytical.cwiseAbs().maxCoeff());
 }
 
 VectorXd stepped(const pinocchio::Model& model, const VectorXd& q, const VectorXd& dq) {
@@ -329,13 +366,8 @@ void checkContactDerivatives(const pinocchio::Model& robot, const std::vector<Co
   const NumericalJacobian dtheta = centralDifferences(
       [&](const VectorXd& d) { return both(s.q, s.v, s.tau, theta + d); }, model.numParameters());
 
-  // a and lambda have different units: check each block against its own scale.
-  auto block = [](const NumericalJacobian& n, int row, int rows) {
-    NumericalJacobian b;
-    b.J = n.J.middleRows(row, rows);
-    b.max_abs_f = n.max_abs_f;
-    return b;
-  };
+  // a and lambda have different units: each block gets its own bound.
+  auto block = [](const NumericalJacobian& n, int row, int rows) { return n.rows(row, rows); };
   const std::string name = robot.name + " " + heft::inertia::toString(p) +
                            (options.baumgarte_kp > 0 ? " baumgarte" : "");
   expectJacobian(name + " da/dq", data.da_dq, block(dq, 0, nv));
@@ -461,12 +493,7 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
       centralDifferences([&](const VectorXd& d) { return both(s.q, s.v + d, theta); }, nv);
   const NumericalJacobian dtheta = centralDifferences(
       [&](const VectorXd& d) { return both(s.q, s.v, theta + d); }, model.numParameters());
-  auto block = [](const NumericalJacobian& n, int row, int rows) {
-    NumericalJacobian b;
-    b.J = n.J.middleRows(row, rows);
-    b.max_abs_f = n.max_abs_f;
-    return b;
-  };
+  auto block = [](const NumericalJacobian& n, int row, int rows) { return n.rows(row, rows); };
   const std::string name = robot.name + " " + heft::inertia::toString(p) + " impulse";
   expectJacobian(name + " dv+/dq", data.dvplus_dq, block(dq, 0, nv));
   expectJacobian(name + " dLambda/dq", data.dimpulse_dq, block(dq, nv, nc));
@@ -494,41 +521,86 @@ TEST(Dynamics, HotCallsDoNotAllocate) {
   const State s = randomState(go2(), rng), s2 = randomState(go2(), rng);
   const State t = randomState(talos(), rng), t2 = randomState(talos(), rng);
 
-  const ForwardDynamicsModel fwd(go2(), consistentBodies(go2()), Parametrization::ExponentialEigenvalue);
+  const ForwardDynamicsModel fwd(go2(), consistentBodies(go2()),
+                                 Parametrization::ExponentialEigenvalue);
   ForwardDynamicsData fwd_data(fwd);
-  const ContactDynamicsModel contact(talos(), talosSoles(pinocchio::LOCAL), consistentBodies(talos()),
-                                     Parametrization::LogCholesky);
+  const ContactDynamicsModel contact(talos(), talosSoles(pinocchio::LOCAL),
+                                     consistentBodies(talos()), Parametrization::LogCholesky);
   ContactDynamicsData contact_data(contact);
   const ImpulseDynamicsModel impulse(go2(), go2Feet(pinocchio::LOCAL_WORLD_ALIGNED),
                                      consistentBodies(go2()), Parametrization::LogCholesky);
   ImpulseDynamicsData impulse_data(impulse);
 
-  const VectorXd theta_fwd = fwd.nominalTheta();
+  const VectorXd theta_fwd = fwd.nominalTheta(), theta_fwd2 = perturbedTheta(theta_fwd, rng);
   const VectorXd theta_contact = contact.nominalTheta();
-  const VectorXd theta_impulse = impulse.nominalTheta();
-  const VectorXd theta_fwd2 = perturbedTheta(theta_fwd, rng);
   const VectorXd theta_contact2 = perturbedTheta(theta_contact, rng);
+  const VectorXd theta_impulse = impulse.nominalTheta();
   const VectorXd theta_impulse2 = perturbedTheta(theta_impulse, rng);
   // Warm-up: first-touch work (if any) is not the hot path.
   heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s.q, s.v, s.tau, theta_fwd);
   heft::dynamics::computeContactDynamicsDerivatives(contact, contact_data, t.q, t.v, t.tau,
                                                     theta_contact);
-  heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s.q, s.v, theta_impulse);
-
-  // New theta (the inertia update runs) and new states.
-  NoMallocScope scope;
-  heft::dynamics::forwardDynamics(fwd, fwd_data, s.q, s.v, s.tau, theta_fwd2);
-  heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s2.q, s2.v, s2.tau, theta_fwd);
-  heft::dynamics::contactDynamics(contact, contact_data, t.q, t.v, t.tau, theta_contact2);
-  heft::dynamics::computeContactDynamicsDerivatives(contact, contact_data, t2.q, t2.v, t2.tau,
-                                                    theta_contact);
-  heft::dynamics::impulseDynamics(impulse, impulse_data, s.q, s.v, theta_impulse2);
-  heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s2.q, s2.v,
+  heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s.q, s.v,
                                                     theta_impulse);
-  const long mallocs = scope.stop();
-  EXPECT_EQ(mallocs, 0) << "heap allocations in the hot calls";
-  // The calls did their work.
+
+  // Forward dynamics: nothing at all, with a new theta (the inertia update runs) and new states.
+  {
+    NoMallocScope scope(/*eigen_guard=*/true);
+    heft::dynamics::forwardDynamics(fwd, fwd_data, s.q, s.v, s.tau, theta_fwd2);
+    heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s2.q, s2.v, s2.tau,
+                                                      theta_fwd);
+    EXPECT_EQ(scope.stop(), 0) << "heap allocations in forward dynamics";
+  }
   EXPECT_TRUE(fwd_data.da_dtheta.allFinite());
+
+  // Contact and impulse: Pinocchio 4.1's constraint Cholesky allocates inside compute() (it
+  // rebuilds its damping and Delassus block storage). heft must add nothing on top of it: compare
+  // with Pinocchio's own calls on the same data and state.
+  long heft_contact = 0, pinocchio_contact = 0, heft_impulse = 0, pinocchio_impulse = 0;
+  {
+    NoMallocScope scope(/*eigen_guard=*/false);
+    heft::dynamics::contactDynamics(contact, contact_data, t.q, t.v, t.tau, theta_contact2);
+    heft::dynamics::computeContactDynamicsDerivatives(contact, contact_data, t2.q, t2.v, t2.tau,
+                                                      theta_contact);
+    heft_contact = scope.stop();
+  }
+  {
+    const pinocchio::Model& m = contact_data.inertias.model;
+    NoMallocScope scope(/*eigen_guard=*/false);
+    pinocchio::constraintDynamics(m, contact_data.pin, t.q, t.v, t.tau, contact_data.constraints,
+                                  contact_data.constraint_datas, contact_data.settings);
+    pinocchio::constraintDynamics(m, contact_data.pin, t2.q, t2.v, t2.tau,
+                                  contact_data.constraints, contact_data.constraint_datas,
+                                  contact_data.settings);
+    pinocchio::computeConstraintDynamicsDerivatives(m, contact_data.pin, contact_data.constraints,
+                                                    contact_data.constraint_datas,
+                                                    contact_data.settings);
+    pinocchio_contact = scope.stop();
+  }
+  {
+    NoMallocScope scope(/*eigen_guard=*/false);
+    heft::dynamics::impulseDynamics(impulse, impulse_data, s.q, s.v, theta_impulse2);
+    heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s2.q, s2.v,
+                                                      theta_impulse);
+    heft_impulse = scope.stop();
+  }
+  {
+    const pinocchio::Model& m = impulse_data.inertias.model;
+    NoMallocScope scope(/*eigen_guard=*/false);
+    pinocchio::impulseDynamics(m, impulse_data.pin, s.q, s.v, impulse.constraintModels(),
+                               impulse_data.constraint_datas, 0.0, impulse_data.settings);
+    pinocchio::impulseDynamics(m, impulse_data.pin, s2.q, s2.v, impulse.constraintModels(),
+                               impulse_data.constraint_datas, 0.0, impulse_data.settings);
+    pinocchio::computeImpulseDynamicsDerivatives(m, impulse_data.pin, impulse.constraintModels(),
+                                                 impulse_data.constraint_datas, 0.0,
+                                                 impulse_data.settings);
+    pinocchio_impulse = scope.stop();
+  }
+  std::printf("  heap allocations: contact heft %ld / Pinocchio alone %ld, impulse heft %ld / "
+              "Pinocchio alone %ld\n",
+              heft_contact, pinocchio_contact, heft_impulse, pinocchio_impulse);
+  EXPECT_LE(heft_contact, pinocchio_contact) << "heft allocates in contact dynamics";
+  EXPECT_LE(heft_impulse, pinocchio_impulse) << "heft allocates in impulse dynamics";
   EXPECT_GT(contact_data.dlambda_dtheta.cwiseAbs().maxCoeff(), 0.0);
   EXPECT_GT(impulse_data.dvplus_dtheta.cwiseAbs().maxCoeff(), 0.0);
 }

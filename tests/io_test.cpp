@@ -1205,6 +1205,7 @@ TEST_F(IoTest, UrdfWriterAddsMissingInertialElements) {
   <link name="world_link"/>
   <link name="a">
     <inertial>
+      <origin xyz="0 0 0.1" rpy="0.3 -0.1 0.2"/>
       <mass value="1"/>
       <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>
     </inertial>
@@ -1220,6 +1221,8 @@ TEST_F(IoTest, UrdfWriterAddsMissingInertialElements) {
     <parent link="a"/><child link="b"/>
     <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/>
   </joint>
+  <link name="c"><inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial></link>
+  <joint name="j3" type="fixed"><origin xyz="0.2 0 0"/><parent link="b"/><child link="c"/></joint>
 </robot>
 )";
   std::ofstream(path("toy.urdf")) << urdf;
@@ -1227,17 +1230,30 @@ TEST_F(IoTest, UrdfWriterAddsMissingInertialElements) {
       inertia::piFromMassComInertia(2.0, Vector3(0.1, 0, 0), Vector3(0.2, 0.3, 0.4).asDiagonal());
   const Vector10 pb = inertia::piFromMassComInertia(0.5, Vector3(0, 0, 0.25),
                                                     Vector3(0.01, 0.01, 0.001).asDiagonal());
-  writeUrdfInertials(path("toy.urdf"), {{"a", pa}, {"b", pb}, {"world_link", pb}},
+  const Vector10 pc = inertia::piFromMassComInertia(0.2, Vector3(0.01, 0.02, 0),
+                                                    Vector3(1e-4, 2e-4, 2.5e-4).asDiagonal());
+  writeUrdfInertials(path("toy.urdf"), {{"a", pa}, {"b", pb}, {"c", pc}, {"world_link", pb}},
                      path("toy_out.urdf"));
   const auto back = readUrdfInertials(path("toy_out.urdf"));
+  // a kept its rotated inertial frame (the inertia is written in it), c gained an <origin>
+  EXPECT_EQ(back.at("a").rpy, Vector3(0.3, -0.1, 0.2));
   EXPECT_LT((back.at("a").pi() - pa).cwiseAbs().maxCoeff(), 1e-15);
+  EXPECT_LT((back.at("c").pi() - pc).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_LT((back.at("b").pi() - pb).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_LT((back.at("world_link").pi() - pb).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_FALSE(back.count("commented"));
   const pinocchio::Model model = loadUrdf(path("toy_out.urdf"), false);
+  // Pinocchio reads the new values: j1 carries a, j2 carries b plus c (fixed 0.2 m along x)
   EXPECT_LT(
-      (model.inertias[model.getJointId("j2")].toDynamicParameters() - pb).cwiseAbs().maxCoeff(),
+      (model.inertias[model.getJointId("j1")].toDynamicParameters() - pa).cwiseAbs().maxCoeff(),
       1e-15);
+  const pinocchio::SE3 c_in_b(Matrix3::Identity(), Vector3(0.2, 0, 0));
+  const Vector10 j2_body =
+      pb + c_in_b.act(pinocchio::Inertia::FromDynamicParameters(pc)).toDynamicParameters();
+  EXPECT_LT((model.inertias[model.getJointId("j2")].toDynamicParameters() - j2_body)
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-15);
   // malformed XML names the line
   std::ofstream(path("broken.urdf")) << "<robot name=\"x\">\n  <link name=\"a\">\n  </robot>\n";
   EXPECT_TRUE(mentions(inputErrorOf([&] { readUrdfInertials(path("broken.urdf")); }),

@@ -91,9 +91,10 @@ struct PdGains {
 /// The same kp and kd for every joint.
 PdGains uniformGains(int nu, double kp, double kd);
 
-/// Gains that give each joint, alone, the closed-loop natural frequency `bandwidth` [rad/s] and
-/// damping ratio `damping_ratio` with the nominal joint-space inertia M_ii(q):
-/// kp = M_ii w^2, kd = 2 zeta w M_ii. Used for arms, whose link inertias span orders of magnitude.
+/// Gains that give each joint the closed-loop natural frequency `bandwidth` [rad/s] and damping
+/// ratio `damping_ratio` with its effective inertia m_i = 1 / (M(q)^-1)_ii (the other joints free):
+/// kp = m_i w^2, kd = 2 zeta w m_i. Used for arms, whose link inertias span orders of magnitude;
+/// m_i (not M_ii) keeps the explicit PD at 1 kHz stable (eigenvalues of M^-1 Kd <= nu 2 zeta w).
 PdGains bandwidthGains(const model::RobotModel& nominal, const Eigen::VectorXd& q, double bandwidth,
                        double damping_ratio);
 
