@@ -13,8 +13,8 @@ namespace heft::io {
 
 enum class LogFormat { Hdf5, Csv };
 
-/// Hdf5 for a file whose name ends in .h5 / .hdf5 or that starts with the HDF5 signature, Csv for a
-/// directory or a name without extension. Throws InputError when neither applies.
+/// Csv for a directory; Hdf5 for a file whose name ends in .h5 / .hdf5 or that starts with the HDF5
+/// signature. Throws InputError for a missing path or any other file.
 LogFormat detectLogFormat(const std::string& path);
 
 struct ReadOptions {
