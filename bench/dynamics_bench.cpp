@@ -33,8 +33,8 @@
 
 namespace {
 
-using heft::dynamics::ContactSpec;
 using Eigen::VectorXd;
+using heft::dynamics::ContactSpec;
 
 std::string robotsDir() {
   if (const char* env = std::getenv("HEFT_ROBOTS_DIR")) return env;
@@ -124,8 +124,7 @@ void heftForwardDynamicsDerivatives(benchmark::State& state, const Robot& r) {
   const VectorXd theta = model.nominalTheta();
   int k = 0;
   for (auto _ : state) {
-    heft::dynamics::computeForwardDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k],
-                                                      theta);
+    heft::dynamics::computeForwardDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k], theta);
     benchmark::DoNotOptimize(data.da_dtheta.data());
     k = (k + 1) % Robot::kStates;
   }
@@ -154,8 +153,7 @@ void heftContactDerivatives(benchmark::State& state, const Robot& r) {
   const VectorXd theta = model.nominalTheta();
   int k = 0;
   for (auto _ : state) {
-    heft::dynamics::computeContactDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k],
-                                                      theta);
+    heft::dynamics::computeContactDynamicsDerivatives(model, data, r.q[k], r.v[k], r.tau[k], theta);
     benchmark::DoNotOptimize(data.dlambda_dtheta.data());
     k = (k + 1) % Robot::kStates;
   }
@@ -203,10 +201,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
  private:
   static double unitToNs(benchmark::TimeUnit unit) {
     switch (unit) {
-      case benchmark::kNanosecond: return 1.0;
-      case benchmark::kMicrosecond: return 1e3;
-      case benchmark::kMillisecond: return 1e6;
-      case benchmark::kSecond: return 1e9;
+      case benchmark::kNanosecond:
+        return 1.0;
+      case benchmark::kMicrosecond:
+        return 1e3;
+      case benchmark::kMillisecond:
+        return 1e6;
+      case benchmark::kSecond:
+        return 1e9;
     }
     return 1.0;
   }
@@ -226,8 +228,9 @@ int main(int argc, char** argv) {
   robots.push_back(std::make_unique<Robot>("go2", "go2_description/urdf/go2.urdf", feet));
   robots.push_back(std::make_unique<Robot>(
       "talos", "talos_data/robots/talos_reduced.urdf",
-      std::vector<ContactSpec>{{"left_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL},
-                               {"right_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL}}));
+      std::vector<ContactSpec>{
+          {"left_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL},
+          {"right_sole_link", ContactSpec::Type::Surface6D, pinocchio::LOCAL}}));
 
   for (const auto& robot : robots) {
     const Robot& r = *robot;

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# `make demo`: the main job on a bundled example. Grows with each capability heft gains.
+# `make demo`: the main job on a bundled example: identify the trunk of a go2 that carries an
+# unknown 3 kg payload, from a short MuJoCo log (data/fixtures), without force sensors.
 set -euo pipefail
 build="${1:-build}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 heft="$build/bin/heft"
-echo "== heft info go2"
-"$heft" info go2
+echo "== heft info go2 (the nominal model: base mass without the payload)"
+"$heft" info go2 | head -8
+echo
+echo "== heft validate-log go2 data/fixtures/sim_go2_payload_3kg_2s.h5"
+"$heft" validate-log go2 data/fixtures/sim_go2_payload_3kg_2s.h5
+echo
+echo "== heft identify data/examples/go2_payload_identify.yaml --out $build/demo/go2-payload"
+"$heft" identify data/examples/go2_payload_identify.yaml --out "$build/demo/go2-payload" --overwrite
+echo
+echo "Outputs: $build/demo/go2-payload/result.json, $build/demo/go2-payload/robot.urdf"

@@ -22,6 +22,7 @@
 #include <pinocchio/algorithm/aba.hpp>
 #include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
 #include <pinocchio/algorithm/constrained-dynamics.hpp>
+#include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 // Pinocchio's impulse derivatives read a fixed-size temporary GCC cannot prove initialized.
 #pragma GCC diagnostic push
@@ -65,6 +66,8 @@ extern "C" void* realloc(void* p, size_t size) {
 
 namespace {
 
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
 using heft::dynamics::ContactDynamicsData;
 using heft::dynamics::ContactDynamicsModel;
 using heft::dynamics::ContactOptions;
@@ -74,8 +77,6 @@ using heft::dynamics::ForwardDynamicsModel;
 using heft::dynamics::ImpulseDynamicsData;
 using heft::dynamics::ImpulseDynamicsModel;
 using heft::inertia::Parametrization;
-using Eigen::MatrixXd;
-using Eigen::VectorXd;
 
 // Counts heap allocations between construction and stop(). With eigen_guard, also sets Eigen's
 // runtime guard, which asserts on allocations compiled in this TU, and only in builds without
@@ -172,31 +173,42 @@ VectorXd perturbedTheta(const VectorXd& nominal, std::mt19937& rng) {
 }
 
 // ---- central differences ------------------------------------------------------------------------
-// D_h f = (f(x + h e_j) - f(x - h e_j)) / 2h = f'(x) e_j + h^2/6 f'''(xi) e_j, |xi - x| <= h, and
-// each evaluation carries a relative rounding error of a few eps. So for column j
-//   |D_h f - f' e_j| <= h^2/6 max_i |f'''_ij| + eps max|f| / h.
-// The third derivative is not known in closed form, so it is estimated per entry with a larger
-// step H (where the estimate's own rounding, ~eps |f| / H^3, stays small):
-//   f'''_ij ~ (f(x + 2H e_j) - 2 f(x + H e_j) + 2 f(x - H e_j) - f(x - 2H e_j))_i / (2 H^3),
-// with error O(H^2 f^(5)). The bound takes kSafety = 2 on the truncation term for that error and
-// for the variation of f''' over [x - h, x + h], and kRounding = 10 on the rounding term for the
-// error each evaluation accumulates through the factorizations. A wrong analytical derivative
-// (a missing term, a sign) is O(|f'|), far above both terms.
-// (A first version assumed |f'''| / 6 <= 100 max(1, |f|, |f'|); the theta columns broke it by up
-// to 8x: accelerations of light bodies are strongly nonlinear in log-parameters.)
+// D_h f = (f(x + h e_j) - f(x - h e_j)) / 2h = f'(x) e_j + h^2/6 f'''(xi) e_j (|xi - x| <= h),
+// plus the rounding errors of the two evaluations divided by 2h. So for column j
+//   |D_h f - f' e_j| <= h^2/6 max_i |f'''_ij|  +  delta / h,
+// with delta a bound on the absolute error of one evaluation.
+// - Truncation: f''' is not known in closed form, so it is estimated per entry with a larger step
+//   H (where the estimate's own rounding, ~delta / H^3, stays small):
+//     f'''_ij ~ (f(x + 2H e_j) - 2 f(x + H e_j) + 2 f(x - H e_j) - f(x - 2H e_j))_i / (2 H^3),
+//   with error O(H^2 f^(5)); kSafety = 2 covers that error and the variation of f''' over
+//   [x - h, x + h].
+// - Rounding: delta is measured at the test state, not assumed. With a tiny step t (t^2 f'' far
+//   below one ulp of f), r = f(x + t e_j) + f(x - t e_j) - 2 f(x) is the rounding noise of three
+//   evaluations alone (|r| <= 4 delta; for independent errors of spread s, |r| ~ 2.4 s while the
+//   central difference's rounding is ~ 1.4 s / 2h). The largest |r| over every column and output
+//   (n >= 18 samples) estimates the noise; kNoiseSafety = 4 covers a larger draw at x +- h.
+//     rounding = kNoiseSafety * max|r| / (2h)
+// A wrong analytical derivative (a missing term, a sign) is O(|f'|), far above both terms.
+// (History: a first bound assumed |f'''| / 6 <= 100 max(1, |f|, |f'|) and a rounding factor 10 eps;
+// the theta columns broke the first assumption, the columns of Pinocchio's own q and v
+// derivatives the second, by up to 10x. A worst-case n eps cond(KKT) |f| rounding bound then
+// passed everything but was 1e5-1e6 times the errors seen, so it could hide a wrong derivative:
+// the noise is now measured.)
 constexpr double kStep = 1e-5;
-constexpr double kThirdStep = 1e-2;
+constexpr double kThirdStep = 1e-3;
 constexpr double kSafety = 2.0;
-constexpr double kRounding = 10.0;
+constexpr double kNoiseStep = 1e-9;
+constexpr double kNoiseSafety = 4.0;
 
 struct NumericalJacobian {
   MatrixXd J;          ///< central differences, step kStep
   MatrixXd third;      ///< estimated third derivative along each column, step kThirdStep
   VectorXd max_abs_f;  ///< per output row: max |f_i| over all evaluations
+  MatrixXd noise;      ///< |f(x + t e_j) + f(x - t e_j) - 2 f(x)|, t = kNoiseStep (rounding only)
 
   NumericalJacobian rows(int start, int count) const {
     return {J.middleRows(start, count), third.middleRows(start, count),
-            max_abs_f.segment(start, count)};
+            max_abs_f.segment(start, count), noise.middleRows(start, count)};
   }
 };
 
@@ -212,14 +224,18 @@ NumericalJacobian centralDifferences(const std::function<VectorXd(const VectorXd
     out.max_abs_f = out.max_abs_f.cwiseMax(y.cwiseAbs());
     return y;
   };
+  const VectorXd center = f(dx);
   for (int j = 0; j < n; ++j) {
     const VectorXd plus = at(j, kStep), minus = at(j, -kStep);
+    const VectorXd tiny_plus = at(j, kNoiseStep), tiny_minus = at(j, -kNoiseStep);
     const VectorXd p1 = at(j, kThirdStep), m1 = at(j, -kThirdStep);
     const VectorXd p2 = at(j, 2 * kThirdStep), m2 = at(j, -2 * kThirdStep);
     if (j == 0) {
       out.J.resize(plus.size(), n);
       out.third.resize(plus.size(), n);
+      out.noise.resize(plus.size(), n);
     }
+    out.noise.col(j) = (tiny_plus + tiny_minus - 2 * center).cwiseAbs();
     out.J.col(j) = (plus - minus) / (2 * kStep);
     out.third.col(j) = (p2 - 2 * p1 + 2 * m1 - m2) / (2 * std::pow(kThirdStep, 3));
   }
@@ -230,21 +246,25 @@ void expectJacobian(const std::string& what, const MatrixXd& analytical,
                     const NumericalJacobian& numerical) {
   ASSERT_EQ(analytical.rows(), numerical.J.rows()) << what;
   ASSERT_EQ(analytical.cols(), numerical.J.cols()) << what;
-  const double eps = std::numeric_limits<double>::epsilon();
-  const double rounding = kRounding * eps * numerical.max_abs_f.maxCoeff() / kStep;
-  double worst_ratio = 0, max_error = 0, max_tol = 0;
+  const double rounding = kNoiseSafety * numerical.noise.maxCoeff() / (2 * kStep);
+  double worst_ratio = 0, max_error = 0, max_truncation = 0;
   for (Eigen::Index j = 0; j < analytical.cols(); ++j) {
     const double error = (analytical.col(j) - numerical.J.col(j)).cwiseAbs().maxCoeff();
-    const double tol =
-        kSafety * kStep * kStep / 6 * numerical.third.col(j).cwiseAbs().maxCoeff() + rounding;
-    EXPECT_LE(error, tol) << what << ", column " << j << ": |analytical - central difference| = "
-                          << error << ", bound " << tol;
+    const double truncation =
+        kSafety * kStep * kStep / 6 * numerical.third.col(j).cwiseAbs().maxCoeff();
+    const double tol = truncation + rounding;
+    EXPECT_LE(error, tol) << what << ", column " << j
+                          << ": |analytical - central difference| = " << error << ", bound " << tol
+                          << " (truncation " << truncation << ", rounding " << rounding << ")";
     worst_ratio = std::max(worst_ratio, error / tol);
     max_error = std::max(max_error, error);
-    max_tol = std::max(max_tol, tol);
+    max_truncation = std::max(max_truncation, truncation);
   }
-  std::printf("  %-46s max error %.2e, max bound %.2e, worst error/bound %.2f, max |J| %.2e\n",
-              what.c_str(), max_error, max_tol, worst_ratio, analytical.cwiseAbs().maxCoeff());
+  std::printf(
+      "  %-44s error %.1e | bound: truncation <= %.1e, rounding %.1e | worst error/bound "
+      "%.2f | max|J| %.1e\n",
+      what.c_str(), max_error, max_truncation, rounding, worst_ratio,
+      analytical.cwiseAbs().maxCoeff());
 }
 
 VectorXd stepped(const pinocchio::Model& model, const VectorXd& q, const VectorXd& dq) {
@@ -272,7 +292,8 @@ TEST(ForwardDynamics, EqualsPinocchioAbaWithInertiasFromTheta) {
 
     const VectorXd a = heft::dynamics::forwardDynamics(model, data, s.q, s.v, s.tau, theta);
     // Same algorithm on the same inertias up to the order of operations.
-    EXPECT_LE((a - a_ref).cwiseAbs().maxCoeff(), 1e-10 * std::max(1.0, a_ref.cwiseAbs().maxCoeff()));
+    EXPECT_LE((a - a_ref).cwiseAbs().maxCoeff(),
+              1e-10 * std::max(1.0, a_ref.cwiseAbs().maxCoeff()));
     // The derivative call returns the same a; the theta of the nominal model differs from it.
     heft::dynamics::computeForwardDynamicsDerivatives(model, data, s.q, s.v, s.tau, theta);
     EXPECT_LE((data.a - a_ref).cwiseAbs().maxCoeff(),
@@ -333,8 +354,9 @@ VectorXd stack(const VectorXd& a, const VectorXd& b) {
   return out;
 }
 
-void checkContactDerivatives(const pinocchio::Model& robot, const std::vector<ContactSpec>& contacts,
-                             Parametrization p, const ContactOptions& options, unsigned seed,
+void checkContactDerivatives(const pinocchio::Model& robot,
+                             const std::vector<ContactSpec>& contacts, Parametrization p,
+                             const ContactOptions& options, unsigned seed,
                              bool anchors_off_state = false) {
   std::mt19937 rng(seed);
   const ContactDynamicsModel model(robot, contacts, consistentBodies(robot), p, options);
@@ -344,8 +366,7 @@ void checkContactDerivatives(const pinocchio::Model& robot, const std::vector<Co
   if (anchors_off_state) {
     // Anchors from a nearby configuration: a nonzero placement error for the Kp term.
     const State other = randomState(robot, rng);
-    const VectorXd q_anchor =
-        pinocchio::interpolate(robot, s.q, other.q, 0.05);
+    const VectorXd q_anchor = pinocchio::interpolate(robot, s.q, other.q, 0.05);
     heft::dynamics::setContactAnchors(model, data, q_anchor);
     heft::dynamics::setContactAnchors(model, fd, q_anchor);
   }
@@ -357,8 +378,8 @@ void checkContactDerivatives(const pinocchio::Model& robot, const std::vector<Co
     heft::dynamics::contactDynamics(model, fd, q, v, tau, th);
     return stack(fd.a, fd.lambda);
   };
-  const NumericalJacobian dq =
-      centralDifferences([&](const VectorXd& d) { return both(stepped(robot, s.q, d), s.v, s.tau, theta); }, nv);
+  const NumericalJacobian dq = centralDifferences(
+      [&](const VectorXd& d) { return both(stepped(robot, s.q, d), s.v, s.tau, theta); }, nv);
   const NumericalJacobian dv =
       centralDifferences([&](const VectorXd& d) { return both(s.q, s.v + d, s.tau, theta); }, nv);
   const NumericalJacobian dtau =
@@ -449,7 +470,8 @@ void checkEquationsOfMotion(const pinocchio::Model& robot, const std::vector<Con
   }
   const VectorXd residual =
       pinocchio::rnea(parametrized, pd, s.q, s.v, data.a) - s.tau - generalized_contact_force;
-  EXPECT_LE(residual.cwiseAbs().maxCoeff(), 1e-8 * std::max(1.0, data.lambda.cwiseAbs().maxCoeff()));
+  EXPECT_LE(residual.cwiseAbs().maxCoeff(),
+            1e-8 * std::max(1.0, data.lambda.cwiseAbs().maxCoeff()));
 }
 
 TEST(ContactDynamics, SolutionSatisfiesConstraintAndEquationsOfMotion) {
@@ -476,8 +498,9 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
   for (const ContactSpec& c : contacts) {
     const pinocchio::Motion vel =
         pinocchio::getFrameVelocity(robot, pd, robot.getFrameId(c.frame), pinocchio::LOCAL);
-    const double speed = c.type == ContactSpec::Type::Point3D ? vel.linear().cwiseAbs().maxCoeff()
-                                                              : vel.toVector().cwiseAbs().maxCoeff();
+    const double speed = c.type == ContactSpec::Type::Point3D
+                             ? vel.linear().cwiseAbs().maxCoeff()
+                             : vel.toVector().cwiseAbs().maxCoeff();
     EXPECT_LE(speed, 1e-10 * std::max(1.0, s.v.cwiseAbs().maxCoeff())) << c.frame;
   }
 
@@ -487,8 +510,8 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
     heft::dynamics::impulseDynamics(model, fd, q, v, th);
     return stack(fd.v_plus, fd.impulse);
   };
-  const NumericalJacobian dq =
-      centralDifferences([&](const VectorXd& d) { return both(stepped(robot, s.q, d), s.v, theta); }, nv);
+  const NumericalJacobian dq = centralDifferences(
+      [&](const VectorXd& d) { return both(stepped(robot, s.q, d), s.v, theta); }, nv);
   const NumericalJacobian dv =
       centralDifferences([&](const VectorXd& d) { return both(s.q, s.v + d, theta); }, nv);
   const NumericalJacobian dtheta = centralDifferences(
@@ -540,15 +563,13 @@ TEST(Dynamics, HotCallsDoNotAllocate) {
   heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s.q, s.v, s.tau, theta_fwd);
   heft::dynamics::computeContactDynamicsDerivatives(contact, contact_data, t.q, t.v, t.tau,
                                                     theta_contact);
-  heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s.q, s.v,
-                                                    theta_impulse);
+  heft::dynamics::computeImpulseDynamicsDerivatives(impulse, impulse_data, s.q, s.v, theta_impulse);
 
   // Forward dynamics: nothing at all, with a new theta (the inertia update runs) and new states.
   {
     NoMallocScope scope(/*eigen_guard=*/true);
     heft::dynamics::forwardDynamics(fwd, fwd_data, s.q, s.v, s.tau, theta_fwd2);
-    heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s2.q, s2.v, s2.tau,
-                                                      theta_fwd);
+    heft::dynamics::computeForwardDynamicsDerivatives(fwd, fwd_data, s2.q, s2.v, s2.tau, theta_fwd);
     EXPECT_EQ(scope.stop(), 0) << "heap allocations in forward dynamics";
   }
   EXPECT_TRUE(fwd_data.da_dtheta.allFinite());
@@ -569,9 +590,8 @@ TEST(Dynamics, HotCallsDoNotAllocate) {
     NoMallocScope scope(/*eigen_guard=*/false);
     pinocchio::constraintDynamics(m, contact_data.pin, t.q, t.v, t.tau, contact_data.constraints,
                                   contact_data.constraint_datas, contact_data.settings);
-    pinocchio::constraintDynamics(m, contact_data.pin, t2.q, t2.v, t2.tau,
-                                  contact_data.constraints, contact_data.constraint_datas,
-                                  contact_data.settings);
+    pinocchio::constraintDynamics(m, contact_data.pin, t2.q, t2.v, t2.tau, contact_data.constraints,
+                                  contact_data.constraint_datas, contact_data.settings);
     pinocchio::computeConstraintDynamicsDerivatives(m, contact_data.pin, contact_data.constraints,
                                                     contact_data.constraint_datas,
                                                     contact_data.settings);
@@ -596,9 +616,10 @@ TEST(Dynamics, HotCallsDoNotAllocate) {
                                                  impulse_data.settings);
     pinocchio_impulse = scope.stop();
   }
-  std::printf("  heap allocations: contact heft %ld / Pinocchio alone %ld, impulse heft %ld / "
-              "Pinocchio alone %ld\n",
-              heft_contact, pinocchio_contact, heft_impulse, pinocchio_impulse);
+  std::printf(
+      "  heap allocations: contact heft %ld / Pinocchio alone %ld, impulse heft %ld / "
+      "Pinocchio alone %ld\n",
+      heft_contact, pinocchio_contact, heft_impulse, pinocchio_impulse);
   EXPECT_LE(heft_contact, pinocchio_contact) << "heft allocates in contact dynamics";
   EXPECT_LE(heft_impulse, pinocchio_impulse) << "heft allocates in impulse dynamics";
   EXPECT_GT(contact_data.dlambda_dtheta.cwiseAbs().maxCoeff(), 0.0);
@@ -620,9 +641,10 @@ TEST(Dynamics, WrongSizesAndBadSpecsThrowInputError) {
   EXPECT_THROW(ContactDynamicsModel(go2(), {{"no_such_frame", ContactSpec::Type::Point3D}},
                                     consistentBodies(go2()), Parametrization::LogCholesky),
                heft::InputError);
-  EXPECT_THROW(ContactDynamicsModel(go2(), {{"FL_foot", ContactSpec::Type::Point3D, pinocchio::WORLD}},
-                                    consistentBodies(go2()), Parametrization::LogCholesky),
-               heft::InputError);
+  EXPECT_THROW(
+      ContactDynamicsModel(go2(), {{"FL_foot", ContactSpec::Type::Point3D, pinocchio::WORLD}},
+                           consistentBodies(go2()), Parametrization::LogCholesky),
+      heft::InputError);
   ContactOptions bad;
   bad.max_iter = 0;
   std::string why;

@@ -1,6 +1,7 @@
 // heft simulate SCENARIO --out FILE: a MuJoCo ground-truth log (docs/sim.md).
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -26,7 +27,7 @@ struct SimulateArgs {
 int runSimulate(const SimulateArgs& args) {
   if (args.list) {
     for (const auto& s : heft::sim::scenarios()) {
-      std::printf("%-18s %s\n", s.name.c_str(), s.description.c_str());
+      std::printf("%-22s %s\n", s.name.c_str(), s.description.c_str());
     }
     std::fflush(stdout);
     return 0;
@@ -42,6 +43,10 @@ int runSimulate(const SimulateArgs& args) {
   // refuse an existing destination before simulating, not after
   heft::io::WriteOptions write;
   write.overwrite = args.overwrite;
+  if (!args.overwrite && std::filesystem::exists(args.out)) {
+    throw heft::InputError("--out " + args.out + ": expected a new path, got an existing one " +
+                           "(pass --overwrite to replace it)");
+  }
 
   const heft::sim::SimulationResult result = heft::sim::simulate(scenario, options);
   if (!args.quiet) std::cerr << result.summary.report();

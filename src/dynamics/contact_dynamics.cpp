@@ -13,11 +13,16 @@ namespace heft::dynamics {
 
 bool ContactOptions::validate(std::string* why) const {
   std::string reason;
-  if (!(baumgarte_kp >= 0)) reason = "baumgarte_kp must be >= 0";
-  else if (!(baumgarte_kd >= 0)) reason = "baumgarte_kd must be >= 0";
-  else if (!(mu >= 0)) reason = "mu must be >= 0";
-  else if (max_iter < 1) reason = "max_iter must be >= 1";
-  else if (!(accuracy >= 0)) reason = "accuracy must be >= 0";
+  if (!(baumgarte_kp >= 0))
+    reason = "baumgarte_kp must be >= 0";
+  else if (!(baumgarte_kd >= 0))
+    reason = "baumgarte_kd must be >= 0";
+  else if (!(mu >= 0))
+    reason = "mu must be >= 0";
+  else if (max_iter < 1)
+    reason = "max_iter must be >= 1";
+  else if (!(accuracy >= 0))
+    reason = "accuracy must be >= 0";
   if (why) *why = reason;
   return reason.empty();
 }

@@ -16,8 +16,10 @@ namespace heft::dynamics {
 
 bool ImpulseOptions::validate(std::string* why) const {
   std::string reason;
-  if (!(restitution >= 0 && restitution <= 1)) reason = "restitution must be in [0, 1]";
-  else if (!(mu >= 0)) reason = "mu must be >= 0";
+  if (!(restitution >= 0 && restitution <= 1))
+    reason = "restitution must be in [0, 1]";
+  else if (!(mu >= 0))
+    reason = "mu must be >= 0";
   if (why) *why = reason;
   return reason.empty();
 }

@@ -349,9 +349,19 @@ Log readCsv(const fs::path& directory) {
           t.contact_flags = table.flagColumns("contact_flags/", t.contact_names);
         }
       }
+      t.varying_body_names = table.suffixes("varying_body_pi/", "/m");
+      if (!t.varying_body_names.empty()) {
+        t.varying_body_pi.resize(table.rows(),
+                                 10 * static_cast<Eigen::Index>(t.varying_body_names.size()));
+        for (std::size_t b = 0; b < t.varying_body_names.size(); ++b) {
+          t.varying_body_pi.middleCols(10 * b, 10) =
+              table.columns("varying_body_pi/" + t.varying_body_names[b] + "/", kPi);
+        }
+      }
       table.requireAllUsed(
           "time, q/ v/ a/<joint> for the joints of joints.csv, base_pose/*, base_twist/*, "
-          "base_acceleration/*, contact_forces/<contact>/{fx,fy,fz}, contact_flags/<contact>");
+          "base_acceleration/*, contact_forces/<contact>/{fx,fy,fz}, contact_flags/<contact>, "
+          "varying_body_pi/<body>/{m,mcx,mcy,mcz,Ixx,Ixy,Iyy,Ixz,Iyz,Izz}");
     }
     if (truth_bodies) {
       CsvTable table(at(directory, "truth_bodies.csv"), true);
@@ -508,6 +518,15 @@ void writeCsv(const Log& log, const fs::path& directory) {
       }
       if (t.contact_flags.size() > 0)
         truth.addFlags("contact_flags/", t.contact_names, t.contact_flags);
+      if (t.varying_body_pi.cols() != 10 * static_cast<Eigen::Index>(t.varying_body_names.size())) {
+        throw InputError("cannot write truth/varying_body_pi: " +
+                         std::to_string(t.varying_body_pi.cols()) + " columns for " +
+                         std::to_string(t.varying_body_names.size()) + " bodies");
+      }
+      for (std::size_t b = 0; b < t.varying_body_names.size(); ++b) {
+        truth.add("varying_body_pi/" + t.varying_body_names[b] + "/", kPi,
+                  Eigen::MatrixXd(t.varying_body_pi.middleCols(10 * b, 10)));
+      }
       writeFile(directory / "truth.csv", truth.text(t.time));
     }
     if (!t.body_names.empty()) {

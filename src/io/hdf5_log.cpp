@@ -419,6 +419,10 @@ Log readHdf5(const std::string& path) {
         if (in.exists("/truth/contact_flags"))
           t.contact_flags = in.readFlags("/truth/contact_flags");
       }
+      if (in.exists("/truth/varying_body_names")) {
+        t.varying_body_names = in.readStrings("/truth/varying_body_names");
+        t.varying_body_pi = in.readMatrix("/truth/varying_body_pi");
+      }
     }
     if (in.isGroup("/truth/bodies")) {
       t.body_names = in.readStrings("/truth/bodies/names");
@@ -440,8 +444,23 @@ class Hdf5Writer {
         H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) < 0) {
       fail("", "file access properties");
     }
-    file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()), H5Fclose);
+    // the root group is created with the file: its modification times are off through the file
+    // creation properties (the other objects' below)
+    Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+    if (!fcpl.valid() || H5Pset_obj_track_times(fcpl.get(), false) < 0) {
+      fail("", "file creation properties");
+    }
+    file_ = Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), H5Fclose);
     if (!file_.valid()) fail("", "cannot create " + path);
+    // Object headers carry modification times by default; without them the same log always gives
+    // the same bytes (reproducible simulations, diffable fixtures).
+    group_properties_ = Handle(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
+    dataset_properties_ = Handle(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    if (!group_properties_.valid() || !dataset_properties_.valid() ||
+        H5Pset_obj_track_times(group_properties_.get(), false) < 0 ||
+        H5Pset_obj_track_times(dataset_properties_.get(), false) < 0) {
+      fail("", "object creation properties");
+    }
   }
 
   void close() {
@@ -450,8 +469,9 @@ class Hdf5Writer {
   }
 
   void group(const std::string& name) {
-    Handle g(H5Gcreate2(file_.get(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-             H5Gclose);
+    Handle g(
+        H5Gcreate2(file_.get(), name.c_str(), H5P_DEFAULT, group_properties_.get(), H5P_DEFAULT),
+        H5Gclose);
     if (!g.valid()) fail(name, "cannot create group");
   }
 
@@ -533,7 +553,7 @@ class Hdf5Writer {
     Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
     if (!space.valid()) fail(name, "cannot create dataspace");
     Handle dataset(H5Dcreate2(file_.get(), name.c_str(), file_type, space.get(), H5P_DEFAULT,
-                              H5P_DEFAULT, H5P_DEFAULT),
+                              dataset_properties_.get(), H5P_DEFAULT),
                    H5Dclose);
     if (!dataset.valid()) fail(name, "cannot create dataset");
     hsize_t count = 1;
@@ -546,6 +566,7 @@ class Hdf5Writer {
 
   std::string destination_;
   Handle file_;
+  Handle group_properties_, dataset_properties_;
 };
 
 void writeHdf5(const Log& log, const std::string& path, const std::string& destination) {
@@ -604,6 +625,10 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
         out.strings("/truth/contact_names", t.contact_names);
         out.matrix("/truth/contact_forces", t.contact_forces);
         if (t.contact_flags.size() > 0) out.flags("/truth/contact_flags", t.contact_flags);
+      }
+      if (!t.varying_body_names.empty()) {
+        out.strings("/truth/varying_body_names", t.varying_body_names);
+        out.matrix("/truth/varying_body_pi", t.varying_body_pi);
       }
     }
     if (!t.body_names.empty() || t.body_pi.size() > 0) {

@@ -134,7 +134,9 @@ std::string firstDifference(const Log& a, const Log& b) {
          compareMatrix("truth/contact_forces", ta.contact_forces, tb.contact_forces),
          compareMatrix("truth/contact_flags", ta.contact_flags, tb.contact_flags),
          compareNames("truth/bodies/names", ta.body_names, tb.body_names),
-         compareMatrix("truth/bodies/pi", ta.body_pi, tb.body_pi)});
+         compareMatrix("truth/bodies/pi", ta.body_pi, tb.body_pi),
+         compareNames("truth/varying_body_names", ta.varying_body_names, tb.varying_body_names),
+         compareMatrix("truth/varying_body_pi", ta.varying_body_pi, tb.varying_body_pi)});
     if (!d.empty()) return d;
   }
   return "";

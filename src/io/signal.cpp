@@ -243,6 +243,11 @@ Log resample(const Log& log, const ResampleOptions& options) {
       r.q = interpolateLinear(s.time, s.q, r.time, "truth/q");
       r.v = interpolateLinear(s.time, s.v, r.time, "truth/v");
       r.a = interpolateLinear(s.time, s.a, r.time, "truth/a");
+      if (!s.varying_body_names.empty()) {
+        r.varying_body_names = s.varying_body_names;
+        r.varying_body_pi =
+            interpolateLinear(s.time, s.varying_body_pi, r.time, "truth/varying_body_pi");
+      }
       r.base_pose = interpolatePose(s.time, s.base_pose, r.time, "truth/base_pose");
       r.base_twist = interpolateOptional(s.time, s.base_twist, r.time, "truth/base_twist");
       r.base_acceleration =

@@ -1,5 +1,6 @@
 #include "heft/io/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -301,8 +302,37 @@ void checkTruth(Collector& out, const Log& log) {
                    "samples of truth/time x names in truth/contact_names")) {
       checkFlags(out, "truth/contact_flags", t.contact_flags, t.contact_names);
     }
+    checkNames(out, "truth/varying_body_names", t.varying_body_names, true);
+    const auto nvb = static_cast<Eigen::Index>(t.varying_body_names.size());
+    for (const auto& name : t.varying_body_names) {
+      if (std::find(t.body_names.begin(), t.body_names.end(), name) == t.body_names.end()) {
+        out.add("truth/varying_body_names", -1,
+                "expected names from truth/bodies/names, got \"" + name + "\"");
+      }
+    }
+    if ((nvb > 0 || t.varying_body_pi.size() > 0) &&
+        checkShape(out, "truth/varying_body_pi", t.varying_body_pi, n, 10 * nvb,
+                   "samples of truth/time x 10 per name in truth/varying_body_names")) {
+      std::vector<std::string> columns;
+      for (const auto& name : t.varying_body_names) {
+        for (const char* c : {"/m", "/mcx", "/mcy", "/mcz", "/Ixx", "/Ixy", "/Iyy", "/Ixz", "/Iyz",
+                              "/Izz"}) {
+          columns.push_back(name + c);
+        }
+      }
+      checkFinite(out, "truth/varying_body_pi", t.varying_body_pi, columns);
+      for (Eigen::Index k = 0; k < n; ++k) {
+        for (Eigen::Index b = 0; b < nvb; ++b) {
+          const Vector10 pi = t.varying_body_pi.block<1, 10>(k, 10 * b).transpose();
+          if (!pi.allFinite() || inertia::checkConsistency(pi).consistent) continue;
+          out.add("truth/varying_body_pi", k,
+                  "body " + t.varying_body_names[b] + ": expected physically consistent parameters");
+        }
+      }
+    }
   } else {
     const bool stray = t.q.size() || t.v.size() || t.a.size() || t.base_pose.size() ||
+                       t.varying_body_pi.size() || !t.varying_body_names.empty() ||
                        t.base_twist.size() || t.base_acceleration.size() ||
                        t.contact_forces.size() || t.contact_flags.size() ||
                        !t.contact_names.empty();

@@ -11,6 +11,7 @@
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/spatial/explog.hpp>
 
 #include "heft/common/error.hpp"
 #include "heft/sim/random.hpp"
@@ -53,7 +54,52 @@ int sampleCount(double duration, double dt) {
 // Base pose offsets of the stance motion at time t.
 struct PoseOffset {
   double roll = 0, pitch = 0, yaw = 0, dz = 0;
+  std::vector<double> lift;  // per foot, above the floor [m] (trot and hop phases); empty: none
 };
+
+// Quintic p(x) on [0, 1] with p(0), p'(0), p''(0) and p(1), p'(1), p''(1) given (derivatives with
+// respect to x); returns value, first and second derivative with respect to x.
+Smooth quintic(double x, double p0, double v0, double a0, double p1, double v1, double a1) {
+  // p = p0 + v0 x + a0 x^2 / 2 + c3 x^3 + c4 x^4 + c5 x^5
+  const double r0 = p1 - (p0 + v0 + a0 / 2), r1 = v1 - (v0 + a0), r2 = a1 - a0;
+  const double c3 = 10 * r0 - 4 * r1 + r2 / 2;
+  const double c4 = -15 * r0 + 7 * r1 - r2;
+  const double c5 = 6 * r0 - 3 * r1 + r2 / 2;
+  const double x2 = x * x, x3 = x2 * x;
+  return {p0 + v0 * x + a0 * x2 / 2 + c3 * x3 + c4 * x2 * x2 + c5 * x3 * x2,
+          v0 + a0 * x + 3 * c3 * x2 + 4 * c4 * x3 + 5 * c5 * x2 * x2,
+          a0 + 6 * c3 * x + 12 * c4 * x2 + 20 * c5 * x3};
+}
+
+// Foot lift bump on [0, 1]: 64 h x^3 (1 - x)^3, zero value, rate and acceleration at both ends.
+double bump(double x, double height) {
+  if (x <= 0 || x >= 1) return 0;
+  const double y = x * (1 - x);
+  return 64 * height * y * y * y;
+}
+
+constexpr double kGravity = 9.81;
+
+// One hop from rest to rest: push (base down then up to take-off at v0 with acceleration -g),
+// flight (ballistic base, feet lifted by a bump), landing (mirror of the push). Returns the base
+// height offset and sets `flight_lift` (feet above the floor) at local time `tau`.
+double hopOffset(const StanceMotionOptions& o, double tau, double& flight_lift) {
+  flight_lift = 0;
+  const double v0 = kGravity * o.hop_flight / 2;
+  const double push = o.hop_push;
+  if (tau < push) {
+    // derivatives with respect to x = tau / push: velocity * push, acceleration * push^2
+    return quintic(tau / push, 0, 0, 0, 0, v0 * push, -kGravity * push * push).s;
+  }
+  tau -= push;
+  if (tau < o.hop_flight) {
+    flight_lift = bump(tau / o.hop_flight, o.hop_clearance);
+    return v0 * tau - 0.5 * kGravity * tau * tau;
+  }
+  tau -= o.hop_flight;
+  if (tau < push) return quintic(tau / push, 0, -v0 * push, -kGravity * push * push, 0, 0, 0).s;
+  return 0;
+}
 
 PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
   PoseOffset p;
@@ -63,6 +109,8 @@ PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
   if (o.pitch_amplitude > 0) phases.push_back(1);
   if (o.yaw_amplitude > 0) phases.push_back(2);
   if (o.squat_depth > 0) phases.push_back(3);
+  if (o.trot_height > 0) phases.push_back(4);
+  if (o.hop_flight > 0) phases.push_back(5);
   if (phases.empty()) return p;
   const double cycle = o.phase_duration * static_cast<double>(phases.size());
   const double tau = std::fmod(t - o.settle, cycle);
@@ -75,8 +123,35 @@ PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
     case 0: p.roll = o.roll_amplitude * rotation; break;
     case 1: p.pitch = o.pitch_amplitude * rotation; break;
     case 2: p.yaw = o.yaw_amplitude * rotation; break;
-    default:
+    case 3:
       p.dz = -o.squat_depth * window * 0.5 * (1 - std::cos(2 * M_PI * o.squat_frequency * local));
+      break;
+    case 4: {
+      // trot in place: feet 0 and 3 (FL, RR) swing in the first half of each cycle, 1 and 2 in
+      // the second, each for trot_swing of its half; the lift fades in and out with the window
+      p.lift.assign(4, 0.0);
+      const double cycle_phase = std::fmod(local * o.trot_frequency, 1.0);
+      const int pair = cycle_phase < 0.5 ? 0 : 1;
+      const double half = std::fmod(cycle_phase, 0.5) / 0.5;  // [0, 1) within the half cycle
+      const double x = (half - 0.5 * (1 - o.trot_swing)) / o.trot_swing;
+      const double lift = bump(x, o.trot_height) * window;
+      if (pair == 0) {
+        p.lift[0] = p.lift[3] = lift;
+      } else {
+        p.lift[1] = p.lift[2] = lift;
+      }
+      break;
+    }
+    default: {
+      // pronking: whole hops from rest to rest between the fades
+      const double period = 2 * o.hop_push + o.hop_flight;
+      const int hops = static_cast<int>((o.phase_duration - 2 * o.ramp) / period);
+      const double start = 0.5 * (o.phase_duration - hops * period);
+      const double tau = local - start;
+      double lift = 0;
+      if (tau >= 0 && tau < hops * period) p.dz = hopOffset(o, std::fmod(tau, period), lift);
+      p.lift.assign(4, lift);
+    }
   }
   return p;
 }
@@ -130,6 +205,16 @@ void StanceMotionOptions::validate(int nu) const {
   requirePositive(rotation_frequency, "rotation_frequency", " Hz");
   requireNonNegative(squat_depth, "squat_depth", " m");
   requirePositive(squat_frequency, "squat_frequency", " Hz");
+  requireNonNegative(trot_height, "trot_height", " m");
+  requirePositive(trot_frequency, "trot_frequency", " Hz");
+  require(std::isfinite(trot_swing) && trot_swing > 0 && trot_swing <= 1, "trot_swing",
+          "a fraction in (0, 1]", num(trot_swing));
+  requireNonNegative(hop_flight, "hop_flight", " s");
+  requirePositive(hop_push, "hop_push", " s");
+  requireNonNegative(hop_clearance, "hop_clearance", " m");
+  require(hop_flight == 0 || 2 * hop_push + hop_flight <= phase_duration - 2 * ramp, "hop_flight",
+          "a hop (2 hop_push + hop_flight) that fits between the fades of a phase",
+          num(2 * hop_push + hop_flight) + " s");
 }
 
 Reference stanceReference(const model::RobotModel& nominal, const std::vector<std::string>& feet,
@@ -179,7 +264,11 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
                                Eigen::AngleAxisd(o.roll, Eigen::Vector3d::UnitX()))
                                   .toRotationMatrix();
     const Eigen::Vector3d p(0, 0, height + o.dz);
-    for (int f = 0; f < nf; ++f) targets.col(f) = R.transpose() * (feet_world.col(f) - p);
+    for (int f = 0; f < nf; ++f) {
+      Eigen::Vector3d foot = feet_world.col(f);
+      if (f < static_cast<int>(o.lift.size())) foot.z() += o.lift[f];
+      targets.col(f) = R.transpose() * (foot - p);
+    }
     if (!solveFeet(model, data, ids, targets, q)) {
       throw SolveError("stance reference: inverse kinematics did not converge at t = " + num(t) +
                        " s (roll " + num(o.roll) + ", pitch " + num(o.pitch) + ", yaw " +
@@ -206,6 +295,10 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
   }
 
   // feed-forward: base rows of the dynamics balanced by foot forces, joints take the rest
+  const bool lifting = options.trot_height > 0 || options.hop_flight > 0;
+  if (lifting) {
+    require(nf == 4, "feet", "four feet for the trot and hop phases", std::to_string(nf));
+  }
   const double weight = pinocchio::computeTotalMass(model) * 9.81;
   Eigen::VectorXd f0(3 * nf);
   for (int f = 0; f < nf; ++f) f0.segment<3>(3 * f) << 0, 0, weight / nf;
@@ -221,6 +314,256 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
       Jc.middleRows(3 * f, 3) = frame_jacobian.topRows<3>();
     }
     // forces (world frame) closest to f0 with Jc_base^T f = tau_base
+    const Eigen::MatrixXd A = Jc.leftCols<6>().transpose();
+    if (lifting) {
+      // feet in the air carry nothing: weighted least squares, weight 1 on the floor falling to 0
+      // as the foot rises (1 mm), so the forces move smoothly between feet; a small ridge keeps it
+      // defined with two feet (no moment about their line) or none (flight) and bounds the force
+      // on a foot that is about to lift (ridge 1e-2: at most 5 N per N m of unbalanced moment)
+      const PoseOffset o = stanceOffset(options, k * dt);
+      Eigen::VectorXd w = Eigen::VectorXd::Ones(3 * nf);
+      for (int f = 0; f < nf && f < static_cast<int>(o.lift.size()); ++f) {
+        w.segment<3>(3 * f).setConstant(1 - smoothstep(o.lift[f] / 1e-3).s);
+      }
+      const double share = w.sum() > 0 ? weight / (w.sum() / 3) : 0;
+      Eigen::VectorXd fw(3 * nf);
+      for (int f = 0; f < nf; ++f) fw.segment<3>(3 * f) << 0, 0, w[3 * f] * share;
+      const Eigen::VectorXd residual = tau_full.head<6>() - A * fw;
+      const Eigen::MatrixXd AW = A * w.asDiagonal();
+      const Eigen::MatrixXd AWAt = AW * A.transpose() + 1e-2 * Eigen::MatrixXd::Identity(6, 6);
+      const Eigen::VectorXd force = fw + AW.transpose() * AWAt.ldlt().solve(residual);
+      ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
+      continue;
+    }
+    const Eigen::VectorXd residual = tau_full.head<6>() - A * f0;
+    const Eigen::MatrixXd AAt = A * A.transpose();
+    const Eigen::VectorXd force = f0 + A.transpose() * AAt.ldlt().solve(residual);
+    ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
+  }
+  return ref;
+}
+
+void HumanoidMotionOptions::validate() const {
+  require(soles.size() >= 1, "soles", "at least one sole frame", "none");
+  requireNonNegative(settle, "settle", " s");
+  requirePositive(phase_duration, "phase_duration", " s");
+  requirePositive(ramp, "ramp", " s");
+  require(2 * ramp <= phase_duration, "ramp", "at most phase_duration / 2 = " + num(phase_duration / 2),
+          num(ramp));
+  for (const auto& [joint, angle] : posture) {
+    require(std::isfinite(angle), "posture[" + joint + "]", "a finite angle", num(angle));
+  }
+  auto checkWave = [](const JointWave& w, const std::string& where) {
+    require(std::isfinite(w.amplitude) && std::isfinite(w.phase), where + "[" + w.joint + "]",
+            "finite amplitude and phase", num(w.amplitude) + ", " + num(w.phase));
+    requirePositive(w.frequency, where + "[" + w.joint + "] frequency", " Hz");
+  };
+  for (const auto& phase : phases) {
+    requireNonNegative(phase.squat_depth, "phases squat_depth", " m");
+    requirePositive(phase.squat_frequency, "phases squat_frequency", " Hz");
+    require(std::isfinite(phase.shift_amplitude), "phases shift_amplitude", "a finite value",
+            num(phase.shift_amplitude));
+    requirePositive(phase.shift_frequency, "phases shift_frequency", " Hz");
+    for (const auto& w : phase.joints) checkWave(w, "phases joints");
+  }
+  for (const auto& w : continuous) checkWave(w, "continuous");
+}
+
+namespace {
+
+// Pelvis offsets and joint offsets (velocity index -> angle) of the humanoid motion at time t.
+struct HumanoidOffset {
+  double dz = 0, dy = 0;
+  std::vector<std::pair<int, double>> joints;
+};
+
+HumanoidOffset humanoidOffset(const HumanoidMotionOptions& o, const std::vector<int>& phase_start,
+                              const std::vector<int>& wave_index, double t) {
+  HumanoidOffset out;
+  if (t < o.settle) return out;
+  const double local_all = t - o.settle;
+  // continuous waves, faded in once
+  const double fade = smoothstep(local_all / o.ramp).s;
+  const int first_continuous = phase_start.back();
+  for (std::size_t w = 0; w < o.continuous.size(); ++w) {
+    const JointWave& wave = o.continuous[w];
+    out.joints.emplace_back(wave_index[first_continuous + w],
+                            fade * wave.amplitude *
+                                std::sin(2 * M_PI * wave.frequency * local_all + wave.phase));
+  }
+  if (o.phases.empty()) return out;
+  const int count = static_cast<int>(o.phases.size());
+  const double cycle = o.phase_duration * count;
+  const double tau = std::fmod(local_all, cycle);
+  const int index = std::min(static_cast<int>(tau / o.phase_duration), count - 1);
+  const double local = tau - index * o.phase_duration;
+  const double window =
+      smoothstep(local / o.ramp).s * smoothstep((o.phase_duration - local) / o.ramp).s;
+  const HumanoidPhase& phase = o.phases[index];
+  out.dz = -phase.squat_depth * window * 0.5 * (1 - std::cos(2 * M_PI * phase.squat_frequency * local));
+  out.dy = phase.shift_amplitude * window * std::sin(2 * M_PI * phase.shift_frequency * local);
+  for (std::size_t w = 0; w < phase.joints.size(); ++w) {
+    const JointWave& wave = phase.joints[w];
+    out.joints.emplace_back(wave_index[phase_start[index] + w],
+                            window * wave.amplitude *
+                                std::sin(2 * M_PI * wave.frequency * local + wave.phase));
+  }
+  return out;
+}
+
+// Newton iterations on the actuated joints so that every sole frame reaches its placement
+// (expressed in the base frame; the base is held at the identity). Other joints do not move the
+// soles, so their columns are zero and they keep their values. Returns false without convergence.
+bool solveSoles(const pinocchio::Model& model, pinocchio::Data& data,
+                const std::vector<pinocchio::FrameIndex>& soles,
+                const std::vector<pinocchio::SE3>& targets, Eigen::VectorXd& q) {
+  const int nu = model.nv - 6;
+  const int ns = static_cast<int>(soles.size());
+  q.head<7>() << 0, 0, 0, 0, 0, 0, 1;
+  Eigen::VectorXd error(6 * ns);
+  Eigen::MatrixXd J(6 * ns, nu);
+  Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian(6, model.nv);
+  for (int iteration = 0; iteration < 50; ++iteration) {
+    pinocchio::forwardKinematics(model, data, q);
+    pinocchio::updateFramePlacements(model, data);
+    for (int f = 0; f < ns; ++f) {
+      error.segment<6>(6 * f) = pinocchio::log6(data.oMf[soles[f]].actInv(targets[f])).toVector();
+    }
+    if (error.lpNorm<Eigen::Infinity>() < 1e-11) return true;
+    pinocchio::computeJointJacobians(model, data, q);
+    for (int f = 0; f < ns; ++f) {
+      frame_jacobian.setZero();
+      pinocchio::getFrameJacobian(model, data, soles[f], pinocchio::LOCAL, frame_jacobian);
+      J.middleRows<6>(6 * f) = frame_jacobian.rightCols(nu);
+    }
+    const Eigen::MatrixXd JJt = J * J.transpose() + 1e-10 * Eigen::MatrixXd::Identity(6 * ns, 6 * ns);
+    q.tail(nu) += J.transpose() * JJt.ldlt().solve(error);
+  }
+  return false;
+}
+
+}  // namespace
+
+Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
+                            const std::vector<std::string>& contact_frames,
+                            const std::vector<Eigen::Vector3d>& contact_offsets, double duration,
+                            double dt) {
+  require(nominal.hasFreeFlyer(), "humanoid motion robot", "a free-flyer base",
+          nominal.displayName() + " with a fixed base");
+  const pinocchio::Model& model = nominal.pinocchio();
+  const int nu = model.nv - 6;
+  require(model.nq == model.nv + 1, "humanoid motion joints", "revolute or prismatic joints only",
+          "nq " + std::to_string(model.nq) + ", nv " + std::to_string(model.nv));
+  options.validate();
+  require(!contact_frames.empty() && contact_frames.size() == contact_offsets.size(),
+          "contact points", "as many offsets as frames, at least one",
+          std::to_string(contact_frames.size()) + " frames, " +
+              std::to_string(contact_offsets.size()) + " offsets");
+  const int n = sampleCount(duration, dt);
+
+  auto frameId = [&](const std::string& name, const std::string& field) {
+    require(model.existFrame(name), field, "a frame of " + nominal.displayName(), "\"" + name + "\"");
+    return model.getFrameId(name);
+  };
+  auto velocityIndex = [&](const std::string& joint, const std::string& field) {
+    require(model.existJointName(joint), field, "a joint of " + nominal.displayName(),
+            "\"" + joint + "\"");
+    const auto& jm = model.joints[model.getJointId(joint)];
+    require(jm.nv() == 1 && jm.nq() == 1, field + " " + joint, "a 1-DoF joint", jm.shortname());
+    return jm.idx_v();
+  };
+  std::vector<pinocchio::FrameIndex> soles;
+  for (const auto& name : options.soles) soles.push_back(frameId(name, "soles"));
+  std::vector<pinocchio::FrameIndex> contacts;
+  for (const auto& name : contact_frames) contacts.push_back(frameId(name, "contact frames"));
+  // every wave's velocity index: phases in order, then the continuous waves
+  std::vector<int> phase_start, wave_index;
+  for (const auto& phase : options.phases) {
+    phase_start.push_back(static_cast<int>(wave_index.size()));
+    for (const auto& w : phase.joints) wave_index.push_back(velocityIndex(w.joint, "phases joints"));
+  }
+  phase_start.push_back(static_cast<int>(wave_index.size()));
+  for (const auto& w : options.continuous) wave_index.push_back(velocityIndex(w.joint, "continuous"));
+
+  // the standing posture; the soles stay where it puts them, flat on the floor z = 0
+  pinocchio::Data data(model);
+  Eigen::VectorXd posture = pinocchio::neutral(model);
+  for (const auto& [joint, angle] : options.posture) {
+    posture[velocityIndex(joint, "posture") + 1] = angle;  // 1-DoF joints: idx_q = idx_v + 1
+  }
+  pinocchio::forwardKinematics(model, data, posture);
+  pinocchio::updateFramePlacements(model, data);
+  double mean_z = 0;
+  for (auto id : soles) mean_z += data.oMf[id].translation().z() / static_cast<double>(soles.size());
+  const double height = -mean_z;
+  std::vector<pinocchio::SE3> soles_world;
+  for (auto id : soles) {
+    const pinocchio::SE3& M = data.oMf[id];
+    const Eigen::Vector3d x = M.rotation().col(0);
+    const double yaw = std::atan2(x.y(), x.x());
+    Eigen::Vector3d p = M.translation();
+    p.z() = 0;
+    soles_world.emplace_back(Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(), p);
+  }
+
+  // configurations on the grid t = -dt .. n dt, for central differences
+  Eigen::MatrixXd qs(model.nq, n + 2);
+  Eigen::VectorXd q = posture;
+  std::vector<pinocchio::SE3> targets(soles.size());
+  for (int i = 0; i < n + 2; ++i) {
+    const double t = (i - 1) * dt;
+    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, t);
+    // joints other than the legs: posture plus waves (IK overwrites only the sole chains)
+    q.tail(nu) = posture.tail(nu);
+    for (const auto& [index, angle] : o.joints) q[index + 1] += angle;  // nq = nv + 1
+    const pinocchio::SE3 base(Eigen::Matrix3d::Identity(), Eigen::Vector3d(0, o.dy, height + o.dz));
+    for (std::size_t f = 0; f < soles.size(); ++f) targets[f] = base.actInv(soles_world[f]);
+    if (!solveSoles(model, data, soles, targets, q)) {
+      throw SolveError("humanoid reference: inverse kinematics did not converge at t = " + num(t) +
+                       " s (pelvis shift " + num(o.dy) + " m, height " + num(height + o.dz) + " m)");
+    }
+    Eigen::VectorXd full = q;
+    full.head<3>() = base.translation();
+    full.segment<4>(3) << 0, 0, 0, 1;
+    qs.col(i) = full;
+  }
+
+  Reference ref;
+  ref.dt = dt;
+  ref.q = qs.middleCols(1, n);
+  ref.v.resize(model.nv, n);
+  ref.a.resize(model.nv, n);
+  ref.tau.resize(nu, n);
+  Eigen::VectorXd back(model.nv), forward(model.nv);
+  for (int k = 0; k < n; ++k) {
+    pinocchio::difference(model, qs.col(k), qs.col(k + 1), back);
+    pinocchio::difference(model, qs.col(k + 1), qs.col(k + 2), forward);
+    ref.v.col(k) = (back + forward) / (2 * dt);
+    ref.a.col(k) = (forward - back) / (dt * dt);
+  }
+
+  // feed-forward: base rows balanced by point forces closest to an equal share of the weight
+  const int nc = static_cast<int>(contacts.size());
+  const double weight = pinocchio::computeTotalMass(model) * 9.81;
+  Eigen::VectorXd f0(3 * nc);
+  for (int c = 0; c < nc; ++c) f0.segment<3>(3 * c) << 0, 0, weight / nc;
+  Eigen::MatrixXd Jc(3 * nc, model.nv);
+  Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian(6, model.nv);
+  for (int k = 0; k < n; ++k) {
+    const Eigen::VectorXd qk = ref.q.col(k);
+    const Eigen::VectorXd tau_full = pinocchio::rnea(model, data, qk, ref.v.col(k), ref.a.col(k));
+    pinocchio::computeJointJacobians(model, data, qk);
+    pinocchio::updateFramePlacements(model, data);
+    for (int c = 0; c < nc; ++c) {
+      frame_jacobian.setZero();
+      pinocchio::getFrameJacobian(model, data, contacts[c], pinocchio::LOCAL_WORLD_ALIGNED,
+                                  frame_jacobian);
+      // point velocity = frame origin velocity + omega x r, r = R offset
+      const Eigen::Vector3d r = data.oMf[contacts[c]].rotation() * contact_offsets[c];
+      Eigen::Matrix3d skew;
+      skew << 0, -r.z(), r.y(), r.z(), 0, -r.x(), -r.y(), r.x(), 0;
+      Jc.middleRows(3 * c, 3) = frame_jacobian.topRows<3>() - skew * frame_jacobian.bottomRows<3>();
+    }
     const Eigen::MatrixXd A = Jc.leftCols<6>().transpose();
     const Eigen::VectorXd residual = tau_full.head<6>() - A * f0;
     const Eigen::MatrixXd AAt = A * A.transpose();

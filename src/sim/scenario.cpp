@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "heft/common/error.hpp"
 #include "heft/sim/mujoco_errors.hpp"
@@ -69,6 +70,72 @@ Scenario pandaBase(const std::string& name, const std::string& description) {
   return s;
 }
 
+constexpr double kTalosLegKp = 3000, kTalosLegKd = 30;
+
+// TALOS (talos_reduced): half-sitting posture (talos.srdf), four corner spheres per sole, double
+// support. Gains from the closed-loop bandwidth at the start pose (effective inertias).
+Scenario talosBase(const std::string& name, const std::string& description) {
+  Scenario s;
+  s.name = name;
+  s.description = description;
+  s.robot = "talos";
+  s.motion = Motion::Humanoid;
+  s.model.contact_radius = 0.01;
+  s.model.imu_frame = "imu_link";
+  for (const std::string side : {"left", "right"}) {
+    const std::string sole = side + "_sole_link";
+    for (const auto& [corner, x, y] : {std::tuple<const char*, double, double>{"front_left", 0.1, 0.065},
+                                       {"front_right", 0.1, -0.065},
+                                       {"back_left", -0.1, 0.065},
+                                       {"back_right", -0.1, -0.065}}) {
+      // sphere bottoms on the sole plane
+      s.model.contact_points.push_back({side + "_sole_" + corner, sole, Vector3(x, y, 0.01)});
+    }
+  }
+  auto& posture = s.humanoid.posture;
+  for (const std::string side : {"left", "right"}) {
+    const double sign = side == "left" ? 1 : -1;
+    posture["leg_" + side + "_3_joint"] = -0.411354;
+    posture["leg_" + side + "_4_joint"] = 0.859395;
+    posture["leg_" + side + "_5_joint"] = -0.448041;
+    posture["leg_" + side + "_6_joint"] = -0.001708;
+    posture["arm_" + side + "_1_joint"] = sign * 0.25847;
+    posture["arm_" + side + "_2_joint"] = sign * 0.173046;
+    posture["arm_" + side + "_4_joint"] = -0.525366;
+    posture["arm_" + side + "_7_joint"] = 0.1;
+  }
+  posture["torso_2_joint"] = 0.006761;
+  HumanoidPhase squat;
+  squat.squat_depth = 0.06;
+  squat.squat_frequency = 0.5;
+  HumanoidPhase shift;
+  shift.shift_amplitude = 0.05;
+  shift.shift_frequency = 0.25;
+  HumanoidPhase twist;
+  twist.joints = {{"torso_1_joint", 0.3, 0.5, 0}};
+  HumanoidPhase arms;
+  arms.joints = {{"arm_left_1_joint", 0.2, 0.5, 0},      {"arm_right_1_joint", 0.2, 0.5, 0},
+                 {"arm_left_2_joint", 0.15, 0.5, 0},     {"arm_right_2_joint", -0.15, 0.5, 0},
+                 {"arm_left_4_joint", 0.4, 0.5, M_PI},   {"arm_right_4_joint", 0.4, 0.5, 0}};
+  s.humanoid.phases = {squat, shift, twist, arms};
+  s.humanoid.settle = 1.0;
+  s.humanoid.phase_duration = 4.0;
+  s.humanoid.ramp = 0.5;
+  s.bandwidth = 40;
+  s.damping_ratio = 1;
+  // legs: the effective inertia of a free floating base (bandwidthGains) is the foot's, far below
+  // what a standing leg carries; stiff fixed gains instead
+  for (const std::string side : {"left", "right"}) {
+    for (int j = 1; j <= 6; ++j) {
+      s.joint_gains["leg_" + side + "_" + std::to_string(j) + "_joint"] = {kTalosLegKp, kTalosLegKd};
+    }
+  }
+  s.duration = 17;
+  s.bounds.min_base_height = 0.75;
+  s.bounds.max_tilt = 0.4;
+  return s;
+}
+
 std::vector<Scenario> makeScenarios() {
   std::vector<Scenario> list;
   {
@@ -103,6 +170,51 @@ std::vector<Scenario> makeScenarios() {
     list.push_back(s);
   }
   {
+    Scenario s = go2Base("go2-actuator",
+                         "go2 nominal model with per-joint actuator gains and tanh saturation "
+                         "(SPI-Active eq. 3): stand, torso rotations, squats, 15 s");
+    // tau = gain kappa tanh(tau_cmd / kappa), within SPI-Active's ranges (kappa 10-40 N m, gain
+    // 0.5-1.5); kappa low enough that the stance torques (calf ~7 N m) bend visibly
+    for (const std::string leg : {"FL", "FR", "RL", "RR"}) {
+      s.model.actuators[leg + "_hip_joint"] = ActuatorModel{1.0, 20.0};
+      s.model.actuators[leg + "_thigh_joint"] = ActuatorModel{0.97, 20.0};
+      s.model.actuators[leg + "_calf_joint"] = ActuatorModel{0.95, 15.0};
+    }
+    list.push_back(s);
+  }
+  {
+    Scenario s = go2Base("go2-belly-4.6kg",
+                         "go2 4.6 kg under the belly: stand, torso rotations, squats, pronking "
+                         "hops, 16 s");
+    s.model.payloads.push_back(
+        {"payload", "base", box(4.6, Vector3(0.0, 0, -0.09), 0.2, 0.12, 0.05)});
+    s.stance.hop_flight = 0.1;
+    s.stance.hop_push = 0.25;
+    s.stance.hop_clearance = 0.03;
+    s.duration = 16;
+    list.push_back(s);
+  }
+  {
+    Scenario s = go2Base("go2-trot", "go2 nominal model trotting in place, 15 s");
+    s.stance.roll_amplitude = s.stance.pitch_amplitude = s.stance.yaw_amplitude = 0;
+    s.stance.squat_depth = 0;
+    s.stance.trot_height = 0.06;
+    s.stance.phase_duration = 14;
+    list.push_back(s);
+  }
+  {
+    Scenario s = go2Base("go1-7.2kg",
+                         "go1 +7.2 kg on the torso trotting in place (walking stand-in), 15 s");
+    s.robot = "go1";
+    s.model.contact_radius = 0.02;
+    s.model.payloads.push_back({"payload", "base", box(7.2, Vector3(0, 0, 0.09), 0.25, 0.12, 0.08)});
+    s.stance.roll_amplitude = s.stance.pitch_amplitude = s.stance.yaw_amplitude = 0;
+    s.stance.squat_depth = 0;
+    s.stance.trot_height = 0.05;
+    s.stance.phase_duration = 14;
+    list.push_back(s);
+  }
+  {
     Scenario s = pandaBase("panda-friction",
                            "panda Fourier excitation with joint friction (damping, frictionloss, "
                            "armature), 20 s");
@@ -114,6 +226,44 @@ std::vector<Scenario> makeScenarios() {
     list.push_back(s);
   }
   list.push_back(pandaBase("panda", "panda Fourier excitation without joint friction, 20 s"));
+  {
+    Scenario s = talosBase("talos-stand", "TALOS nominal model standing still in double support "
+                                          "(static contact truth), 10 s");
+    s.humanoid.phases.clear();
+    s.duration = 10;
+    list.push_back(s);
+  }
+  {
+    Scenario s = talosBase("talos-torso-2.9kg",
+                           "TALOS +2.9 kg on the torso (PRIME Table II): double-support squats, "
+                           "weight shifts, torso twists, arm swings, 17 s");
+    s.model.payloads.push_back(
+        {"payload", "torso_2_link", box(2.9, Vector3(-0.12, 0, 0.1), 0.1, 0.25, 0.2)});
+    list.push_back(s);
+  }
+  {
+    Scenario s = talosBase("talos-forearm-5.4kg",
+                           "TALOS +5.4 kg on the left forearm during elbow curls (0.7 rad, 0.333 Hz; "
+                           "online EKF paper): squats, weight shifts, torso twists, 18 s");
+    // a dumbbell strapped across the middle of the forearm
+    s.model.payloads.push_back(
+        {"payload", "arm_left_4_link", box(5.4, Vector3(-0.01, 0, -0.15), 0.08, 0.25, 0.08)});
+    s.humanoid.posture["arm_left_4_joint"] = -1.0;
+    s.humanoid.phases.pop_back();  // no arm swings: the left arm curls throughout
+    s.humanoid.continuous = {{"arm_left_4_joint", 0.7, 1.0 / 3.0, 0}};
+    s.duration = 18;
+    list.push_back(s);
+  }
+  {
+    Scenario s = talosBase("talos-torso-mass-wave",
+                           "TALOS torso mass a 0.2 Hz square wave 30 kg +/- 5 kg (online EKF paper "
+                           "Table I): double-support weight shifts and squats, 15 s");
+    s.model.mass_variations.push_back(
+        {"torso_2_link", MassVariation::Waveform::Square, 30.0, 5.0, 0.2});
+    s.humanoid.phases = {s.humanoid.phases[1], s.humanoid.phases[0]};  // weight shifts, squats
+    s.duration = 15;
+    list.push_back(s);
+  }
   {
     Scenario s;
     s.name = "double-pendulum";
@@ -159,7 +309,11 @@ const Scenario& findScenario(const std::string& name) {
 void SimulationOptions::validate() const {
   require(std::isfinite(duration) && duration >= 0 && duration <= 3600, "duration",
           "0 (the scenario's) or a value in (0, 3600] s", num(duration));
-  NoiseProfile::fromName(noise);
+  if (profile) {
+    profile->validate();
+  } else {
+    NoiseProfile::fromName(noise);
+  }
 }
 
 std::string toString(SimulationSummary::Status status) {
@@ -193,12 +347,14 @@ std::string SimulationSummary::report() const {
 SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options) {
   options.validate();
   installMujocoHandlers();
-  const NoiseProfile profile = NoiseProfile::fromName(options.noise);
+  const NoiseProfile profile = options.profile ? *options.profile : NoiseProfile::fromName(options.noise);
   const double duration = options.duration > 0 ? options.duration : scenario.duration;
   const model::RobotModel robot = model::loadRobot(scenario.robot);
-  const SimModel sim(robot, scenario.model);
+  SimModel sim(robot, scenario.model);
   const double dt = scenario.model.timestep;
   const mjModel* m = sim.mujoco();
+  const bool varying = !sim.variedBodies().empty();
+  if (varying) sim.applyMassVariations(0.0);
 
   SimulationResult result;
   SimulationSummary& summary = result.summary;
@@ -209,15 +365,32 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
 
   // the reference and its feed-forward, all on the nominal model
   auto start = std::chrono::steady_clock::now();
-  Reference reference =
-      scenario.motion == Motion::Stance
-          ? stanceReference(robot, sim.contactNames(), scenario.model.contact_radius, scenario.stance,
-                            duration, dt)
-          : fourierReference(robot, scenario.fourier, duration, dt);
-  const PdGains gains =
+  Reference reference;
+  if (scenario.motion == Motion::Stance) {
+    reference = stanceReference(robot, sim.contactNames(), scenario.model.contact_radius,
+                                scenario.stance, duration, dt);
+  } else if (scenario.motion == Motion::Humanoid) {
+    std::vector<std::string> frames;
+    std::vector<Eigen::Vector3d> offsets;
+    for (const auto& p : sim.contactPoints()) {
+      frames.push_back(p.frame);
+      offsets.push_back(p.offset);
+    }
+    reference = humanoidReference(robot, scenario.humanoid, frames, offsets, duration, dt);
+  } else {
+    reference = fourierReference(robot, scenario.fourier, duration, dt);
+  }
+  PdGains gains =
       scenario.kp > 0 ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
                       : bandwidthGains(robot, reference.q.col(0), scenario.bandwidth,
                                        scenario.damping_ratio);
+  for (const auto& [joint, kp_kd] : scenario.joint_gains) {
+    const auto& names = sim.jointNames();
+    const auto it = std::find(names.begin(), names.end(), joint);
+    require(it != names.end(), "joint_gains", "a joint of " + robot.displayName(), "\"" + joint + "\"");
+    gains.kp[it - names.begin()] = kp_kd.first;
+    gains.kd[it - names.begin()] = kp_kd.second;
+  }
   const Eigen::VectorXd q0 = reference.q.col(0), v0 = reference.v.col(0);
   PdController controller(robot, std::move(reference), gains);
   summary.reference_seconds = seconds(start);
@@ -235,16 +408,27 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
   TruthRecord truth;
   truth.dt = dt;
   truth.resize(n, nu, nc, free_flyer);
-  Eigen::VectorXd q(sim.nq()), v(sim.nv()), a(sim.nv()), tau(nu), forces(3 * nc), positions(nu);
+  Eigen::VectorXd q(sim.nq()), v(sim.nv()), a(sim.nv()), tau(nu), tau_cmd(nu), forces(3 * nc),
+      positions(nu);
+  // bodies whose mass varies: their truth pi at every step
+  for (int row : sim.variedTruthRows()) {
+    if (std::find(truth.varying_rows.begin(), truth.varying_rows.end(), row) ==
+        truth.varying_rows.end()) {
+      truth.varying_rows.push_back(row);
+    }
+  }
+  truth.varying_pi.resize(varying ? n : 0, 10 * static_cast<int>(truth.varying_rows.size()));
   std::vector<std::uint8_t> flags;
   const long warnings_before = mujocoWarningCount();
   summary.min_base_height = free_flyer ? q0[2] : 0;
   summary.status = SimulationSummary::Status::Completed;
   int recorded = 0;
   for (int k = 0; k < n; ++k) {
+    if (varying) sim.applyMassVariations(k * dt);
     sim.step1(d);
     sim.getState(d, q, v);
-    controller.compute(k, q, v, tau);
+    controller.compute(k, q, v, tau_cmd);
+    sim.applyActuators(tau_cmd, tau);
     sim.setJointTorques(d, tau);
     sim.step2(d);
     sim.getAcceleration(d, q, v, a);
@@ -255,7 +439,13 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
     truth.joint_v.row(k) = v.tail(nu).transpose();
     truth.joint_a.row(k) = a.tail(nu).transpose();
     truth.tau.row(k) = tau.transpose();
-    truth.tau_cmd.row(k) = tau.transpose();
+    truth.tau_cmd.row(k) = tau_cmd.transpose();
+    if (varying) {
+      const Eigen::MatrixXd pi = sim.truthPi();
+      for (std::size_t b = 0; b < truth.varying_rows.size(); ++b) {
+        truth.varying_pi.block(k, 10 * b, 1, 10) = pi.row(truth.varying_rows[b]);
+      }
+    }
     if (nc > 0) {
       sim.getContactForces(d, forces, flags);
       truth.contact_forces.row(k) = forces.transpose();

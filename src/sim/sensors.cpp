@@ -109,6 +109,7 @@ void TruthRecord::truncate(int n) {
   keep(gyro);
   keep(accel);
   keep(imu_orientation);
+  keep(varying_pi);
 }
 
 std::vector<std::string> NoiseProfile::names() { return {"none", "nominal", "harsh"}; }
@@ -374,6 +375,14 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
   const pinocchio::Model& pm = model.nominal().pinocchio();
   for (int j = 1; j < pm.njoints; ++j) t.body_names.push_back(pm.names[j]);
   t.body_pi = model.truthPi();
+  if (!truth.varying_rows.empty()) {
+    for (int row : truth.varying_rows) t.varying_body_names.push_back(pm.names[row + 1]);
+    t.varying_body_pi = truth.varying_pi;
+    // the constant table holds the first sample (the model may have moved on since)
+    for (std::size_t b = 0; b < truth.varying_rows.size(); ++b) {
+      t.body_pi.row(truth.varying_rows[b]) = truth.varying_pi.block(0, 10 * b, 1, 10);
+    }
+  }
   log.truth = std::move(t);
   return log;
 }

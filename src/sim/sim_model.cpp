@@ -102,6 +102,28 @@ void SimModelOptions::validate() const {
   }
   require(std::isfinite(contact_radius) && contact_radius > 0, "contact_radius", "a value > 0 m",
           num(contact_radius));
+  std::set<std::string> point_names;
+  for (const auto& c : contact_points) {
+    require(!c.name.empty(), "contact_points name", "a non-empty name", "\"\"");
+    require(point_names.insert(c.name).second, "contact_points name", "unique names",
+            "\"" + c.name + "\" twice");
+    require(c.offset.allFinite(), "contact_points[" + c.name + "] offset", "finite values [m]",
+            "non-finite values");
+  }
+  for (const auto& v : mass_variations) {
+    require(!v.body.empty(), "mass_variations body", "a body or payload name", "\"\"");
+    require(std::isfinite(v.offset) && std::isfinite(v.amplitude) &&
+                std::abs(v.amplitude) < v.offset,
+            "mass_variations[" + v.body + "]", "offset > |amplitude| (a positive mass)",
+            "offset " + num(v.offset) + ", amplitude " + num(v.amplitude));
+    require(std::isfinite(v.frequency) && v.frequency > 0,
+            "mass_variations[" + v.body + "] frequency", "a value > 0 Hz", num(v.frequency));
+  }
+  for (const auto& [joint, a] : actuators) {
+    require(std::isfinite(a.gain) && a.gain > 0 && std::isfinite(a.saturation) && a.saturation >= 0,
+            "actuators[" + joint + "]", "gain > 0 and saturation >= 0",
+            num(a.gain) + ", " + num(a.saturation));
+  }
   require(std::isfinite(floor_friction) && floor_friction > 0, "floor_friction", "a value > 0",
           num(floor_friction));
 }
@@ -225,10 +247,15 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     setInertial(body, pinocchio::Inertia(p.payload.mass, p.payload.com, pinocchio::Symmetric3(I)));
   }
 
-  // contact spheres at the contact frames, and the floor they touch
-  std::vector<std::string> frames = options_.contact_frames;
-  if (frames.empty()) frames = nominal_.contactFrames();
-  for (const auto& name : frames) {
+  // contact spheres at the contact frames (or points), and the floor they touch
+  std::vector<ContactPoint> points = options_.contact_points;
+  if (points.empty()) {
+    std::vector<std::string> frame_names = options_.contact_frames;
+    if (frame_names.empty()) frame_names = nominal_.contactFrames();
+    for (const auto& name : frame_names) points.push_back({name, name, Vector3::Zero()});
+  }
+  for (const auto& point : points) {
+    const std::string& name = point.frame;
     if (!pm.existFrame(name)) {
       throw InputError("contact_frames: expected a frame of " + nominal_.displayName() + ", got \"" +
                        name + "\"");
@@ -238,10 +265,11 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
       throw InputError("contact_frames: frame \"" + name + "\" is welded to the world");
     }
     mjsGeom* geom = mjs_addGeom(bodies[frame.parentJoint], nullptr);
-    mjs_setName(geom->element, name.c_str());
+    mjs_setName(geom->element, point.name.c_str());
     geom->type = mjGEOM_SPHERE;
     geom->size[0] = options_.contact_radius;
-    for (int k = 0; k < 3; ++k) geom->pos[k] = frame.placement.translation()[k];
+    const Eigen::Vector3d center = frame.placement.act(point.offset);
+    for (int k = 0; k < 3; ++k) geom->pos[k] = center[k];
     // feet collide with the floor only (contype / conaffinity bits 1 and 2)
     geom->contype = 1;
     geom->conaffinity = 2;
@@ -249,9 +277,11 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     geom->friction[0] = options_.floor_friction;
     geom->mass = 0;
     geom->density = 0;
-    contact_names_.push_back(name);
+    contact_names_.push_back(point.name);
   }
-  if (!frames.empty()) {
+  contact_points_ = points;
+  const bool any_contact = !points.empty();
+  if (any_contact) {
     mjsGeom* floor = mjs_addGeom(world, nullptr);
     mjs_setName(floor->element, "floor");
     floor->type = mjGEOM_PLANE;
@@ -334,11 +364,87 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
   for (const auto& p : options_.payloads) {
     payload_bodies_.push_back(mj_name2id(model_, mjOBJ_BODY, p.name.c_str()));
   }
+  // time-varying masses: the MuJoCo body and the Pinocchio body (nearest ancestor with a joint)
+  for (const auto& v : options_.mass_variations) {
+    std::string mj_name = v.body;
+    bool is_payload = false;
+    for (const auto& p : options_.payloads) is_payload = is_payload || p.name == v.body;
+    int b = -1;
+    try {
+      if (!is_payload) mj_name = nominal_.body(nominal_.bodyIndex(v.body)).name;
+      b = mj_name2id(model_, mjOBJ_BODY, mj_name.c_str());
+    } catch (...) {
+      b = -1;
+    }
+    if (b < 0) {
+      mj_deleteModel(model_);
+      model_ = nullptr;
+      throw InputError("mass_variations body: expected a payload or body name, got \"" + v.body +
+                       "\"");
+    }
+    int owner = b;
+    while (owner > 0 && model_->body_jntnum[owner] == 0) owner = model_->body_parentid[owner];
+    int row = -1;
+    for (std::size_t j = 1; j < joint_body_.size(); ++j) {
+      if (joint_body_[j] == owner) row = static_cast<int>(j) - 1;
+    }
+    varied_bodies_.push_back(b);
+    varied_rows_.push_back(row);
+    varied_mass0_.push_back(model_->body_mass[b]);
+    varied_inertia0_.emplace_back(model_->body_inertia[3 * b], model_->body_inertia[3 * b + 1],
+                                  model_->body_inertia[3 * b + 2]);
+  }
+  actuators_.assign(joints_.size(), ActuatorModel{});
+  for (const auto& [name, a] : options_.actuators) {
+    const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
+    if (it == joint_names_.end()) {
+      mj_deleteModel(model_);
+      model_ = nullptr;
+      throw InputError("actuators: expected a 1-DoF joint of " + nominal_.displayName() +
+                       ", got \"" + name + "\"");
+    }
+    actuators_[it - joint_names_.begin()] = a;
+    has_actuators_ = true;
+  }
   if (free_flyer) {
     imu_site_ = mj_name2id(model_, mjOBJ_SITE, "heft_imu");
     gyro_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_gyro")];
     accel_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_accel")];
   }
+}
+
+double MassVariation::massAt(double t) const {
+  // square: +1 over the first half of each period, -1 over the second
+  const double w = waveform == Waveform::Sine ? std::sin(2 * M_PI * frequency * t)
+                                              : (std::fmod(frequency * t, 1.0) < 0.5 ? 1.0 : -1.0);
+  return offset + amplitude * w;
+}
+
+void SimModel::applyMassVariations(double t) {
+  for (std::size_t i = 0; i < varied_bodies_.size(); ++i) {
+    const int b = varied_bodies_[i];
+    const double mass = options_.mass_variations[i].massAt(t);
+    const double change = mass - model_->body_mass[b];
+    if (change == 0) continue;
+    model_->body_mass[b] = mass;
+    for (int k = 0; k < 3; ++k) {
+      model_->body_inertia[3 * b + k] = varied_inertia0_[i][k] * (mass / varied_mass0_[i]);
+    }
+    // subtree masses of the body and its ancestors, as mj_setConst computes them
+    for (int a = b; a >= 0; a = a > 0 ? model_->body_parentid[a] : -1) {
+      model_->body_subtreemass[a] += change;
+    }
+  }
+}
+
+void SimModel::applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& tau) const {
+  require(tau_cmd.size() == nu(), "tau_cmd size", std::to_string(nu()), std::to_string(tau_cmd.size()));
+  tau.resize(nu());
+  if (!has_actuators_) {
+    tau = tau_cmd;
+    return;
+  }
+  for (int k = 0; k < nu(); ++k) tau[k] = actuators_[k].apply(tau_cmd[k]);
 }
 
 SimModel::~SimModel() {

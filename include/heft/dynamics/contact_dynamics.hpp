@@ -13,9 +13,9 @@
 ///
 /// theta derivative: J and gamma do not depend on pi, and pi enters the first row as
 /// \f$ M(\pi) a + h(\pi) = Y(q, v, a)\pi \f$ (+ armature a). Differentiating at fixed tau:
-/// \f$ M\,\partial a + Y_S\,\partial\pi - J^T\partial\lambda = 0,\ J\,\partial a = 0 \f$, the system
-/// of eq. 18, whose solution is the tau-derivative applied to \f$ -Y_S\,\partial\pi \f$:
-/// \f[ \frac{\partial a}{\partial\theta} = -\frac{\partial a}{\partial\tau}\, Y_S
+/// \f$ M\,\partial a + Y_S\,\partial\pi - J^T\partial\lambda = 0,\ J\,\partial a = 0 \f$, the
+/// system of eq. 18, whose solution is the tau-derivative applied to \f$ -Y_S\,\partial\pi \f$: \f[
+/// \frac{\partial a}{\partial\theta} = -\frac{\partial a}{\partial\tau}\, Y_S
 ///     \frac{\partial\pi}{\partial\theta},\qquad
 ///     \frac{\partial\lambda}{\partial\theta} = -\frac{\partial\lambda}{\partial\tau}\, Y_S
 ///     \frac{\partial\pi}{\partial\theta}. \f]
@@ -102,7 +102,9 @@ class ContactDynamicsModel {
   int nc() const { return nc_; }  ///< total constraint dimension (sum of 3 and 6)
   int numParameters() const { return regressor_.numParameters(); }
   /// theta_S of the model's own inertias (dynamics::nominalTheta).
-  Eigen::VectorXd nominalTheta() const { return dynamics::nominalTheta(regressor_, parametrization_); }
+  Eigen::VectorXd nominalTheta() const {
+    return dynamics::nominalTheta(regressor_, parametrization_);
+  }
 
  private:
   RegressorModel regressor_;
@@ -124,7 +126,7 @@ class ContactDynamicsData {
   Eigen::VectorXd lambda;  ///< nc: contact forces [N, N m], stacked in the order of the contacts
 
   // ---- computeContactDynamicsDerivatives ----
-  Eigen::MatrixXd da_dq, da_dv, da_dtau;                ///< nv x nv (q: tangent space)
+  Eigen::MatrixXd da_dq, da_dv, da_dtau;                 ///< nv x nv (q: tangent space)
   Eigen::MatrixXd dlambda_dq, dlambda_dv, dlambda_dtau;  ///< nc x nv
   Eigen::MatrixXd da_dtheta;                             ///< nv x 10|S|
   Eigen::MatrixXd dlambda_dtheta;                        ///< nc x 10|S|

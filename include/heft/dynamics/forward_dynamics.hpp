@@ -7,13 +7,14 @@
 /// depend on pi). Differentiating at fixed tau: \f$ M\,\partial a + Y_S\,\partial\pi_S = 0 \f$, so
 /// \f[ \frac{\partial a}{\partial\theta_S} = -M^{-1}\, Y_S(q, v, a)\,
 ///     \frac{\partial\pi_S}{\partial\theta_S}. \f]
-/// The multi-contact paper's eq. 17 prints this without the minus sign; the minus is right (a heavier
-/// body accelerates less under the same torque), and the tests check it against finite
+/// The multi-contact paper's eq. 17 prints this without the minus sign; the minus is right (a
+/// heavier body accelerates less under the same torque), and the tests check it against finite
 /// differences.
 ///
-/// Conventions (docs/dynamics.md): a body is a Pinocchio joint; theta_S = [theta_{S_0}; ...] (10|S|)
-/// in the order S was given, pi_k = inertia::piFromTheta(parametrization, theta_k) in Pinocchio's
-/// order; derivatives w.r.t. q in the tangent space (column i: d/d eps of f(integrate(q, eps e_i))).
+/// Conventions (docs/dynamics.md): a body is a Pinocchio joint; theta_S = [theta_{S_0}; ...]
+/// (10|S|) in the order S was given, pi_k = inertia::piFromTheta(parametrization, theta_k) in
+/// Pinocchio's order; derivatives w.r.t. q in the tangent space (column i: d/d eps of
+/// f(integrate(q, eps e_i))).
 ///
 /// Usage: build a ForwardDynamicsModel once; one ForwardDynamicsData per thread; the compute calls
 /// do not allocate.

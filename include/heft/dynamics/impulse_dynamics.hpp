@@ -11,10 +11,10 @@
 /// contacts stop). Lambda has Pinocchio's sign: the impulse the environment applies on the robot
 /// [N s, N m s], in each contact's frame.
 ///
-/// theta derivative: only M depends on pi, and \f$ M(q;\pi)\,\Delta v = Y^0(q, 0, \Delta v)\,\pi \f$
-/// with \f$ Y^0 \f$ the torque regressor of the model without gravity (eq. 19 writes it as
-/// \f$ Y(q, 0, \Delta v) - Y(q, 0, 0) \f$). Differentiating at fixed q, v^-:
-/// \f[ \begin{bmatrix} M & J^T \\ J & 0 \end{bmatrix}
+/// theta derivative: only M depends on pi, and \f$ M(q;\pi)\,\Delta v = Y^0(q, 0, \Delta v)\,\pi
+/// \f$ with \f$ Y^0 \f$ the torque regressor of the model without gravity (eq. 19 writes it as \f$
+/// Y(q, 0, \Delta v) - Y(q, 0, 0) \f$). Differentiating at fixed q, v^-: \f[ \begin{bmatrix} M &
+/// J^T \\ J & 0 \end{bmatrix}
 ///     \begin{bmatrix} \partial v^+ \\ -\partial\Lambda \end{bmatrix} =
 ///     \begin{bmatrix} -Y^0_S \,\partial\pi_S \\ 0 \end{bmatrix}, \f]
 /// solved with the KKT factorization Pinocchio computed for the impulse itself.
@@ -75,7 +75,9 @@ class ImpulseDynamicsModel {
   int nc() const { return nc_; }
   int numParameters() const { return regressor_.numParameters(); }
   /// theta_S of the model's own inertias (dynamics::nominalTheta).
-  Eigen::VectorXd nominalTheta() const { return dynamics::nominalTheta(regressor_, parametrization_); }
+  Eigen::VectorXd nominalTheta() const {
+    return dynamics::nominalTheta(regressor_, parametrization_);
+  }
 
  private:
   RegressorModel regressor_;
@@ -97,22 +99,22 @@ class ImpulseDynamicsData {
   Eigen::VectorXd impulse;  ///< nc: contact impulses, in the order of the contacts
 
   // ---- computeImpulseDynamicsDerivatives ----
-  Eigen::MatrixXd dvplus_dq;        ///< nv x nv (tangent space)
-  Eigen::MatrixXd dvplus_dvminus;   ///< nv x nv: identity + d(v^+ - v^-)/dv^-
-  Eigen::MatrixXd dvplus_dtheta;    ///< nv x 10|S|
-  Eigen::MatrixXd dimpulse_dq;      ///< nc x nv
-  Eigen::MatrixXd dimpulse_dvminus; ///< nc x nv
-  Eigen::MatrixXd dimpulse_dtheta;  ///< nc x 10|S|
+  Eigen::MatrixXd dvplus_dq;         ///< nv x nv (tangent space)
+  Eigen::MatrixXd dvplus_dvminus;    ///< nv x nv: identity + d(v^+ - v^-)/dv^-
+  Eigen::MatrixXd dvplus_dtheta;     ///< nv x 10|S|
+  Eigen::MatrixXd dimpulse_dq;       ///< nc x nv
+  Eigen::MatrixXd dimpulse_dvminus;  ///< nc x nv
+  Eigen::MatrixXd dimpulse_dtheta;   ///< nc x 10|S|
 
   // ---- workspaces ----
   ParametrizedInertias inertias;
   pinocchio::Data pin;
   pinocchio::RigidConstraintDataVector constraint_datas;
   pinocchio::ProximalSettings settings;
-  RegressorData mass_regressor;  ///< Y^0_S(q, 0, dv) and Y^0_S dpi/dtheta
-  Eigen::VectorXd zero_velocity; ///< nv zeros
-  Eigen::VectorXd dv;            ///< nv: v^+ - v^-
-  Eigen::MatrixXd kkt_rhs;       ///< (nc + nv) x 10|S|: right-hand sides, then solutions
+  RegressorData mass_regressor;   ///< Y^0_S(q, 0, dv) and Y^0_S dpi/dtheta
+  Eigen::VectorXd zero_velocity;  ///< nv zeros
+  Eigen::VectorXd dv;             ///< nv: v^+ - v^-
+  Eigen::MatrixXd kkt_rhs;        ///< (nc + nv) x 10|S|: right-hand sides, then solutions
 };
 
 /// v^+ by pinocchio::impulseDynamics on the model whose S inertias are pi(theta_S).

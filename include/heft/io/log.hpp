@@ -85,6 +85,11 @@ struct TruthSeries {
   std::vector<std::string> body_names;
   /// nb x 10, pi in Pinocchio order [m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz], joint frame.
   Eigen::MatrixXd body_pi;
+  /// Bodies whose parameters change over time (a simulated mass that varies), names from
+  /// body_names, and their pi at every truth sample: T x 10 nvb, body b in columns 10 b .. 10 b + 9
+  /// (body_pi then holds the value at the first sample). Empty / 0 x 0 when nothing varies.
+  std::vector<std::string> varying_body_names;
+  Eigen::MatrixXd varying_body_pi;
 };
 
 /// A whole log. `joints` is required; the other groups are optional.

@@ -7,6 +7,7 @@
 /// inverse dynamics per sample), so the simulation loop only evaluates the PD law.
 #include <Eigen/Core>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,18 @@ struct StanceMotionOptions {
   double rotation_frequency = 0.5; ///< [Hz]
   double squat_depth = 0.06;       ///< [m] peak lowering of the base
   double squat_frequency = 0.5;    ///< [Hz]
+  /// Trot in place (a phase after the squats when > 0): the diagonal pairs of a four-footed robot
+  /// (feet 0 and 3, then 1 and 2: FL RR / FR RL) lift their feet by up to this height [m] in turn.
+  double trot_height = 0;
+  double trot_frequency = 1.5;  ///< [Hz] gait cycles (each pair swings once per cycle)
+  double trot_swing = 0.8;      ///< fraction of its half cycle a pair is in the air, (0, 1]
+  /// Pronking (a phase after the trot when > 0): hops of this flight time [s], each from rest to
+  /// rest: a push of `hop_push` s (the base dips and rises to take off at g flight / 2 m/s with
+  /// acceleration -g), the flight (ballistic base, every foot lifted by up to `hop_clearance`), a
+  /// landing mirroring the push. As many whole hops as fit between the fades.
+  double hop_flight = 0;
+  double hop_push = 0.3;         ///< [s]
+  double hop_clearance = 0.03;   ///< [m]
   /// Throws InputError naming the field (`nu` = actuated joints of the robot).
   void validate(int nu) const;
 };
@@ -55,6 +68,52 @@ struct StanceMotionOptions {
 Reference stanceReference(const model::RobotModel& nominal, const std::vector<std::string>& feet,
                           double foot_radius, const StanceMotionOptions& options, double duration,
                           double dt);
+
+/// A sinusoid on one joint: amplitude sin(2 pi frequency t + phase), added to its posture angle.
+struct JointWave {
+  std::string joint;
+  double amplitude = 0;  ///< [rad]
+  double frequency = 0;  ///< [Hz]
+  double phase = 0;      ///< [rad]
+};
+
+/// One phase of the humanoid's double-support motion: a pelvis squat (depth d, profile
+/// d (1 - cos(2 pi f t)) / 2), a lateral pelvis shift (amplitude sin(2 pi f t), the weight moves from
+/// foot to foot) and joint sinusoids (torso twists, arm swings).
+struct HumanoidPhase {
+  double squat_depth = 0;      ///< [m]
+  double squat_frequency = 0.5;  ///< [Hz]
+  double shift_amplitude = 0;  ///< [m], pelvis y in the world
+  double shift_frequency = 0.25; ///< [Hz]
+  std::vector<JointWave> joints;
+};
+
+/// Humanoid motions with both feet planted flat (double support): inverse kinematics of the
+/// nominal model keeps each sole frame where the standing posture put it while the pelvis follows
+/// the phases; the other joints follow their posture plus the phase's sinusoids. After `settle`
+/// seconds standing, the phases follow each other for `phase_duration` seconds each, faded in and
+/// out over `ramp` seconds, and the cycle repeats. `continuous` waves (elbow curls) run from the end
+/// of `settle` to the end, faded in once.
+struct HumanoidMotionOptions {
+  std::map<std::string, double> posture;  ///< joint angles [rad]; joints not listed are 0
+  std::vector<std::string> soles = {"left_sole_link", "right_sole_link"};
+  double settle = 1.0;          ///< [s]
+  double phase_duration = 4.0;  ///< [s]
+  double ramp = 0.5;            ///< [s]
+  std::vector<HumanoidPhase> phases;
+  std::vector<JointWave> continuous;
+  void validate() const;
+};
+
+/// Reference for a free-flyer humanoid standing on its soles (frames whose z axis is the sole
+/// normal, the sole plane through their origin) on the floor z = 0. The contact points (sphere
+/// centers in frames of the legs) only serve the feed-forward: floating-base RNEA with the point
+/// forces that balance the base rows, closest (least squares) to an equal share of the weight per
+/// point. \throws InputError for bad options, SolveError when the inverse kinematics fails.
+Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
+                            const std::vector<std::string>& contact_frames,
+                            const std::vector<Eigen::Vector3d>& contact_offsets, double duration,
+                            double dt);
 
 /// Periodic excitation (Swevers et al. 1997): every actuated joint follows
 ///   q_i(t) = c_i + e(t) s_i sum_{l=1..L} a_il sin(l w t + phi_il),  w = 2 pi base_frequency,

@@ -3,6 +3,8 @@
 /// MuJoCo physics at 1 kHz, a PD + inverse-dynamics controller on the nominal model, the truth of
 /// every step recorded, then the sensor models (sensors.hpp) make the log.
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@ namespace heft::sim {
 enum class Motion {
   Stance,   ///< feet planted: stand, torso roll / pitch / yaw, squats (stanceReference)
   Fourier,  ///< fixed base: Fourier-series excitation (fourierReference)
+  Humanoid, ///< double support: squats, weight shifts, torso twists, arm swings (humanoidReference)
 };
 
 /// Bounds that define a fall (free-flyer only): the run stops when the base leaves them.
@@ -35,6 +38,9 @@ struct Scenario {
   Motion motion = Motion::Stance;
   StanceMotionOptions stance;
   FourierExcitationOptions fourier;
+  HumanoidMotionOptions humanoid;
+  /// Per-joint gain overrides after the gains above are set (joint name -> kp, kd).
+  std::map<std::string, std::pair<double, double>> joint_gains;
   /// Fixed gains when kp > 0; otherwise bandwidthGains(bandwidth, damping_ratio) at the start pose.
   double kp = 0, kd = 0;
   double bandwidth = 40, damping_ratio = 1;
@@ -55,6 +61,8 @@ struct SimulationOptions {
   double duration = 0;      ///< [s]; 0 = the scenario's duration
   std::uint64_t seed = 0;   ///< noise seed (the motion does not depend on it)
   std::string noise = "nominal";  ///< noise profile name (NoiseProfile::fromName)
+  /// When set, used instead of `noise` (studies that sweep one sensor number).
+  std::optional<NoiseProfile> profile;
   /// Skip the sensor models and the log (benchmarks of the physics alone); the summary is filled.
   bool make_log = true;
   /// Stop at the first step outside the fall bounds (the log then ends there).

@@ -34,6 +34,10 @@ struct TruthRecord {
   Eigen::MatrixXd gyro;              ///< N x 3 IMU frame [rad/s] (free-flyer)
   Eigen::MatrixXd accel;             ///< N x 3 IMU frame specific force [m/s^2]
   Eigen::MatrixXd imu_orientation;   ///< N x 4 [qx qy qz qw] IMU-to-world
+  /// pi of the bodies whose mass varies (SimModel::variedTruthRows order, duplicates removed):
+  /// N x 10 nvb, as MuJoCo had them at each step; rows of truthPi() named in varying_rows.
+  std::vector<int> varying_rows;
+  Eigen::MatrixXd varying_pi;
 
   /// Allocates N samples for a model (free-flyer groups only for a free-flyer).
   void resize(int samples, int nu, int contacts, bool free_flyer);

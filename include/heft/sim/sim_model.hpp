@@ -10,6 +10,7 @@
 /// linear velocity in the world frame. Every conversion is done here and nowhere else.
 #include <Eigen/Core>
 #include <Eigen/Geometry>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,6 +51,39 @@ struct PayloadSpec {
   model::Payload payload;        ///< mass, COM and inertia in the parent body frame
 };
 
+/// A contact sphere away from a frame origin (e.g. the four corners of a humanoid sole).
+struct ContactPoint {
+  std::string name;                      ///< geom name and contact name in the log; unique
+  std::string frame;                     ///< Pinocchio frame that carries it
+  Vector3 offset = Vector3::Zero();      ///< sphere center in the frame [m]
+};
+
+/// A mass that changes over time (MuJoCo body mass edited at run time, before every step):
+/// m(t) = offset + amplitude w(t), with w(t) = sin(2 pi f t) (Sine) or +1 over the first half of
+/// each period [k / f, (k + 1/2) / f) and -1 over the second (Square). The body's rotational inertia about its COM is scaled with the mass (a
+/// uniformly denser body); its COM stays.
+struct MassVariation {
+  enum class Waveform { Square, Sine };
+  /// A payload name (PayloadSpec::name) or a robot body name: its own MuJoCo inertial, before
+  /// lumping. The logged truth is the lumped body it belongs to.
+  std::string body;
+  Waveform waveform = Waveform::Square;
+  double offset = 0;     ///< [kg]
+  double amplitude = 0;  ///< [kg], |amplitude| < offset
+  double frequency = 0;  ///< [Hz], > 0
+  double massAt(double t) const;
+};
+
+/// Torque path of one joint from command to the joint (SPI-Active eq. 3 with a per-joint gain):
+/// tau = gain * kappa * tanh(tau_cmd / kappa); saturation kappa = 0 means none (tau = gain tau_cmd).
+struct ActuatorModel {
+  double gain = 1;        ///< > 0
+  double saturation = 0;  ///< kappa [N m] (prismatic: [N]), >= 0; 0 = no saturation
+  double apply(double tau_cmd) const {
+    return saturation > 0 ? gain * saturation * std::tanh(tau_cmd / saturation) : gain * tau_cmd;
+  }
+};
+
 /// How the MuJoCo model differs from the nominal one and what it touches.
 struct SimModelOptions {
   /// Physics step [s]. The log's joint rate is 1 / timestep.
@@ -61,8 +95,14 @@ struct SimModelOptions {
   /// Frames that carry a contact sphere (its center at the frame origin). Empty: the robot's
   /// contact frames (model::RobotModel::contactFrames()); a fixed-base robot then has none.
   std::vector<std::string> contact_frames;
-  /// Sphere radius at every contact frame [m] (Go2's foot is 0.022 m).
+  /// Contact spheres away from frame origins; when not empty they replace `contact_frames`.
+  std::vector<ContactPoint> contact_points;
+  /// Sphere radius at every contact frame or point [m] (Go2's foot is 0.022 m).
   double contact_radius = 0.022;
+  /// Masses that vary over time (applied by simulate() before every step).
+  std::vector<MassVariation> mass_variations;
+  /// Torque path per joint name; joints not listed get the commanded torque.
+  std::map<std::string, ActuatorModel> actuators;
   /// Sliding friction coefficient of the floor-foot pair (condim 3, pyramidal cone).
   double floor_friction = 0.9;
   /// Frame of the IMU (origin and axes), free-flyer only; "" = the root body frame. A frame that does
@@ -113,6 +153,18 @@ class SimModel {
   const std::vector<int>& contactGeoms() const { return contact_geoms_; }
   /// MuJoCo body ids of the payloads, in options().payloads order.
   const std::vector<int>& payloadBodies() const { return payload_bodies_; }
+  /// Frame and sphere center (in the frame) of every contact sphere, in contactNames() order.
+  const std::vector<ContactPoint>& contactPoints() const { return contact_points_; }
+
+  /// Time-varying masses: the MuJoCo body of each options().mass_variations entry and the index
+  /// (0-based, Pinocchio joint - 1, a row of truthPi()) of the lumped body it belongs to.
+  const std::vector<int>& variedBodies() const { return varied_bodies_; }
+  const std::vector<int>& variedTruthRows() const { return varied_rows_; }
+  /// Sets every options().mass_variations mass to its value at time t (body_mass, body_inertia
+  /// scaled, body_subtreemass of the ancestors updated). The compiled model is changed in place.
+  void applyMassVariations(double t);
+  /// options().actuators applied to commanded torques (nu entries, Pinocchio joint order).
+  void applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& tau) const;
 
   /// True inertial parameters of every Pinocchio body, read from the compiled MuJoCo model: the
   /// body's own inertial plus every welded (joint-less) MuJoCo body below it, such as a payload,
@@ -171,6 +223,12 @@ class SimModel {
   std::vector<std::string> contact_names_;
   std::vector<int> contact_geoms_;
   std::vector<int> payload_bodies_;
+  std::vector<ContactPoint> contact_points_;
+  std::vector<int> varied_bodies_, varied_rows_;
+  std::vector<double> varied_mass0_;       // compiled mass of each varied body
+  std::vector<Eigen::Vector3d> varied_inertia0_;
+  std::vector<ActuatorModel> actuators_;   // per actuated joint
+  bool has_actuators_ = false;
   std::string imu_frame_;
   int gyro_adr_ = -1, accel_adr_ = -1, imu_site_ = -1;
 };

@@ -1,0 +1,148 @@
+#pragma once
+/// \file The stacked identification problem built once from prepared samples, shared by every
+/// method (docs/identify.md):
+/// \f[ P_k \big( Y_S(q_k, v_k, a_k)\, \pi_S + \tau_{nom,k} + S^T(\tau_{f}(v_k) + \mathrm{diag}(I_a) a_k)
+///     - S^T \hat\tau_k \big) = 0, \f]
+/// one block of rows per sample k. P_k is the identity (fixed base), or an orthonormal basis of
+/// null(J_c,k)^T (floating base, method 4: contact forces J_c^T f drop out because
+/// N^T J_c^T = 0), or the same restricted to the six base rows (base-dynamics-only variant).
+/// tau_f is joint friction (bayesian-sysid eq. 56, friction.hpp), I_a the rotor armature.
+///
+/// Stored: A = [P_k Y_S] (rows x 10|S|), G = [P_k S^T] (rows x nj, maps joint torques into the
+/// rows), b = [P_k (S^T tau_k - tau_nom,k)], and per row its sample and channel.
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/identify/samples.hpp"
+#include "heft/model/identified_set.hpp"
+
+namespace heft::identify {
+
+/// Friction model identified for the joints whose FrictionBlock is identified.
+enum class FrictionForm {
+  /// tau_f = g3 tanh(r v) + g5 v with the rate r = ProblemOptions::coulomb_rate fixed: Coulomb +
+  /// viscous, linear in (g3, g5). MAP identifies (log g3, log g5).
+  CoulombViscous,
+  /// eq. 56, all six log-parameters mu (MAP only; the linear methods use CoulombViscous).
+  Full,
+};
+std::string toString(FrictionForm form);
+FrictionForm parseFrictionForm(const std::string& name);  ///< "coulomb-viscous", "full"
+
+/// Rows of each sample.
+enum class Projection {
+  Auto,      ///< None for a fixed base, ContactNullSpace for a free-flyer
+  None,      ///< every row of the dynamics (fixed base; a free-flyer only in flight)
+  ContactNullSpace,      ///< method 4: N^T (...) with N an orthonormal basis of null(J_c)
+  BaseContactNullSpace,  ///< method 4, base variant: the six base rows, forces projected out
+};
+std::string toString(Projection projection);
+Projection parseProjection(const std::string& name);  ///< "auto", "none", "contact", "base"
+
+struct ProblemOptions {
+  FrictionForm friction_form = FrictionForm::CoulombViscous;
+  /// tanh rate of the Coulomb term of CoulombViscous [s/rad] (tanh(100 * 0.03) = 0.995).
+  double coulomb_rate = 100.0;
+  /// Identify rotor armature (reflected rotor inertia, kg m^2) of these joints (names; empty
+  /// with identify_armature = all joints of the identified friction blocks, else all joints).
+  bool identify_armature = false;
+  std::vector<std::string> armature_joints;
+  double armature_prior_median = 0.01;  ///< [kg m^2], prior of the MAP (log-normal)
+  double armature_prior_log_std = 2.0;  ///< std of log(armature)
+  Projection projection = Projection::Auto;
+  /// Contact point offset below each contact frame along world z [m] (go2: the 0.022 m foot
+  /// sphere: the floor pushes at the sphere's bottom, not at the frame).
+  double contact_offset = 0.0;
+  /// Fixed base: the row of joint j at sample k is dropped when |v_j,k| < min_speed [rad/s]
+  /// (MuJoCo's dry friction is a constraint force that a smooth tanh cannot follow near zero
+  /// speed). 0 keeps every row.
+  double min_speed = 0.0;
+  /// \throws InputError naming the field.
+  void validate() const;
+};
+
+/// Names and positions of the identified quantities.
+/// Linear vector x (methods 1, 2): [pi_S (10 nb), (g3, g5) per friction joint, armature per
+/// armature joint].
+struct ParameterLayout {
+  std::vector<std::string> body_names;
+  std::vector<pinocchio::JointIndex> bodies;
+  std::vector<std::string> friction_joints;
+  std::vector<int> friction_joint;  ///< index into Samples joints (0..nj-1)
+  std::vector<std::string> armature_joints;
+  std::vector<int> armature_joint;  ///< index into Samples joints
+  int numBodies() const { return static_cast<int>(bodies.size()); }
+  int numFriction() const { return static_cast<int>(friction_joint.size()); }
+  int numArmature() const { return static_cast<int>(armature_joint.size()); }
+  int frictionOffset() const { return 10 * numBodies(); }
+  int armatureOffset() const { return frictionOffset() + 2 * numFriction(); }
+  int linearDimension() const { return armatureOffset() + numArmature(); }
+  /// "m[panda_link1]", "hx[...]", ..., "coulomb[panda_joint1]", "viscous[...]", "armature[...]".
+  std::vector<std::string> linearNames() const;
+};
+
+struct StackedProblem {
+  ParameterLayout layout;
+  Eigen::MatrixXd A;        ///< rows x 10 nb
+  Eigen::MatrixXd G;        ///< rows x nj
+  Eigen::VectorXd b;        ///< rows
+  Eigen::VectorXi sample;   ///< rows: sample index of the row
+  Eigen::VectorXi channel;  ///< rows: channel (fixed base: joint; projected: row within block)
+  std::vector<std::string> channel_names;
+  Eigen::MatrixXd v_joint;  ///< nj x N joint velocities
+  Eigen::MatrixXd a_joint;  ///< nj x N joint accelerations
+  Eigen::VectorXd nominal_pi;  ///< 10 nb, the robot's pi_S
+  double coulomb_rate = 100;
+  Projection projection = Projection::None;
+  std::vector<std::string> warnings;
+  int rows() const { return static_cast<int>(b.size()); }
+  int numChannels() const { return static_cast<int>(channel_names.size()); }
+};
+
+/// Builds the stacked problem for the bodies of `set` (every body must be fully free: partial
+/// masks are not supported yet), friction for its identified friction blocks, armature as
+/// options say. Free-flyer: contact frames from the robot (Samples::contact_names).
+/// \throws InputError on a partial mask, identified actuator blocks (not supported), an unknown
+///   armature joint, a projection that does not fit the base, or no rows left.
+StackedProblem buildProblem(const model::RobotModel& robot, const Samples& samples,
+                            const model::IdentifiedSet& set, const ProblemOptions& options = {});
+
+/// A linear least-squares system Phi x = y over the linear vector x of a layout.
+struct LinearSystem {
+  ParameterLayout layout;
+  Eigen::MatrixXd Phi;      ///< rows x linearDimension
+  Eigen::VectorXd y;        ///< rows
+  Eigen::VectorXi channel;  ///< rows
+  std::vector<std::string> channel_names;
+  std::vector<std::string> names;  ///< linearNames()
+  int rows() const { return static_cast<int>(y.size()); }
+};
+
+/// Method 1: Phi = [A, friction columns G_j tanh(r v_j), G_j v_j, armature columns G_j a_j].
+LinearSystem torqueSystem(const StackedProblem& problem);
+
+struct EnergyOptions {
+  /// Samples per interval [a, b] (b - a); consecutive intervals share an end point.
+  int interval = 200;
+  /// \throws InputError unless interval >= 1.
+  void validate() const;
+};
+
+/// Method 2 (bayesian-sysid eqs. 62-63): over each interval,
+/// \f[ \int_a^b v^T \hat\tau dt = \Delta K + \Delta P + \int_a^b v^T \tau_f dt
+///     + \Delta(\tfrac12 I_a v^2), \f]
+/// with K, P from the energy regressors (energy.hpp), integrals by the trapezoid rule on the
+/// samples. Fixed base only. One channel.
+/// \throws InputError for a free-flyer, or fewer than two intervals.
+LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples,
+                          const model::IdentifiedSet& set, const ProblemOptions& problem_options,
+                          const EnergyOptions& options = {});
+
+/// The linear vector at the set's prior / nominal values: pi_S of the robot, (g3, g5) from the
+/// friction blocks' prior_gamma, armature_prior_median.
+Eigen::VectorXd nominalLinearVector(const ParameterLayout& layout, const model::IdentifiedSet& set,
+                                    const ProblemOptions& options);
+
+}  // namespace heft::identify

@@ -1,0 +1,121 @@
+#pragma once
+/// \file Data preparation for identification: from an io::Log to samples (q, v, a, tau, contact
+/// flags) on one uniform clock, in the model's joint order (docs/identify.md, "Data preparation").
+///
+/// Accelerations are not logged by a robot: they come from the logged joint velocities by
+/// Savitzky-Golay filtering (io::SavitzkyGolayFilter). Two estimators are offered and compared in
+/// docs/identify.md on MuJoCo truth:
+///  - SavitzkyGolayDerivative: first derivative of the local polynomial fitted to v, centred;
+///  - ForwardDifference: (v[k+1] - v[k]) / dt, then smoothed by Savitzky-Golay (derivative 0).
+///    For a log made by an explicit-Euler simulator (MuJoCo, heft::sim) this is the acceleration
+///    that the torque of sample k produced, exactly, before smoothing.
+/// Storage: one column per sample (q is nq x N, v and a nv x N, full Pinocchio vectors including
+/// the free-flyer), joint torques nj x N in the model's joint order.
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/io/log.hpp"
+#include "heft/io/signal.hpp"
+#include "heft/model/model.hpp"
+
+namespace heft::identify {
+
+/// How joint accelerations are obtained.
+enum class AccelerationMethod {
+  SavitzkyGolayDerivative,  ///< d/dt of the SG polynomial fitted to v (centred)
+  ForwardDifference,        ///< (v[k+1] - v[k]) / dt, then SG smoothing (derivative 0)
+  Truth,  ///< the log's truth group (diagnosis and studies only; a real log has none)
+};
+std::string toString(AccelerationMethod method);
+/// "sg-derivative", "forward-difference", "truth". \throws InputError naming the accepted values.
+AccelerationMethod parseAccelerationMethod(const std::string& name);
+
+/// Where the free-flyer state (pose, twist) comes from.
+enum class BaseStateSource {
+  Log,    ///< joints/base_pose and joints/base_twist (a state estimator's output); required
+  Truth,  ///< truth/base_pose and truth/base_twist: heft has no state estimator yet; studies only
+};
+
+/// Contact flags when the log has no contacts group: a contact frame is in contact when its
+/// height above the ground plane is below `height` and its speed is below `speed`.
+struct ContactDetectionOptions {
+  double ground_height = 0.0;  ///< z of the ground plane in the world frame [m]
+  /// Largest frame height above the ground for contact [m]. The default suits go2's foot frame at
+  /// the centre of a 0.022 m sphere (0.022 m when touching) with 13 mm of margin.
+  double height = 0.035;
+  double speed = 0.1;  ///< largest frame speed (world frame, linear) for contact [m/s]
+  /// \throws InputError naming the field unless every value is finite and height, speed > 0.
+  void validate() const;
+};
+
+struct PreparationOptions {
+  AccelerationMethod acceleration = AccelerationMethod::SavitzkyGolayDerivative;
+  /// Savitzky-Golay window / order for the acceleration (and the velocity, if smoothed). The
+  /// default (window 81, order 3) is the best measured on the nominal noise profile at 1 kHz
+  /// (table in docs/identify.md; noise-free logs: ForwardDifference with window 1, harsh: 161+).
+  /// window = 1 means no smoothing (ForwardDifference only).
+  io::SavitzkyGolayOptions filter{81, 3};
+  /// Replace the logged velocity by its SG smoothing (derivative 0, same window), used in the
+  /// regressor (Coriolis, friction). Off by default: nominal-noise velocities are accurate enough.
+  bool smooth_velocity = false;
+  /// Use joints/tau_cmd instead of joints/tau when the log has it.
+  bool use_commanded_torque = false;
+  /// Keep every `decimation`-th sample after filtering (1 = all). Filtering always uses all.
+  int decimation = 1;
+  /// Keep samples with time in [start_time, end_time] (relative to the first sample) [s];
+  /// end_time <= 0 means to the end. The filter's edge samples (window / 2 at each end) are
+  /// always dropped.
+  double start_time = 0.0;
+  double end_time = 0.0;
+  BaseStateSource base_state = BaseStateSource::Log;
+  /// Contact flags: from the log's contacts group when present (names must be the robot's contact
+  /// frames), else detected (ContactDetectionOptions). `detect_contacts` forces detection.
+  bool detect_contacts = false;
+  ContactDetectionOptions contact;
+  /// \throws InputError naming the field.
+  void validate() const;
+};
+
+/// Prepared samples on one uniform clock.
+struct Samples {
+  bool free_flyer = false;
+  double dt = 0;                        ///< period between kept samples [s]
+  Eigen::VectorXd time;                 ///< N [s]
+  Eigen::MatrixXd q;                    ///< nq x N
+  Eigen::MatrixXd v;                    ///< nv x N
+  Eigen::MatrixXd a;                    ///< nv x N
+  Eigen::MatrixXd tau;                  ///< nj x N joint torques (model joint order)
+  std::vector<std::string> joint_names; ///< nj, model order
+  std::vector<int> joint_idx_v;         ///< nj, column of each joint in v
+  std::vector<pinocchio::JointIndex> joint_index;  ///< nj, Pinocchio joint index
+  std::vector<std::string> contact_names;          ///< nc contact frames (free-flyer)
+  Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic> contact;  ///< nc x N, 1 = contact
+  bool contacts_detected = false;       ///< flags from ContactDetectionOptions, not the log
+  std::vector<std::string> warnings;
+  int size() const { return static_cast<int>(time.size()); }
+  int numJoints() const { return static_cast<int>(joint_names.size()); }
+};
+
+/// Prepares samples for identification (see the file comment).
+/// Checks the log against the robot first (io::validateLog with the model): a joint the model
+/// lacks or a model joint the log lacks throws InputError naming them. A non-uniform joint clock
+/// is resampled (io::resample) at the rounded mean rate, with a warning.
+/// \throws InputError for a bad log or options, too few samples for the filter, a free-flyer log
+///   without a base state (BaseStateSource::Log) or unknown contact names.
+Samples prepareSamples(const model::RobotModel& robot, const io::Log& log,
+                       const PreparationOptions& options = {});
+
+/// RMS error of prepared accelerations against the log's truth group, per joint (nj) and overall,
+/// on the same kept samples (for tuning the filter). \throws InputError if the log has no truth
+/// time series.
+struct AccelerationError {
+  Eigen::VectorXd rms_per_joint;  ///< [rad/s^2]
+  double rms = 0;                 ///< over every joint and sample
+  double truth_rms = 0;           ///< RMS of the true acceleration (scale)
+};
+AccelerationError accelerationError(const model::RobotModel& robot, const io::Log& log,
+                                    const PreparationOptions& options);
+
+}  // namespace heft::identify

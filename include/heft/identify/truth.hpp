@@ -1,0 +1,59 @@
+#pragma once
+/// \file Errors of an estimate against the truth group of a simulated log (docs/design.md,
+/// "Truth and benchmarks"): per body relative mass error, COM error [m], relative Frobenius error
+/// of the rotational inertia about the COM; per joint relative friction and armature errors.
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/identify/problem.hpp"
+#include "heft/io/log.hpp"
+#include "heft/model/model.hpp"
+
+namespace heft::identify {
+
+/// True joint friction of a simulated log (not in the log format yet: the caller passes it, e.g.
+/// from heft::sim's scenario: MuJoCo damping = viscous, frictionloss = Coulomb, armature).
+struct JointFrictionTruth {
+  std::string joint;
+  double coulomb = 0;   ///< [N m]
+  double viscous = 0;   ///< [N m s/rad]
+  double armature = 0;  ///< [kg m^2]
+};
+
+struct BodyError {
+  std::string name;
+  double mass_true = 0, mass_estimate = 0;
+  double mass_relative = 0;  ///< |m - m*| / m*
+  Eigen::Vector3d com_true = Eigen::Vector3d::Zero(), com_estimate = Eigen::Vector3d::Zero();
+  double com_error = 0;         ///< |c - c*| [m]
+  double inertia_relative = 0;  ///< |I_c - I_c*|_F / |I_c*|_F (about the COM)
+};
+
+struct JointError {
+  std::string joint;
+  double coulomb_true = 0, coulomb_estimate = 0, coulomb_relative = -1;  ///< -1: not identified
+  double viscous_true = 0, viscous_estimate = 0, viscous_relative = -1;
+  double armature_true = 0, armature_estimate = 0, armature_relative = -1;
+};
+
+struct TruthErrors {
+  std::vector<BodyError> bodies;
+  std::vector<JointError> joints;
+  std::string report() const;
+};
+
+/// pi_S of the truth group (and friction / armature from `friction`) in the linear layout.
+/// \throws InputError when the log has no truth bodies or lacks an identified body.
+Eigen::VectorXd truthLinearVector(const model::RobotModel& robot, const io::Log& log,
+                                  const ParameterLayout& layout,
+                                  const std::vector<JointFrictionTruth>& friction = {});
+
+/// Errors of `linear` (the linear layout vector: pi_S, coulomb/viscous, armature) against the
+/// truth. Bodies with an estimated mass <= 0 get an infinite COM error.
+TruthErrors truthErrors(const model::RobotModel& robot, const io::Log& log,
+                        const ParameterLayout& layout, const Eigen::VectorXd& linear,
+                        const std::vector<JointFrictionTruth>& friction = {});
+
+}  // namespace heft::identify

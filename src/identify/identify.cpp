@@ -1,0 +1,135 @@
+#include "heft/identify/identify.hpp"
+
+#include <chrono>
+#include <iomanip>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+
+namespace heft::identify {
+namespace {
+
+std::string num(double x, int precision = 5) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+std::string toString(Method method) {
+  switch (method) {
+    case Method::LeastSquares: return "ls";
+    case Method::WeightedLeastSquares: return "wls";
+    case Method::Energy: return "energy";
+    case Method::Map: return "map";
+  }
+  return "?";
+}
+
+Method parseMethod(const std::string& name) {
+  for (auto m : {Method::LeastSquares, Method::WeightedLeastSquares, Method::Energy, Method::Map}) {
+    if (toString(m) == name) return m;
+  }
+  throw InputError("method: expected ls, wls, energy or map, got \"" + name + "\"");
+}
+
+void IdentifyOptions::validate() const {
+  preparation.validate();
+  problem.validate();
+  least_squares.validate();
+  energy.validate();
+  map.validate();
+}
+
+IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
+                        const model::IdentifiedSet& set, const IdentifyOptions& options) {
+  options.validate();
+  const auto start = std::chrono::steady_clock::now();
+  IdentifyResult res;
+  res.method = options.method;
+  const Samples samples = prepareSamples(robot, log, options.preparation);
+  res.samples = samples.size();
+  res.warnings = samples.warnings;
+
+  LinearSystem system;
+  if (options.method == Method::Energy) {
+    system = energySystem(robot, samples, set, options.problem, options.energy);
+  } else {
+    const StackedProblem problem = buildProblem(robot, samples, set, options.problem);
+    for (const auto& w : problem.warnings) res.warnings.push_back(w);
+    system = torqueSystem(problem);
+    if (options.method == Method::Map) {
+      MapResult map = solveMap(problem, set, options.problem, options.map);
+      res.status = map.status;
+      res.message = map.message;
+      res.estimate = map.linear;
+      res.covariance = map.linear_covariance;
+      res.iterations = map.iterations;
+      res.channel_names = map.channel_names;
+      res.channel_rms_before = map.channel_rms_before;
+      res.channel_rms_after = map.channel_rms_after;
+      for (const auto& w : map.warnings) res.warnings.push_back(w);
+      res.map = std::move(map);
+    }
+  }
+  res.layout = system.layout;
+  res.names = system.names;
+  res.rows = system.rows();
+  res.nominal = nominalLinearVector(system.layout, set, options.problem);
+  LeastSquaresOptions lo = options.least_squares;
+  lo.weighted = options.method == Method::WeightedLeastSquares;
+  LeastSquaresResult ls = solveLeastSquares(system, res.nominal, lo);
+  res.base = ls.base;
+  res.condition_number = ls.condition_number;
+  if (options.method != Method::Map) {
+    res.status = ls.status;
+    res.message = ls.message;
+    res.estimate = ls.x;
+    res.covariance = ls.covariance;
+    res.channel_names = ls.channel_names;
+    res.channel_rms_before = ls.channel_rms_before;
+    res.channel_rms_after = ls.channel_rms_after;
+    for (const auto& w : ls.warnings) res.warnings.push_back(w);
+  }
+  res.least_squares = std::move(ls);
+  res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
+  if (log.truth && log.truth->body_pi.rows() > 0) {
+    res.truth = truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);
+  }
+  res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return res;
+}
+
+std::string IdentifyResult::report() const {
+  std::ostringstream s;
+  s << "method      " << toString(method) << ": " << toString(status)
+    << (message.empty() ? "" : " (" + message + ")") << "\n"
+    << "data        " << samples << " samples, " << rows << " rows";
+  if (iterations > 0) s << ", " << iterations << " iterations";
+  s << "\n"
+    << "condition   " << num(condition_number, 4) << ", " << base.rank << " of " << names.size()
+    << " directions identifiable\n"
+    << "residual RMS per channel, before -> after:\n";
+  for (std::size_t c = 0; c < channel_names.size(); ++c) {
+    s << "  " << std::left << std::setw(24) << channel_names[c] << num(channel_rms_before[c], 4)
+      << " -> " << num(channel_rms_after[c], 4) << "\n";
+  }
+  s << "parameters  name, prior, estimate, std:\n";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    s << "  " << std::left << std::setw(30) << names[i] << std::setw(14) << num(nominal[i])
+      << std::setw(14) << num(estimate[i]) << num(stddev[i], 3) << "\n";
+  }
+  s << "base parameters:\n";
+  for (const auto& e : base.expressions) s << "  " << e << "\n";
+  if (base.rank < static_cast<int>(names.size())) {
+    s << "unseen directions: " << names.size() - base.rank << "\n";
+  }
+  for (const auto& w : warnings) s << "warning: " << w << "\n";
+  if (truth) s << "truth errors:\n" << truth->report();
+  s << "time        " << num(time_s, 3) << " s\n";
+  return s.str();
+}
+
+}  // namespace heft::identify

@@ -1,0 +1,146 @@
+#include "heft/identify/truth.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+#include "heft/inertia/inertia.hpp"
+
+namespace heft::identify {
+namespace {
+
+std::string num(double x, int precision = 4) {
+  std::ostringstream s;
+  s.precision(precision);
+  s << x;
+  return s.str();
+}
+
+Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
+                 const std::string& name) {
+  require(log.truth && log.truth->body_pi.rows() > 0, "truth/bodies", "true body parameters",
+          "a log without them");
+  const auto& t = *log.truth;
+  for (std::size_t i = 0; i < t.body_names.size(); ++i) {
+    if (robot.bodyIndex(t.body_names[i]) == joint) return t.body_pi.row(i).transpose();
+  }
+  require(false, "truth/bodies/names", "body " + name, "a log without it");
+  return Vector10::Zero();
+}
+
+const JointFrictionTruth* findJoint(const std::vector<JointFrictionTruth>& list,
+                                    const std::string& joint) {
+  for (const auto& f : list) {
+    if (f.joint == joint) return &f;
+  }
+  return nullptr;
+}
+
+double relative(double est, double truth) {
+  return truth != 0 ? std::abs(est - truth) / std::abs(truth) : std::abs(est - truth);
+}
+
+}  // namespace
+
+Eigen::VectorXd truthLinearVector(const model::RobotModel& robot, const io::Log& log,
+                                  const ParameterLayout& layout,
+                                  const std::vector<JointFrictionTruth>& friction) {
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(layout.linearDimension());
+  for (int b = 0; b < layout.numBodies(); ++b) {
+    x.segment<10>(10 * b) = truthPi(robot, log, layout.bodies[b], layout.body_names[b]);
+  }
+  for (int f = 0; f < layout.numFriction(); ++f) {
+    if (const auto* t = findJoint(friction, layout.friction_joints[f])) {
+      x[layout.frictionOffset() + 2 * f] = t->coulomb;
+      x[layout.frictionOffset() + 2 * f + 1] = t->viscous;
+    }
+  }
+  for (int i = 0; i < layout.numArmature(); ++i) {
+    if (const auto* t = findJoint(friction, layout.armature_joints[i])) {
+      x[layout.armatureOffset() + i] = t->armature;
+    }
+  }
+  return x;
+}
+
+TruthErrors truthErrors(const model::RobotModel& robot, const io::Log& log,
+                        const ParameterLayout& layout, const Eigen::VectorXd& linear,
+                        const std::vector<JointFrictionTruth>& friction) {
+  require(linear.size() == layout.linearDimension(), "estimate",
+          "size " + std::to_string(layout.linearDimension()), "size " + std::to_string(linear.size()));
+  const Eigen::VectorXd truth = truthLinearVector(robot, log, layout, friction);
+  TruthErrors out;
+  for (int b = 0; b < layout.numBodies(); ++b) {
+    const Vector10 pt = truth.segment<10>(10 * b), pe = linear.segment<10>(10 * b);
+    BodyError e;
+    e.name = layout.body_names[b];
+    e.mass_true = pt[0];
+    e.mass_estimate = pe[0];
+    e.mass_relative = relative(pe[0], pt[0]);
+    e.com_true = inertia::centerOfMass(pt);
+    const Matrix3 It = inertia::rotationalInertiaAtCom(pt);
+    if (pe[0] > 0) {
+      e.com_estimate = inertia::centerOfMass(pe);
+      e.com_error = (e.com_estimate - e.com_true).norm();
+      e.inertia_relative = (inertia::rotationalInertiaAtCom(pe) - It).norm() / It.norm();
+    } else {
+      e.com_error = e.inertia_relative = std::numeric_limits<double>::infinity();
+    }
+    out.bodies.push_back(e);
+  }
+  std::vector<std::string> joints = layout.friction_joints;
+  for (const auto& j : layout.armature_joints) {
+    if (std::find(joints.begin(), joints.end(), j) == joints.end()) joints.push_back(j);
+  }
+  for (const auto& j : joints) {
+    JointError e;
+    e.joint = j;
+    const auto* t = findJoint(friction, j);
+    for (int f = 0; f < layout.numFriction(); ++f) {
+      if (layout.friction_joints[f] != j) continue;
+      e.coulomb_estimate = linear[layout.frictionOffset() + 2 * f];
+      e.viscous_estimate = linear[layout.frictionOffset() + 2 * f + 1];
+      if (t) {
+        e.coulomb_true = t->coulomb;
+        e.viscous_true = t->viscous;
+        e.coulomb_relative = relative(e.coulomb_estimate, t->coulomb);
+        e.viscous_relative = relative(e.viscous_estimate, t->viscous);
+      }
+    }
+    for (int i = 0; i < layout.numArmature(); ++i) {
+      if (layout.armature_joints[i] != j) continue;
+      e.armature_estimate = linear[layout.armatureOffset() + i];
+      if (t) {
+        e.armature_true = t->armature;
+        e.armature_relative = relative(e.armature_estimate, t->armature);
+      }
+    }
+    out.joints.push_back(e);
+  }
+  return out;
+}
+
+std::string TruthErrors::report() const {
+  std::ostringstream s;
+  s << std::left << std::setw(22) << "body" << std::setw(12) << "mass true" << std::setw(12)
+    << "estimate" << std::setw(10) << "rel err" << std::setw(12) << "COM err [m]"
+    << "inertia rel err\n";
+  for (const auto& b : bodies) {
+    s << std::left << std::setw(22) << b.name << std::setw(12) << num(b.mass_true) << std::setw(12)
+      << num(b.mass_estimate) << std::setw(10) << num(b.mass_relative, 3) << std::setw(12)
+      << num(b.com_error, 3) << num(b.inertia_relative, 3) << "\n";
+  }
+  for (const auto& j : joints) {
+    s << std::left << std::setw(22) << j.joint << "coulomb " << num(j.coulomb_estimate) << " / "
+      << num(j.coulomb_true) << " (" << num(j.coulomb_relative, 3) << "), viscous "
+      << num(j.viscous_estimate) << " / " << num(j.viscous_true) << " (" << num(j.viscous_relative, 3)
+      << "), armature " << num(j.armature_estimate) << " / " << num(j.armature_true) << " ("
+      << num(j.armature_relative, 3) << ")\n";
+  }
+  return s.str();
+}
+
+}  // namespace heft::identify

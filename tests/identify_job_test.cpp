@@ -1,0 +1,187 @@
+// The `heft identify` job (heft/identify/job.hpp): config parsing and its errors, a whole job on a
+// MuJoCo log (heft::sim) through result.json and the written URDF, and the output rules (no
+// overwrite, no URDF from a failed or inconsistent estimate).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/identify/job.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/io/urdf_writer.hpp"
+#include "heft/model/model.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::identify {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "identify_job";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  fs::remove_all(p);
+  return p;
+}
+
+std::string errorOf(const std::string& yaml) {
+  try {
+    parseJobConfig(yaml, "job.yaml", ".");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JobConfig, ErrorsNameFileLineAndField) {
+  const std::string base = "robot: panda\nlog: x.h5\n";
+  EXPECT_EQ(errorOf("log: x.h5\n").rfind("job.yaml:", 0), 0u);
+  EXPECT_NE(errorOf("log: x.h5\n").find("robot"), std::string::npos);
+
+  const std::string typo = errorOf(base + "methd: map\n");
+  EXPECT_NE(typo.find("job.yaml:3: methd: unknown key"), std::string::npos) << typo;
+
+  const std::string method = errorOf(base + "method: newton\n");
+  EXPECT_EQ(method.rfind("job.yaml:3: method: ", 0), 0u) << method;
+  EXPECT_NE(method.find("expected ls, wls, energy or map"), std::string::npos) << method;
+
+  const std::string window = errorOf(base + "preparation:\n  window: wide\n");
+  EXPECT_NE(window.find("job.yaml:4: preparation.window: expected an integer, got 'wide'"),
+            std::string::npos)
+      << window;
+
+  const std::string nested = errorOf(base + "map:\n  total_mass: -3\n");
+  EXPECT_NE(nested.find("map.total_mass"), std::string::npos) << nested;
+
+  const std::string wrong_method = errorOf(base + "method: ls\nmap:\n  total_mass: 18\n");
+  EXPECT_NE(wrong_method.find("need method map"), std::string::npos) << wrong_method;
+
+  const std::string yaml = errorOf("robot: [unclosed\n");
+  EXPECT_NE(yaml.find("not valid YAML"), std::string::npos) << yaml;
+}
+
+TEST(JobConfig, BundledExamplesParse) {
+  int found = 0;
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(HEFT_SOURCE_DIR) / "data" / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const JobConfig config = loadJobConfig(entry.path().string());
+    EXPECT_FALSE(config.robot.empty()) << entry.path();
+    // relative log paths resolve against the config's folder
+    EXPECT_TRUE(fs::path(config.log).is_absolute() ||
+                config.log.find("examples/..") != std::string::npos ||
+                config.log.find("fixtures") != std::string::npos)
+        << config.log;
+    ++found;
+  }
+  EXPECT_GE(found, 1);
+}
+
+// A short panda-friction log, made once.
+const std::string& pandaLog() {
+  static const std::string path = [] {
+    const fs::path p = scratch("panda_friction_3s.h5");
+    sim::SimulationOptions o;
+    o.duration = 3;
+    o.noise = "nominal";
+    o.seed = 3;
+    const sim::SimulationResult r = sim::simulate(sim::findScenario("panda-friction"), o);
+    EXPECT_TRUE(r.summary.ok()) << r.summary.report();
+    io::writeLog(r.log, p.string());
+    return p.string();
+  }();
+  return path;
+}
+
+JobConfig pandaConfig(const std::string& method) {
+  std::ostringstream y;
+  y << "robot: panda\nlog: " << pandaLog() << "\nmethod: " << method << "\n"
+    << "identify:\n  bodies: [panda_link5, panda_link6, panda_link7]\n"
+    << "  friction: [panda_joint5, panda_joint6, panda_joint7]\n"
+    << "preparation:\n  decimation: 5\nproblem:\n  min_speed: 0.05\n";
+  return parseJobConfig(y.str(), "panda.yaml", ".");
+}
+
+TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
+  const JobConfig config = pandaConfig("map");
+  const JobResult result = runJob(config);
+  ASSERT_TRUE(result.writable()) << result.report();
+  ASSERT_EQ(result.bodies.size(), 3u);
+  EXPECT_GT(result.rank, 0);
+  EXPECT_LE(result.rank, result.dimension);
+  EXPECT_TRUE(result.truth.has_value()) << "the simulated log has a truth group";
+  for (Eigen::Index c = 0; c < result.rms_after.size(); ++c)
+    EXPECT_TRUE(std::isfinite(result.rms_after[c]));
+
+  const fs::path out = scratch("panda_map");
+  const auto written = writeJobOutputs(config, result, out.string(), false);
+  ASSERT_EQ(written.size(), 2u);
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const char* key : {"method", "parameters", "friction", "covariance", "residuals", "summary",
+                          "truth_errors", "identifiability", "urdf"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["method"], "map");
+  EXPECT_EQ(j["summary"]["status"], toString(result.status));
+  EXPECT_TRUE(j["parameters"].contains("panda_link7"));
+  EXPECT_TRUE(j["parameters"]["panda_link7"]["std"].contains("mass"));
+  EXPECT_EQ(j["covariance"]["matrix"].size(), result.names.size());
+
+  // The written URDF passes the full consistency check and, loaded again, its bodies are the
+  // estimates (the writer re-expressed lumped body parameters per link).
+  const model::RobotModel written_robot =
+      model::loadRobot((out / "robot.urdf").string(), {model::BaseType::Fixed});
+  for (const BodyEstimate& b : result.bodies) {
+    const Vector10 pi = written_robot.pi(b.name);
+    EXPECT_TRUE(inertia::checkConsistency(pi, 0.0).consistent) << b.name;
+    EXPECT_LT((pi - b.pi).cwiseAbs().maxCoeff(), 1e-9 * std::max(1.0, b.pi.cwiseAbs().maxCoeff()))
+        << b.name << "\nwritten " << pi.transpose() << "\nestimate " << b.pi.transpose();
+  }
+
+  // A second run into the same folder is refused unless --overwrite; the input stays untouched.
+  EXPECT_THROW(writeJobOutputs(config, result, out.string(), false), InputError);
+  EXPECT_NO_THROW(writeJobOutputs(config, result, out.string(), true));
+}
+
+TEST(Job, FailedOrInconsistentEstimateWritesNoUrdf) {
+  const JobConfig config = pandaConfig("ls");
+  JobResult result = runJob(config);
+  result.status = Status::Failed;
+  result.message = "forced for the test";
+  const fs::path out = scratch("failed");
+  const auto written = writeJobOutputs(config, result, out.string(), false);
+  EXPECT_FALSE(fs::exists(out / "robot.urdf"));
+  ASSERT_TRUE(fs::exists(out / "result.json"));
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["summary"]["status"], "failed");
+  EXPECT_NE(j["urdf"]["status"].get<std::string>().find("not written"), std::string::npos);
+
+  JobResult inconsistent = runJob(config);
+  inconsistent.status = Status::Converged;
+  inconsistent.bodies[0].consistent = false;
+  EXPECT_FALSE(inconsistent.writable());
+}
+
+TEST(Job, LogOfAnotherRobotIsRefusedNamingTheJoints) {
+  std::ostringstream y;
+  y << "robot: go2\nbase: fixed\nlog: " << pandaLog() << "\nmethod: ls\n";
+  const JobConfig config = parseJobConfig(y.str(), "go2.yaml", ".");
+  try {
+    runJob(config);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("panda_joint1"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace heft::identify

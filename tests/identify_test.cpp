@@ -1,0 +1,635 @@
+// heft::identify: data preparation, methods 1-4 against MuJoCo ground truth (heft::sim), the MAP
+// residual Jacobian against finite differences, and bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <limits>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "heft/common/error.hpp"
+#include "heft/identify/identify.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log.hpp"
+#include "heft/model/identified_set.hpp"
+#include "heft/model/model.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::identify {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// One simulated log per (scenario, noise, duration), made once per test binary run.
+const io::Log& simLog(const std::string& scenario, const std::string& noise, double duration = 0) {
+  static std::map<std::string, io::Log> cache;
+  const std::string key = scenario + "/" + noise + "/" + std::to_string(duration);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  sim::SimulationOptions o;
+  o.noise = noise;
+  o.seed = 1;
+  o.duration = duration;
+  const double t0 = now();
+  sim::SimulationResult r = sim::simulate(sim::findScenario(scenario), o);
+  std::printf("[sim] %s (%s, %g s): %s in %.2f s\n", scenario.c_str(), noise.c_str(),
+              r.summary.simulated_time, sim::toString(r.summary.status).c_str(), now() - t0);
+  EXPECT_TRUE(r.summary.ok()) << r.summary.report();
+  return cache.emplace(key, std::move(r.log)).first->second;
+}
+
+const model::RobotModel& robot(const std::string& name) {
+  static std::map<std::string, model::RobotModel> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, model::loadRobot(name)).first;
+  return it->second;
+}
+
+std::vector<JointFrictionTruth> scenarioFriction(const std::string& scenario) {
+  std::vector<JointFrictionTruth> out;
+  for (const auto& [joint, f] : sim::findScenario(scenario).model.joint_friction) {
+    out.push_back({joint, f.frictionloss, f.damping, f.armature});
+  }
+  return out;
+}
+
+std::vector<std::string> pandaArmJoints() {
+  std::vector<std::string> j;
+  for (int i = 1; i <= 7; ++i) j.push_back("panda_joint" + std::to_string(i));
+  return j;
+}
+
+// A wrong nominal model (the prior the estimators start from), within about two prior standard
+// deviations: every body's mass scaled by U(0.9, 1.1), its COM shifted by up to 1 cm per axis,
+// its inertia about the COM scaled by U(0.8, 1.2); still physically consistent. The sim scenarios "panda" and "panda-friction" use
+// the nominal inertias, so without this the estimators would start at the truth.
+model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
+      shift(-0.01, 0.01);
+  for (auto& b : set.bodies) {
+    const double m = inertia::mass(b.prior_mean);
+    const Eigen::Vector3d c = inertia::centerOfMass(b.prior_mean);
+    const Eigen::Matrix3d Ic = inertia::rotationalInertiaAtCom(b.prior_mean);
+    const Eigen::Vector3d dc(shift(rng), shift(rng), shift(rng));
+    const double sm = mass_scale(rng), si = inertia_scale(rng);
+    b.prior_mean = inertia::piFromMassComInertia(sm * m, c + dc, si * Ic);
+    b.prior_covariance = model::defaultBodyCovariance(b.prior_mean);
+  }
+  return set;
+}
+
+// ---- data preparation ---------------------------------------------------------------------------
+
+// The table of docs/identify.md: RMS acceleration error against MuJoCo's truth for each
+// estimator and window, on panda-friction at each noise profile.
+TEST(Identify, AccelerationFilterTable) {
+  const auto& panda = robot("panda");
+  std::printf("| noise | method | window | order | RMS error [rad/s^2] | relative |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const std::string noise : {"none", "nominal", "harsh"}) {
+    const io::Log& log = simLog("panda-friction", noise);
+    double best = 1e300;
+    int best_window = 0;
+    std::string best_method;
+    for (auto method : {AccelerationMethod::ForwardDifference, AccelerationMethod::SavitzkyGolayDerivative}) {
+      for (int window : {1, 11, 21, 41, 81, 121, 161, 241, 321}) {
+        if (window == 1 && method != AccelerationMethod::ForwardDifference) continue;
+        PreparationOptions o;
+        o.acceleration = method;
+        o.filter = {window, window == 1 ? 0 : 3};
+        o.start_time = 0.1;  // same kept samples for every window (edges of the widest)
+        o.end_time = 19.8;
+        const AccelerationError e = accelerationError(panda, log, o);
+        std::printf("| %s | %s | %d | %d | %.4g | %.3g |\n", noise.c_str(), toString(method).c_str(),
+                    window, o.filter.order, e.rms, e.rms / e.truth_rms);
+        if (e.rms < best) {
+          best = e.rms;
+          best_window = window;
+          best_method = toString(method);
+        }
+        EXPECT_TRUE(std::isfinite(e.rms));
+      }
+    }
+    std::printf("best for %s: %s window %d (%.4g rad/s^2)\n", noise.c_str(), best_method.c_str(),
+                best_window, best);
+  }
+}
+
+TEST(Identify, JointsThatDoNotMatchTheModelAreRefusedByName) {
+  io::Log log = simLog("panda", "none");
+  log.truth.reset();
+  log.joints.names[2] = "elbow_of_another_robot";
+  try {
+    prepareSamples(robot("panda"), log);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("elbow_of_another_robot"), std::string::npos) << m;
+    std::printf("message: %s\n", m.c_str());
+  }
+}
+
+// ---- method 1 -----------------------------------------------------------------------------------
+
+struct PandaSetup {
+  model::IdentifiedSet set;
+  ProblemOptions problem;
+  Samples samples;
+  StackedProblem stacked;
+};
+
+PandaSetup pandaSetup(const std::string& scenario, const std::string& noise, bool friction,
+                      const PreparationOptions& prep, double min_speed = 0) {
+  PandaSetup s;
+  const auto& panda = robot("panda");
+  model::IdentifiedSetOptions so;
+  so.identify_friction = friction;
+  if (friction) so.friction_joints = pandaArmJoints();
+  s.set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  s.problem.identify_armature = friction;
+  s.problem.min_speed = min_speed;
+  s.samples = prepareSamples(panda, simLog(scenario, noise), prep);
+  s.stacked = buildProblem(panda, s.samples, s.set, s.problem);
+  return s;
+}
+
+TEST(Identify, PandaWithoutNoiseRecoversBaseParametersWithinOnePercent) {
+  // exact accelerations (forward difference: MuJoCo's explicit Euler) and the SG derivative
+  for (int config = 0; config < 2; ++config) {
+    PreparationOptions prep;
+    if (config == 0) {
+      prep.acceleration = AccelerationMethod::ForwardDifference;
+      prep.filter = {1, 0};
+    } else {
+      prep.filter = {11, 3};
+    }
+    prep.decimation = 5;
+    const double t0 = now();
+    const PandaSetup s = pandaSetup("panda", "none", false, prep);
+    const double t_build = now() - t0;
+    const LinearSystem sys = torqueSystem(s.stacked);
+    const Eigen::VectorXd x0 = nominalLinearVector(s.stacked.layout, s.set, s.problem);
+    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), simLog("panda", "none"), sys.layout);
+    for (bool weighted : {false, true}) {
+      LeastSquaresOptions lo;
+      lo.weighted = weighted;
+      const LeastSquaresResult ls = solveLeastSquares(sys, x0, lo);
+      const BaseParameterError e = baseParameterError(sys, ls.base, ls.x, xt);
+      const BaseParameterError e0 = baseParameterError(sys, ls.base, x0, xt);
+      std::printf("%s, %s window %d: rows %d, rank %d of %d, cond %.3g; base-parameter error: "
+                  "norm %.3g %%, projected %.3g %%, max %.3g %% (%s) [prior: norm %.3g %%]; "
+                  "build %.2f s, solve %.3f s\n",
+                  weighted ? "WLS" : "OLS", toString(prep.acceleration).c_str(), prep.filter.window,
+                  ls.rows, ls.base.rank, static_cast<int>(ls.x.size()), ls.condition_number,
+                  100 * e.norm, 100 * e.projected, 100 * e.max,
+                  ls.base.expressions[e.argmax].substr(0, 60).c_str(), 100 * e0.norm, t_build,
+                  ls.time_s);
+      EXPECT_EQ(ls.status, Status::Converged);
+      EXPECT_LT(e.projected, 0.01);
+      EXPECT_LT(e.norm, 0.01);
+      // each base parameter on its own: only with exact accelerations (small ones, such as a
+      // product of inertia of 1e-4 kg m^2, lose tens of % to the filter's 0.7 % acceleration error)
+      if (config == 0) EXPECT_LT(e.max, 0.01);
+      EXPECT_TRUE(ls.x.allFinite());
+      EXPECT_TRUE(ls.covariance.allFinite());
+    }
+  }
+}
+
+// ---- friction -----------------------------------------------------------------------------------
+
+TEST(Identify, PandaFrictionWithinFivePercent) {
+  const auto truth = scenarioFriction("panda-friction");
+  for (double min_speed : {0.0, 0.05}) {
+    PreparationOptions prep;
+    prep.acceleration = AccelerationMethod::ForwardDifference;
+  prep.filter = {1, 0};
+    prep.decimation = 5;
+    const PandaSetup s = pandaSetup("panda-friction", "none", true, prep, min_speed);
+    const LinearSystem sys = torqueSystem(s.stacked);
+    const Eigen::VectorXd x0 = nominalLinearVector(s.stacked.layout, s.set, s.problem);
+    const auto& log = simLog("panda-friction", "none");
+    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const LeastSquaresResult ls = solveLeastSquares(sys, x0);
+    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
+    const BaseParameterError be = baseParameterError(sys, ls.base, ls.x, xt);
+    // an entry is identifiable on its own when no unseen direction moves it
+    auto identifiable = [&](int i) { return ls.base.nullspace.row(i).norm() < 1e-6; };
+    double worst_c = 0, worst_v = 0, worst_a = 0;
+    for (std::size_t k = 0; k < te.joints.size(); ++k) {
+      const auto& j = te.joints[k];
+      worst_c = std::max(worst_c, j.coulomb_relative);
+      worst_v = std::max(worst_v, j.viscous_relative);
+      if (identifiable(sys.layout.armatureOffset() + static_cast<int>(k))) {
+        worst_a = std::max(worst_a, j.armature_relative);
+      } else {
+        std::printf("armature[%s] is not identifiable on its own (it moves the same torque as a "
+                    "link inertia): only its base-parameter combination is checked\n",
+                    j.joint.c_str());
+      }
+    }
+    std::printf("OLS min_speed %.2f: rows %d, base-parameter error max %.3g %%; worst coulomb "
+                "%.3g %%, viscous %.3g %%, armature %.3g %%\n%s",
+                min_speed, ls.rows, 100 * be.max, 100 * worst_c, 100 * worst_v, 100 * worst_a,
+                te.report().c_str());
+    if (min_speed > 0) {
+      EXPECT_LT(worst_c, 0.05);
+      EXPECT_LT(worst_v, 0.05);
+      EXPECT_LT(worst_a, 0.05);
+    }
+  }
+}
+// ---- method 2 -----------------------------------------------------------------------------------
+
+TEST(Identify, EnergyMethodOnPandaFriction) {
+  const auto truth = scenarioFriction("panda-friction");
+  const auto& log = simLog("panda-friction", "none");
+  PreparationOptions prep;
+  prep.acceleration = AccelerationMethod::ForwardDifference;
+  prep.filter = {1, 0};
+  const Samples samples = prepareSamples(robot("panda"), log, prep);
+  model::IdentifiedSetOptions so;
+  so.identify_friction = true;
+  so.friction_joints = pandaArmJoints();
+  const auto set = model::IdentifiedSet::build(robot("panda"), so);
+  ProblemOptions po;
+  po.identify_armature = true;
+  for (int interval : {50, 200, 1000}) {
+    EnergyOptions eo;
+    eo.interval = interval;
+    const double t0 = now();
+    const LinearSystem sys = energySystem(robot("panda"), samples, set, po, eo);
+    const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
+    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const LeastSquaresResult ls = solveLeastSquares(sys, x0);
+    const BaseParameterError be = baseParameterError(sys, ls.base, ls.x, xt);
+    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
+    double worst_c = 0, worst_v = 0;
+    for (const auto& j : te.joints) {
+      worst_c = std::max(worst_c, j.coulomb_relative);
+      worst_v = std::max(worst_v, j.viscous_relative);
+    }
+    std::printf("energy interval %d: %d rows, rank %d of %d, base-parameter error norm %.3g %%, "
+                "max %.3g %%; worst coulomb %.3g %%, viscous %.3g %%; %.2f s\n",
+                interval, sys.rows(), ls.base.rank, static_cast<int>(ls.x.size()), 100 * be.norm,
+                100 * be.max, 100 * worst_c, 100 * worst_v, now() - t0);
+    EXPECT_TRUE(ls.x.allFinite());
+    EXPECT_GT(ls.base.rank, 0);
+  }
+}
+
+// ---- method 3 -----------------------------------------------------------------------------------
+
+// Central differences of every residual, column by column, at h = eps^(1/3); tolerance from the
+// truncation and rounding bound |D_h f - f'| <= h^2/6 max|f3| + 10 eps max|f| / h (times 2),
+// with the third derivative f3 from the 4-point stencil at H = 1e-3 (as tests/dynamics_test.cpp).
+// `rounding_scale`: magnitude of the terms f is computed from, when f is a small difference of
+// large terms (a constraint E pi - e), 0 = max|f|.
+template <class F>
+double worstJacobianRatio(const F& f, const Eigen::VectorXd& x, const Eigen::MatrixXd& J,
+                          double rounding_scale = 0) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double h = std::cbrt(eps), H = 1e-3;
+  double worst = 0;
+  Eigen::VectorXd fp, fm, f0;
+  f(x, f0);
+  for (Eigen::Index j = 0; j < x.size(); ++j) {
+    Eigen::VectorXd xp = x, xm = x;
+    xp[j] += h;
+    xm[j] -= h;
+    f(xp, fp);
+    f(xm, fm);
+    const Eigen::VectorXd fd = (fp - fm) / (2 * h);
+    Eigen::VectorXd x1 = x, x2 = x, x3 = x, x4 = x;
+    x1[j] += 2 * H;
+    x2[j] += H;
+    x3[j] -= H;
+    x4[j] -= 2 * H;
+    Eigen::VectorXd a, b, c, d;
+    f(x1, a);
+    f(x2, b);
+    f(x3, c);
+    f(x4, d);
+    const double third = ((a - 2 * b + 2 * c - d) / (2 * H * H * H)).cwiseAbs().maxCoeff();
+    const double scale =
+        std::max({f0.cwiseAbs().maxCoeff(), fp.cwiseAbs().maxCoeff(), rounding_scale, 1e-300});
+    const double tol = 2 * (h * h / 6 * third + 10 * eps * scale / h);
+    const double err = (fd - J.col(j)).cwiseAbs().maxCoeff();
+    worst = std::max(worst, err / tol);
+  }
+  return worst;
+}
+
+TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
+  PreparationOptions prep;
+  prep.decimation = 100;
+  const auto& panda = robot("panda");
+  const Samples samples = prepareSamples(panda, simLog("panda-friction", "nominal"), prep);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal(0.0, 0.3);
+  for (auto param : {inertia::Parametrization::LogCholesky,
+                     inertia::Parametrization::ExponentialEigenvalue}) {
+    for (auto form : {FrictionForm::CoulombViscous, FrictionForm::Full}) {
+      model::IdentifiedSetOptions so;
+      so.identify_friction = true;
+      so.friction_joints = pandaArmJoints();
+      so.parametrization = param;
+      const auto set = model::IdentifiedSet::build(panda, so);
+      ProblemOptions po;
+      po.identify_armature = true;
+      po.friction_form = form;
+      const StackedProblem sp = buildProblem(panda, samples, set, po);
+      MapOptions mo;
+      mo.constraints.push_back(totalMassConstraint(panda, sp.layout, panda.totalMass() + 0.5));
+      const MapProblem mp(sp, set, po, mo);
+      Eigen::VectorXd x = mp.initial();
+      for (Eigen::Index i = 0; i < x.size(); ++i) x[i] += normal(rng);
+      Eigen::MatrixXd J;
+      mp.jacobian(x, J);
+      const double ratio = worstJacobianRatio(
+          [&](const Eigen::VectorXd& xx, Eigen::VectorXd& r) { mp.residual(xx, r); }, x, J);
+      Eigen::VectorXd c;
+      Eigen::MatrixXd C;
+      mp.constraints(x, c, C);
+      const double cratio = worstJacobianRatio(
+          [&](const Eigen::VectorXd& xx, Eigen::VectorXd& cc) {
+            Eigen::MatrixXd CC;
+            mp.constraints(xx, cc, CC);
+          },
+          x, C, mp.constraintScale());
+      std::printf("%s, %s: %d residuals x %d parameters, worst error / tolerance %.3g "
+                  "(constraints %.3g)\n",
+                  inertia::toString(param).c_str(), toString(form).c_str(), mp.numResiduals(),
+                  mp.dimension(), ratio, cratio);
+      EXPECT_LT(ratio, 1.0);
+      EXPECT_LT(cratio, 1.0);
+    }
+  }
+}
+
+TEST(Identify, MapPandaFriction) {
+  const auto truth = scenarioFriction("panda-friction");
+  for (const std::string noise : {"none", "nominal"}) {
+    PreparationOptions prep;
+    if (noise == "none") {
+      prep.acceleration = AccelerationMethod::ForwardDifference;
+      prep.acceleration = AccelerationMethod::ForwardDifference;
+  prep.filter = {1, 0};
+    }
+    prep.decimation = 20;
+    const double t0 = now();
+    const PandaSetup s = pandaSetup("panda-friction", noise, true, prep, 0.05);
+    const auto& log = simLog("panda-friction", noise);
+    const MapResult map = solveMap(s.stacked, s.set, s.problem);
+    std::printf("cost history:");
+    for (std::size_t k = 0; k < map.cost_history.size();
+         k += std::max<std::size_t>(1, map.cost_history.size() / 15)) {
+      std::printf(" %.6g", map.cost_history[k]);
+    }
+    std::printf("\n");
+    const LinearSystem sys = torqueSystem(s.stacked);
+    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const LeastSquaresResult ls =
+        solveLeastSquares(sys, nominalLinearVector(sys.layout, s.set, s.problem));
+    const BaseParameterError be_map = baseParameterError(sys, ls.base, map.linear, xt);
+    const BaseParameterError be_ls = baseParameterError(sys, ls.base, ls.x, xt);
+    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, map.linear, truth);
+    double worst_c = 0, worst_v = 0, worst_a = 0;
+    for (std::size_t k = 0; k < te.joints.size(); ++k) {
+      const auto& j = te.joints[k];
+      worst_c = std::max(worst_c, j.coulomb_relative);
+      worst_v = std::max(worst_v, j.viscous_relative);
+      // armature of joints 1, 2 moves the same torque as a link inertia: not checked alone
+      if (ls.base.nullspace.row(sys.layout.armatureOffset() + static_cast<int>(k)).norm() < 1e-6) {
+        worst_a = std::max(worst_a, j.armature_relative);
+      }
+    }
+    int inconsistent_ls = 0;
+    for (int b = 0; b < sys.layout.numBodies(); ++b) {
+      // consistent up to rounding: the MAP may converge to the boundary of the consistent set
+      // (a degenerate body, pseudo-inertia rank deficient) when the data and the prior pull there
+      const Vector10 pb = map.pi.segment<10>(10 * b);
+      const auto rep = inertia::checkConsistency(pb);
+      EXPECT_GT(rep.pseudo_inertia_margin, -1e-12 * pb.cwiseAbs().maxCoeff())
+          << sys.layout.body_names[b];
+      EXPECT_GT(pb[0], 0);
+      if (!rep.consistent) {
+        std::printf("MAP %s on the boundary: pseudo-inertia margin %.3g\n",
+                    sys.layout.body_names[b].c_str(), rep.pseudo_inertia_margin);
+      }
+      if (!inertia::checkConsistency(ls.x.segment<10>(10 * b)).consistent) ++inconsistent_ls;
+    }
+    std::printf("MAP panda-friction %s: %s after %d iterations, %.2f s (total %.2f s); base-param "
+                "error norm %.3g %% (OLS %.3g %%), max %.3g %% (OLS %.3g %%); worst coulomb %.3g %%, "
+                "viscous %.3g %%, armature %.3g %%; OLS bodies inconsistent: %d\n%s",
+                noise.c_str(), toString(map.status).c_str(), map.iterations, map.time_s,
+                now() - t0, 100 * be_map.norm, 100 * be_ls.norm, 100 * be_map.max, 100 * be_ls.max,
+                100 * worst_c, 100 * worst_v, 100 * worst_a, inconsistent_ls, te.report().c_str());
+    EXPECT_NE(map.status, Status::Failed) << map.message;
+    EXPECT_TRUE(map.pi_covariance.allFinite());
+    EXPECT_LT(map.final_cost, map.initial_cost);
+    if (noise == "none") {
+      EXPECT_LT(worst_c, 0.05);
+      EXPECT_LT(worst_v, 0.05);
+      EXPECT_LT(worst_a, 0.05);
+    }
+  }
+}
+
+TEST(Identify, MapTotalMassConstraintHolds) {
+  PreparationOptions prep;
+  prep.decimation = 20;
+  const PandaSetup s = pandaSetup("panda", "nominal", false, prep);
+  const auto& log = simLog("panda", "nominal");
+  double true_mass = 0;
+  for (Eigen::Index i = 0; i < log.truth->body_pi.rows(); ++i) true_mass += log.truth->body_pi(i, 0);
+  MapOptions mo;
+  mo.constraints.push_back(totalMassConstraint(robot("panda"), s.stacked.layout, true_mass + 0.2));
+  const MapResult map = solveMap(s.stacked, s.set, s.problem, mo);
+  double mass = 0;
+  for (int b = 0; b < s.stacked.layout.numBodies(); ++b) mass += map.pi[10 * b];
+  std::printf("constrained total %.9f kg (target %.9f), violation %.3g, %s, %d iterations\n", mass,
+              true_mass + 0.2, map.constraint_violation, toString(map.status).c_str(),
+              map.iterations);
+  EXPECT_NEAR(mass, true_mass + 0.2, 1e-8);
+  EXPECT_NE(map.status, Status::Failed);
+  // the posterior covariance has no spread along the constraint
+  Eigen::RowVectorXd e = Eigen::RowVectorXd::Zero(map.pi.size());
+  for (int b = 0; b < s.stacked.layout.numBodies(); ++b) e[10 * b] = 1;
+  EXPECT_LT(std::sqrt(std::abs((e * map.pi_covariance * e.transpose())(0, 0))), 1e-8);
+}
+
+// ---- unobservable sets --------------------------------------------------------------------------
+
+TEST(Identify, UnobservableSetIsRegularizedByThePriorWithAWarning) {
+  // panda_link1 turns about the vertical axis: of its ten parameters only I_zz moves a torque
+  const auto& panda = robot("panda");
+  model::IdentifiedSetOptions so;
+  so.bodies = {"panda_link1"};
+  const auto set = model::IdentifiedSet::build(panda, so);
+  PreparationOptions prep;
+  prep.decimation = 20;
+  const Samples samples = prepareSamples(panda, simLog("panda", "nominal"), prep);
+  const ProblemOptions po;
+  const StackedProblem sp = buildProblem(panda, samples, set, po);
+  const LinearSystem sys = torqueSystem(sp);
+  const LeastSquaresResult ls = solveLeastSquares(sys, nominalLinearVector(sys.layout, set, po));
+  std::printf("LS: rank %d, warnings: %s\nbase parameters: %s\n", ls.base.rank,
+              ls.warnings.empty() ? "none" : ls.warnings[0].c_str(),
+              ls.base.expressions.empty() ? "-" : ls.base.expressions[0].c_str());
+  std::printf("LS I_zz %.6g (std %.3g), nominal %.6g\n", ls.x[9], ls.stddev[9], ls.x0[9]);
+  EXPECT_LT(ls.base.rank, 10);
+  EXPECT_FALSE(ls.warnings.empty());
+  EXPECT_TRUE(ls.x.allFinite() && ls.covariance.allFinite());
+  const MapResult map = solveMap(sp, set, po);
+  std::printf("MAP: %s, warnings: %s\n", toString(map.status).c_str(),
+              map.warnings.empty() ? "none" : map.warnings[0].c_str());
+  EXPECT_FALSE(map.warnings.empty());
+  EXPECT_TRUE(map.pi.allFinite() && map.pi_covariance.allFinite());
+  EXPECT_TRUE(inertia::checkConsistency(map.pi.head<10>()).consistent);
+  // the unseen mass stays at the prior, with the prior's spread
+  EXPECT_NEAR(map.pi[0], set.bodies[0].prior_mean[0], 1e-6 * set.bodies[0].prior_mean[0]);
+  EXPECT_NEAR(map.pi_stddev[0], std::sqrt(set.bodies[0].prior_covariance(0, 0)),
+              1e-3 * std::sqrt(set.bodies[0].prior_covariance(0, 0)));
+}
+
+// ---- method 4 -----------------------------------------------------------------------------------
+
+struct Go2Setup {
+  Samples samples;
+  model::IdentifiedSet set;
+  ProblemOptions problem;
+};
+
+Go2Setup go2Setup(const std::string& scenario, const std::vector<std::string>& bodies,
+                  int decimation = 10) {
+  Go2Setup s;
+  const auto& go2 = robot("go2");
+  PreparationOptions prep;
+  prep.base_state = BaseStateSource::Truth;
+  prep.decimation = decimation;
+  s.samples = prepareSamples(go2, simLog(scenario, "nominal"), prep);
+  model::IdentifiedSetOptions so;
+  so.bodies = bodies;
+  s.set = model::IdentifiedSet::build(go2, so);
+  s.problem.contact_offset = sim::findScenario(scenario).model.contact_radius;
+  return s;
+}
+
+TEST(Identify, Go2PayloadBaseMassAndComByContactNullSpace) {
+  const auto& go2 = robot("go2");
+  for (const std::string scenario : {"go2-payload-3kg", "go2-com-shift"}) {
+    const double t0 = now();
+    Go2Setup s = go2Setup(scenario, {"base"});
+    const auto& log = simLog(scenario, "nominal");
+    const StackedProblem sp = buildProblem(go2, s.samples, s.set, s.problem);
+    const LinearSystem sys = torqueSystem(sp);
+    const LeastSquaresResult ls =
+        solveLeastSquares(sys, nominalLinearVector(sys.layout, s.set, s.problem));
+    const TruthErrors te_ls = truthErrors(go2, log, sys.layout, ls.x);
+    const TruthErrors te_nom =
+        truthErrors(go2, log, sys.layout, nominalLinearVector(sys.layout, s.set, s.problem));
+    const MapResult map = solveMap(sp, s.set, s.problem);
+    const TruthErrors te_map = truthErrors(go2, log, sys.layout, map.linear);
+    std::printf("%s, method 4 (contact null space), base body, %d samples, %d rows, rank %d, "
+                "cond %.3g, %.2f s\n nominal: %s OLS:     %s MAP:     %s",
+                scenario.c_str(), s.samples.size(), sp.rows(), ls.base.rank, ls.condition_number,
+                now() - t0, te_nom.report().c_str(), te_ls.report().c_str(),
+                te_map.report().c_str());
+    EXPECT_TRUE(ls.x.allFinite());
+    EXPECT_NE(map.status, Status::Failed) << map.message;
+    // measured (docs/identify.md): 0.3-0.5 % mass, 1-2 mm COM; checked with margin
+    EXPECT_LT(te_map.bodies[0].mass_relative, 0.02);
+    EXPECT_LT(te_map.bodies[0].com_error, 0.005);
+    EXPECT_LT(te_ls.bodies[0].mass_relative, 0.02);
+    EXPECT_LT(te_ls.bodies[0].com_error, 0.005);
+  }
+  // the base-rows variant: with four feet on the ground no base row is free of contact forces
+  Go2Setup s = go2Setup("go2-payload-3kg", {"base"});
+  s.problem.projection = Projection::BaseContactNullSpace;
+  try {
+    buildProblem(go2, s.samples, s.set, s.problem);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    std::printf("base variant: %s\n", e.what());
+  }
+}
+
+TEST(Identify, ContactDetectionFromKinematicsAgreesWithTheLog) {
+  const auto& go2 = robot("go2");
+  PreparationOptions prep;
+  prep.base_state = BaseStateSource::Truth;
+  prep.decimation = 10;
+  const Samples from_log = prepareSamples(go2, simLog("go2-payload-3kg", "nominal"), prep);
+  prep.detect_contacts = true;
+  const Samples detected = prepareSamples(go2, simLog("go2-payload-3kg", "nominal"), prep);
+  const double agree =
+      (from_log.contact.array() == detected.contact.array()).cast<double>().mean();
+  std::printf("detected contact flags agree with the log's on %.4f of foot-samples\n", agree);
+  EXPECT_TRUE(detected.contacts_detected);
+  EXPECT_GT(agree, 0.95);
+}
+
+TEST(Identify, SymmetryConstraintMirrorsLegs) {
+  const auto& go2 = robot("go2");
+  Go2Setup s = go2Setup("go2-nominal", {"base", "FL_thigh", "FR_thigh"}, 20);
+  const StackedProblem sp = buildProblem(go2, s.samples, s.set, s.problem);
+  MapOptions mo;
+  mo.constraints.push_back(symmetryConstraint(sp.layout, "FL_thigh", "FR_thigh"));
+  const MapResult map = solveMap(sp, s.set, s.problem, mo);
+  std::printf("symmetry: violation %.3g, %s, %d iterations\n", map.constraint_violation,
+              toString(map.status).c_str(), map.iterations);
+  EXPECT_NE(map.status, Status::Failed);
+  EXPECT_LT(map.constraint_violation, 1e-8);
+}
+
+}  // namespace
+}  // namespace heft::identify
+
+namespace heft::identify {
+namespace {
+
+// The whole run as the CLI will call it: every method on one log, truth errors attached.
+TEST(Identify, IdentifyRunsEveryMethodEndToEnd) {
+  const auto& panda = robot("panda");
+  const auto& log = simLog("panda-friction", "nominal");
+  model::IdentifiedSetOptions so;
+  so.identify_friction = true;
+  so.friction_joints = pandaArmJoints();
+  const auto set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  for (auto method : {Method::LeastSquares, Method::WeightedLeastSquares, Method::Energy, Method::Map}) {
+    IdentifyOptions o;
+    o.method = method;
+    o.preparation.decimation = 20;
+    o.problem.identify_armature = true;
+    o.problem.min_speed = method == Method::Energy ? 0.0 : 0.05;
+    o.energy.interval = 3;  // 0.06 s at the decimated 50 Hz
+    o.friction_truth = scenarioFriction("panda-friction");
+    EXPECT_EQ(parseMethod(toString(method)), method);
+    const IdentifyResult r = identify(panda, log, set, o);
+    ASSERT_TRUE(r.truth.has_value());
+    double worst_mass = 0;
+    for (const auto& b : r.truth->bodies) worst_mass = std::max(worst_mass, b.mass_relative);
+    std::printf("%s: %s, %d rows, rank %d, %.2f s, worst body mass error %.3g %%\n",
+                toString(method).c_str(), toString(r.status).c_str(), r.rows, r.base.rank,
+                r.time_s, 100 * worst_mass);
+    EXPECT_NE(r.status, Status::Failed) << r.message;
+    EXPECT_TRUE(r.estimate.allFinite() && r.covariance.allFinite());
+    EXPECT_EQ(r.estimate.size(), static_cast<Eigen::Index>(r.names.size()));
+    if (method == Method::Map) std::printf("%s", r.report().substr(0, 1500).c_str());
+  }
+  EXPECT_THROW(parseMethod("magic"), InputError);
+}
+
+}  // namespace
+}  // namespace heft::identify
