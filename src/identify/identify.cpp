@@ -5,25 +5,25 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::identify {
 namespace {
 
-std::string num(double x, int precision = 5) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << x;
-  return s.str();
-}
+std::string num(double x, int precision = 5) { return formatNumber(x, precision); }
 
 }  // namespace
 
 std::string toString(Method method) {
   switch (method) {
-    case Method::LeastSquares: return "ls";
-    case Method::WeightedLeastSquares: return "wls";
-    case Method::Energy: return "energy";
-    case Method::Map: return "map";
+    case Method::LeastSquares:
+      return "ls";
+    case Method::WeightedLeastSquares:
+      return "wls";
+    case Method::Energy:
+      return "energy";
+    case Method::Map:
+      return "map";
   }
   return "?";
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
@@ -427,11 +428,7 @@ nlohmann::json jsonArray(const Eigen::MatrixXd& m) {
   return j;
 }
 
-std::string fixed(double x, int precision = 4) {
-  std::ostringstream s;
-  s << std::setprecision(precision) << x;
-  return s.str();
-}
+std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
 
 }  // namespace
 

@@ -11,16 +11,12 @@
 #include <Eigen/SVD>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::identify {
 namespace {
 
-std::string num(double x, int precision = 4) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << x;
-  return s.str();
-}
+std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
 
 Eigen::VectorXd channelRms(const Eigen::VectorXd& r, const Eigen::VectorXi& channel, int nc) {
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(nc);
@@ -34,10 +30,10 @@ Eigen::VectorXd channelRms(const Eigen::VectorXd& r, const Eigen::VectorXi& chan
 }
 
 struct Factorization {
-  Eigen::VectorXd scale;      // D
-  Eigen::VectorXd singular;   // of the equilibrated system
-  Eigen::MatrixXd U, V;       // of R P^T (n x n)
-  Eigen::VectorXd qty;        // first n entries of Q^T rhs
+  Eigen::VectorXd scale;     // D
+  Eigen::VectorXd singular;  // of the equilibrated system
+  Eigen::MatrixXd U, V;      // of R P^T (n x n)
+  Eigen::VectorXd qty;       // first n entries of Q^T rhs
   int rank = 0;
   BaseParameters base;
 };
@@ -115,10 +111,14 @@ Factorization factorize(const Eigen::MatrixXd& Phi, const Eigen::VectorXd& rhs, 
 
 std::string toString(Status status) {
   switch (status) {
-    case Status::NotRun: return "not run";
-    case Status::Converged: return "converged";
-    case Status::MaxIterations: return "max iterations";
-    case Status::Failed: return "failed";
+    case Status::NotRun:
+      return "not run";
+    case Status::Converged:
+      return "converged";
+    case Status::MaxIterations:
+      return "max iterations";
+    case Status::Failed:
+      return "failed";
   }
   return "?";
 }
@@ -170,7 +170,7 @@ LeastSquaresResult solveLeastSquares(const LinearSystem& system, const Eigen::Ve
     res.base = f.base;
     res.condition_number = r > 0 ? f.singular[0] / f.singular[r - 1] : 0.0;
     res.full_condition_number = (r == n && r > 0) ? f.singular[0] / f.singular[n - 1]
-                                                   : std::numeric_limits<double>::infinity();
+                                                  : std::numeric_limits<double>::infinity();
   };
 
   solveWeighted(Eigen::VectorXd::Ones(m));

@@ -11,17 +11,13 @@
 #include <Eigen/QR>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 
 namespace heft::identify {
 namespace {
 
-std::string num(double x, int precision = 4) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << x;
-  return s.str();
-}
+std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
 
 Eigen::MatrixXd inverseCholeskyFactor(const Eigen::MatrixXd& cov, const std::string& what) {
   Eigen::LLT<Eigen::MatrixXd> llt(cov);
@@ -70,8 +66,9 @@ LinearConstraint totalMassConstraint(const model::RobotModel& robot, const Param
     rest -= robot.pi(layout.bodies[b])[0];
   }
   c.e = Eigen::VectorXd::Constant(1, total_mass - rest);
-  require(c.e[0] > 0, "total_mass", "more than the mass of the bodies not identified (" +
-          num(rest, 6) + " kg)", num(total_mass, 6) + " kg");
+  require(c.e[0] > 0, "total_mass",
+          "more than the mass of the bodies not identified (" + num(rest, 6) + " kg)",
+          num(total_mass, 6) + " kg");
   return c;
 }
 
@@ -100,8 +97,8 @@ void MapOptions::validate() const {
   require(channel_std.size() == 0 || (channel_std.allFinite() && channel_std.minCoeff() > 0),
           "channel_std", "empty or finite values > 0", "other values");
   for (const auto& c : constraints) {
-    require(c.E.rows() == c.e.size() && c.E.allFinite() && c.e.allFinite(),
-            "constraint " + c.name, "E (k x n) and e (k), finite", "inconsistent");
+    require(c.E.rows() == c.e.size() && c.E.allFinite() && c.e.allFinite(), "constraint " + c.name,
+            "E (k x n) and e (k), finite", "inconsistent");
   }
 }
 
@@ -109,7 +106,9 @@ void MapOptions::validate() const {
 
 MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
                        const ProblemOptions& po, const MapOptions& options)
-    : layout_(p.layout), parametrization_(set.parametrization), form_(po.friction_form),
+    : layout_(p.layout),
+      parametrization_(set.parametrization),
+      form_(po.friction_form),
       rate_(p.coulomb_rate) {
   options.validate();
   nb_ = layout_.numBodies();
@@ -151,7 +150,8 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
       require(report.consistent, "prior mean of body " + block.name,
               "a strictly physically consistent pi (the MAP starts there)", "an inconsistent one");
       pi_mean_.push_back(block.prior_mean);
-      pi_Linv_.push_back(inverseCholeskyFactor(block.prior_covariance, "prior of body " + block.name));
+      pi_Linv_.push_back(
+          inverseCholeskyFactor(block.prior_covariance, "prior of body " + block.name));
     }
   }
   for (int f = 0; f < nf_; ++f) {
@@ -162,8 +162,8 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
         mu_Linv_.push_back(inverseCholeskyFactor(block.prior_log_covariance,
                                                  "friction prior of " + block.joint_name));
       } else {
-        mu_mean_.push_back(Eigen::Vector2d(std::log(block.prior_gamma[3]),
-                                           std::log(block.prior_gamma[5])));
+        mu_mean_.push_back(
+            Eigen::Vector2d(std::log(block.prior_gamma[3]), std::log(block.prior_gamma[5])));
         Eigen::Matrix2d cov;
         cov << block.prior_log_covariance(3, 3), block.prior_log_covariance(3, 5),
             block.prior_log_covariance(5, 3), block.prior_log_covariance(5, 5);
@@ -266,7 +266,8 @@ void MapProblem::frictionTerms(const Eigen::VectorXd& x, Eigen::MatrixXd& T,
 }
 
 void MapProblem::residual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
-  require(x.size() == dim_, "x", "size " + std::to_string(dim_), "size " + std::to_string(x.size()));
+  require(x.size() == dim_, "x", "size " + std::to_string(dim_),
+          "size " + std::to_string(x.size()));
   r.resize(numResiduals());
   const Eigen::VectorXd p = pi(x);
   Eigen::MatrixXd T;
@@ -289,7 +290,8 @@ void MapProblem::residual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
 }
 
 void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
-  require(x.size() == dim_, "x", "size " + std::to_string(dim_), "size " + std::to_string(x.size()));
+  require(x.size() == dim_, "x", "size " + std::to_string(dim_),
+          "size " + std::to_string(x.size()));
   J.setZero(numResiduals(), dim_);
   std::vector<Matrix10> Jpi(nb_);
   for (int b = 0; b < nb_; ++b) {
@@ -318,7 +320,8 @@ void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
   int o = rows_;
   for (int b = 0; b < nb_; ++b, o += 10) J.block<10, 10>(o, 10 * b) = pi_Linv_[b] * Jpi[b];
   for (int f = 0; f < nf_; ++f, o += friction_per_joint_) {
-    J.block(o, fo + friction_per_joint_ * f, friction_per_joint_, friction_per_joint_) = mu_Linv_[f];
+    J.block(o, fo + friction_per_joint_ * f, friction_per_joint_, friction_per_joint_) =
+        mu_Linv_[f];
   }
   for (int i = 0; i < na_; ++i) J(o + i, fo + friction_per_joint_ * nf_ + i) = 1.0 / la_std_;
 }
@@ -419,7 +422,8 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
       res.warnings.push_back(std::to_string(res.linear_dimension - ls.base.rank) + " of " +
                              std::to_string(res.linear_dimension) +
                              " linear parameter directions are not seen by the data and are "
-                             "regularized by the prior (mostly " + list + ")");
+                             "regularized by the prior (mostly " +
+                             list + ")");
     }
   }
 
@@ -505,8 +509,9 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
              step <= options.step_tolerance * (x.norm() + options.step_tolerance)) &&
             (nc == 0 || c.lpNorm<Eigen::Infinity>() < 1e-9)) {
           res.status = Status::Converged;
-          res.message = std::abs(decrease) < options.function_tolerance ? "cost change below tolerance"
-                                                                       : "step below tolerance";
+          res.message = std::abs(decrease) < options.function_tolerance
+                            ? "cost change below tolerance"
+                            : "step below tolerance";
         }
       } else {
         lambda *= 10;
@@ -526,7 +531,8 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
   // the KKT steps satisfy the linearized constraints; a few Gauss-Newton projections onto
   // E pi(theta) = e remove the second-order remainder (minimum-norm steps, cost barely moves)
   if (nc > 0) {
-    for (int k = 0; k < 20 && c.lpNorm<Eigen::Infinity>() > 1e-13 * std::max(1.0, c_e_scale(mp)); ++k) {
+    for (int k = 0; k < 20 && c.lpNorm<Eigen::Infinity>() > 1e-13 * std::max(1.0, c_e_scale(mp));
+         ++k) {
       const Eigen::VectorXd dx = -C.transpose() * (C * C.transpose()).ldlt().solve(c);
       if (!dx.allFinite()) break;
       try {
@@ -555,8 +561,9 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
     Eigen::FullPivHouseholderQR<Eigen::MatrixXd> qr(C.transpose());
     const Eigen::MatrixXd Q = qr.matrixQ();
     const Eigen::MatrixXd Z = Q.rightCols(n - qr.rank());
-    res.x_covariance = Z * (Z.transpose() * H * Z).ldlt().solve(Eigen::MatrixXd::Identity(Z.cols(), Z.cols())) *
-                       Z.transpose();
+    res.x_covariance =
+        Z * (Z.transpose() * H * Z).ldlt().solve(Eigen::MatrixXd::Identity(Z.cols(), Z.cols())) *
+        Z.transpose();
     res.constraint_violation = c.lpNorm<Eigen::Infinity>();
   } else {
     res.x_covariance = H.ldlt().solve(Eigen::MatrixXd::Identity(n, n));
@@ -593,13 +600,15 @@ std::string MapResult::report() const {
     << "iterations  " << iterations << ", cost " << num(initial_cost, 6) << " -> "
     << num(final_cost, 6) << "\n"
     << "data rank   " << data_rank << " of " << linear_dimension << " linear directions\n";
-  if (constraint_violation > 0) s << "constraints max violation " << num(constraint_violation) << "\n";
+  if (constraint_violation > 0)
+    s << "constraints max violation " << num(constraint_violation) << "\n";
   s << "residual    per channel RMS before -> after:\n";
   for (std::size_t c = 0; c < channel_names.size(); ++c) {
     s << "  " << std::left << std::setw(24) << channel_names[c] << num(channel_rms_before[c])
       << " -> " << num(channel_rms_after[c]) << "\n";
   }
-  static const char* entries[10] = {"m", "hx", "hy", "hz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
+  static const char* entries[10] = {"m",   "hx",  "hy",  "hz",  "Ixx",
+                                    "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
   s << "bodies      entry, estimate, std:\n";
   for (int b = 0; b < layout.numBodies(); ++b) {
     s << "  " << layout.body_names[b] << ":";
@@ -610,8 +619,9 @@ std::string MapResult::report() const {
     s << "\n";
   }
   for (const auto& f : friction) {
-    s << "  friction " << f.joint << ": coulomb " << num(f.coulomb()) << " (" << num(f.gamma_std[3], 2)
-      << "), viscous " << num(f.viscous()) << " (" << num(f.gamma_std[5], 2) << ")\n";
+    s << "  friction " << f.joint << ": coulomb " << num(f.coulomb()) << " ("
+      << num(f.gamma_std[3], 2) << "), viscous " << num(f.viscous()) << " ("
+      << num(f.gamma_std[5], 2) << ")\n";
   }
   for (int i = 0; i < armature.size(); ++i) {
     s << "  armature " << layout.armature_joints[i] << ": " << num(armature[i]) << " ("

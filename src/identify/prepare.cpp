@@ -14,6 +14,7 @@
 #include <pinocchio/algorithm/kinematics.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/dynamics/energy.hpp"
 #include "heft/dynamics/regressor.hpp"
 #include "heft/identify/problem.hpp"
@@ -24,12 +25,7 @@
 namespace heft::identify {
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 void requirePositiveFinite(double x, const std::string& what) {
   require(std::isfinite(x) && x > 0, what, "a finite value > 0", num(x));
@@ -85,9 +81,12 @@ JointMap mapJoints(const pinocchio::Model& model, const std::vector<std::string>
 
 std::string toString(AccelerationMethod method) {
   switch (method) {
-    case AccelerationMethod::SavitzkyGolayDerivative: return "sg-derivative";
-    case AccelerationMethod::ForwardDifference: return "forward-difference";
-    case AccelerationMethod::Truth: return "truth";
+    case AccelerationMethod::SavitzkyGolayDerivative:
+      return "sg-derivative";
+    case AccelerationMethod::ForwardDifference:
+      return "forward-difference";
+    case AccelerationMethod::Truth:
+      return "truth";
   }
   return "?";
 }
@@ -113,10 +112,14 @@ FrictionForm parseFrictionForm(const std::string& name) {
 
 std::string toString(Projection projection) {
   switch (projection) {
-    case Projection::Auto: return "auto";
-    case Projection::None: return "none";
-    case Projection::ContactNullSpace: return "contact";
-    case Projection::BaseContactNullSpace: return "base";
+    case Projection::Auto:
+      return "auto";
+    case Projection::None:
+      return "none";
+    case Projection::ContactNullSpace:
+      return "contact";
+    case Projection::BaseContactNullSpace:
+      return "base";
   }
   return "?";
 }
@@ -233,13 +236,13 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
               "truth/base_pose", "a truth base pose and twist (BaseStateSource::Truth)", "none");
       base_pose = io::interpolateQuaternions(log->truth->time, log->truth->base_pose.rightCols(4),
                                              js.time, "truth/base_pose");
-      base_pose = (Eigen::MatrixXd(n, 7) << io::interpolateLinear(log->truth->time,
-                                                                    log->truth->base_pose.leftCols(3),
-                                                                    js.time, "truth/base_pose"),
-                   base_pose)
-                      .finished();
-      base_twist =
-          io::interpolateLinear(log->truth->time, log->truth->base_twist, js.time, "truth/base_twist");
+      base_pose =
+          (Eigen::MatrixXd(n, 7) << io::interpolateLinear(
+               log->truth->time, log->truth->base_pose.leftCols(3), js.time, "truth/base_pose"),
+           base_pose)
+              .finished();
+      base_twist = io::interpolateLinear(log->truth->time, log->truth->base_twist, js.time,
+                                         "truth/base_twist");
       out.warnings.push_back("base pose and twist taken from the truth group (no state estimator)");
     }
   }
@@ -258,7 +261,8 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
     }
   } else {
     a = accelerationFrom(v, options.acceleration, options.filter, dt);
-    if (out.free_flyer) base_acc = accelerationFrom(base_twist, options.acceleration, options.filter, dt);
+    if (out.free_flyer)
+      base_acc = accelerationFrom(base_twist, options.acceleration, options.filter, dt);
   }
   if (options.smooth_velocity) {
     v = filterRows(v, options.filter, 0, dt);
@@ -310,7 +314,8 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
     out.contact.setZero(nc, N);
     if (log->contacts && !options.detect_contacts) {
       const io::ContactSeries& cs = *log->contacts;
-      const io::FlagMatrix flags = io::interpolateFlags(cs.time, cs.flags, out.time, "contacts/flags");
+      const io::FlagMatrix flags =
+          io::interpolateFlags(cs.time, cs.flags, out.time, "contacts/flags");
       for (int c = 0; c < nc; ++c) {
         const auto it = std::find(cs.names.begin(), cs.names.end(), out.contact_names[c]);
         require(it != cs.names.end(), "contacts/names",
@@ -328,10 +333,10 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
         pinocchio::updateFramePlacements(model, data);
         for (int c = 0; c < nc; ++c) {
           const double h = data.oMf[ids[c]].translation().z() - options.contact.ground_height;
-          const double speed = pinocchio::getFrameVelocity(model, data, ids[c],
-                                                           pinocchio::LOCAL_WORLD_ALIGNED)
-                                   .linear()
-                                   .norm();
+          const double speed =
+              pinocchio::getFrameVelocity(model, data, ids[c], pinocchio::LOCAL_WORLD_ALIGNED)
+                  .linear()
+                  .norm();
           out.contact(c, i) = h < options.contact.height && speed < options.contact.speed ? 1 : 0;
         }
       }
@@ -368,7 +373,8 @@ AccelerationError accelerationError(const model::RobotModel& robot, const io::Lo
 
 std::vector<std::string> ParameterLayout::linearNames() const {
   std::vector<std::string> names;
-  static const char* entries[10] = {"m", "hx", "hy", "hz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
+  static const char* entries[10] = {"m",   "hx",  "hy",  "hz",  "Ixx",
+                                    "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
   for (const auto& b : body_names) {
     for (const char* e : entries) names.push_back(std::string(e) + "[" + b + "]");
   }
@@ -395,7 +401,8 @@ ParameterLayout makeLayout(const model::RobotModel& robot, const Samples& sample
   }
   for (const auto& a : set.actuators) {
     require(!a.identified, "actuator " + a.joint_name,
-            "not identified (actuator gains are not supported by heft::identify yet)", "identified");
+            "not identified (actuator gains are not supported by heft::identify yet)",
+            "identified");
   }
   auto jointIndex = [&](const std::string& name, const std::string& what) {
     const auto it = std::find(samples.joint_names.begin(), samples.joint_names.end(), name);
@@ -413,7 +420,8 @@ ParameterLayout makeLayout(const model::RobotModel& robot, const Samples& sample
   }
   if (options.identify_armature) {
     std::vector<std::string> names = options.armature_joints;
-    if (names.empty()) names = layout.friction_joints.empty() ? samples.joint_names : layout.friction_joints;
+    if (names.empty())
+      names = layout.friction_joints.empty() ? samples.joint_names : layout.friction_joints;
     for (const auto& name : names) {
       layout.armature_joints.push_back(name);
       layout.armature_joint.push_back(jointIndex(name, "armature_joints"));
@@ -618,8 +626,8 @@ LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples
   s.names = s.layout.linearNames();
   const int N = samples.size(), L = options.interval;
   const int intervals = (N - 1) / L;
-  require(intervals >= 2, "energy.interval", "at least 2 intervals in " + std::to_string(N) +
-          " samples", std::to_string(intervals));
+  require(intervals >= 2, "energy.interval",
+          "at least 2 intervals in " + std::to_string(N) + " samples", std::to_string(intervals));
   const pinocchio::Model& model = robot.pinocchio();
   dynamics::RegressorModel rm(model, s.layout.bodies);
   dynamics::EnergyData ed(rm);
@@ -666,7 +674,8 @@ LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples
     }
     s.Phi.block(i, 0, 1, np) = E.row(b) - E.row(a);
     if (fric.cols() > 0) s.Phi.block(i, np, 1, fric.cols()) = fw;
-    if (arm.cols() > 0) s.Phi.block(i, s.layout.armatureOffset(), 1, arm.cols()) = arm.row(b) - arm.row(a);
+    if (arm.cols() > 0)
+      s.Phi.block(i, s.layout.armatureOffset(), 1, arm.cols()) = arm.row(b) - arm.row(a);
     s.y[i] = work - (E_rest[b] - E_rest[a]);
   }
   return s;

@@ -7,17 +7,13 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 
 namespace heft::identify {
 namespace {
 
-std::string num(double x, int precision = 4) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << x;
-  return s.str();
-}
+std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
 
 Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
                  const std::string& name) {
@@ -70,7 +66,8 @@ TruthErrors truthErrors(const model::RobotModel& robot, const io::Log& log,
                         const ParameterLayout& layout, const Eigen::VectorXd& linear,
                         const std::vector<JointFrictionTruth>& friction) {
   require(linear.size() == layout.linearDimension(), "estimate",
-          "size " + std::to_string(layout.linearDimension()), "size " + std::to_string(linear.size()));
+          "size " + std::to_string(layout.linearDimension()),
+          "size " + std::to_string(linear.size()));
   const Eigen::VectorXd truth = truthLinearVector(robot, log, layout, friction);
   TruthErrors out;
   for (int b = 0; b < layout.numBodies(); ++b) {
@@ -136,9 +133,9 @@ std::string TruthErrors::report() const {
   for (const auto& j : joints) {
     s << std::left << std::setw(22) << j.joint << "coulomb " << num(j.coulomb_estimate) << " / "
       << num(j.coulomb_true) << " (" << num(j.coulomb_relative, 3) << "), viscous "
-      << num(j.viscous_estimate) << " / " << num(j.viscous_true) << " (" << num(j.viscous_relative, 3)
-      << "), armature " << num(j.armature_estimate) << " / " << num(j.armature_true) << " ("
-      << num(j.armature_relative, 3) << ")\n";
+      << num(j.viscous_estimate) << " / " << num(j.viscous_true) << " ("
+      << num(j.viscous_relative, 3) << "), armature " << num(j.armature_estimate) << " / "
+      << num(j.armature_true) << " (" << num(j.armature_relative, 3) << ")\n";
   }
   return s.str();
 }

@@ -12,6 +12,7 @@
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::inertia {
 namespace {
@@ -23,11 +24,7 @@ using Vector6 = Eigen::Matrix<double, 6, 1>;
 // pi by at most the gap, i.e. <= 1e-12 relative.
 constexpr double kDegenerateRelativeGap = 1e-12;
 
-std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.6g", x);
-  return buffer;
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 std::string vec(const Eigen::VectorXd& v) {
   std::string s = "[";
@@ -60,9 +57,10 @@ void requireSymmetric(const Eigen::MatrixXd& A, const std::string& what) {
 void requireFiniteImage(const Eigen::Ref<const Eigen::MatrixXd>& image, const Vector10& theta,
                         const char* what) {
   if (!image.allFinite())
-    throw InputError(std::string(what) +
-                     ": expected theta whose image is finite (exp overflows above ~709), got theta = " +
-                     vec(theta));
+    throw InputError(
+        std::string(what) +
+        ": expected theta whose image is finite (exp overflows above ~709), got theta = " +
+        vec(theta));
 }
 
 // [A_xx, A_xy, A_yy, A_xz, A_yz, A_zz], Pinocchio's Symmetric3 layout (symmetrized first: the

@@ -8,17 +8,13 @@
 #include <vector>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::io {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(10);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 10); }
 
 /// Index i with time(i) <= t <= time(i+1) (i = N-2 at the last sample); t must be inside.
 Eigen::Index bracket(const Eigen::VectorXd& time, double t) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 
 namespace heft::io {
@@ -39,12 +40,7 @@ void requireValid(const ValidationReport& report, const std::string& source) {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(10);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 10); }
 
 std::string joinNames(const std::vector<std::string>& names, std::size_t limit = 20) {
   std::string text;
@@ -315,8 +311,8 @@ void checkTruth(Collector& out, const Log& log) {
                    "samples of truth/time x 10 per name in truth/varying_body_names")) {
       std::vector<std::string> columns;
       for (const auto& name : t.varying_body_names) {
-        for (const char* c : {"/m", "/mcx", "/mcy", "/mcz", "/Ixx", "/Ixy", "/Iyy", "/Ixz", "/Iyz",
-                              "/Izz"}) {
+        for (const char* c :
+             {"/m", "/mcx", "/mcy", "/mcz", "/Ixx", "/Ixy", "/Iyy", "/Ixz", "/Iyz", "/Izz"}) {
           columns.push_back(name + c);
         }
       }
@@ -325,17 +321,17 @@ void checkTruth(Collector& out, const Log& log) {
         for (Eigen::Index b = 0; b < nvb; ++b) {
           const Vector10 pi = t.varying_body_pi.block<1, 10>(k, 10 * b).transpose();
           if (!pi.allFinite() || inertia::checkConsistency(pi).consistent) continue;
-          out.add("truth/varying_body_pi", k,
-                  "body " + t.varying_body_names[b] + ": expected physically consistent parameters");
+          out.add(
+              "truth/varying_body_pi", k,
+              "body " + t.varying_body_names[b] + ": expected physically consistent parameters");
         }
       }
     }
   } else {
-    const bool stray = t.q.size() || t.v.size() || t.a.size() || t.base_pose.size() ||
-                       t.varying_body_pi.size() || !t.varying_body_names.empty() ||
-                       t.base_twist.size() || t.base_acceleration.size() ||
-                       t.contact_forces.size() || t.contact_flags.size() ||
-                       !t.contact_names.empty();
+    const bool stray =
+        t.q.size() || t.v.size() || t.a.size() || t.base_pose.size() || t.varying_body_pi.size() ||
+        !t.varying_body_names.empty() || t.base_twist.size() || t.base_acceleration.size() ||
+        t.contact_forces.size() || t.contact_flags.size() || !t.contact_names.empty();
     if (stray)
       out.add("truth/time", -1, "expected a time vector for the truth time series, got none");
   }

@@ -7,17 +7,13 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::model {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 void requirePositive(double x, const std::string& what, const std::string& unit = "") {
   require(std::isfinite(x) && x > 0, what, "a finite value > 0" + unit, num(x));

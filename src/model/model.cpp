@@ -15,17 +15,13 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::model {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 // Collapses an exception text to one line. Pinocchio's PINOCCHIO_THROW_PRETTY messages are
 // "From file: ...\nin function: ...\nat line: ...\nmessage:\n<text>": keep <text>.

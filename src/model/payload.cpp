@@ -5,17 +5,13 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 
 namespace heft::model {
 
 namespace {
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 }  // namespace
 
 Payload Payload::fromPlacement(const pinocchio::SE3& body_T_payload, double mass,

@@ -4,28 +4,24 @@
 #include <cmath>
 #include <sstream>
 
+#include <pinocchio/algorithm/center-of-mass.hpp>
 #include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
-#include <pinocchio/algorithm/center-of-mass.hpp>
 #include <pinocchio/spatial/explog.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/sim/random.hpp"
 
 namespace heft::sim {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 void requirePositive(double x, const std::string& field, const std::string& unit) {
   require(std::isfinite(x) && x > 0, field, "a finite value > 0" + unit, num(x));
@@ -114,15 +110,22 @@ PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
   if (phases.empty()) return p;
   const double cycle = o.phase_duration * static_cast<double>(phases.size());
   const double tau = std::fmod(t - o.settle, cycle);
-  const int index = std::min(static_cast<int>(tau / o.phase_duration), static_cast<int>(phases.size()) - 1);
+  const int index =
+      std::min(static_cast<int>(tau / o.phase_duration), static_cast<int>(phases.size()) - 1);
   const double local = tau - index * o.phase_duration;
   const double window =
       smoothstep(local / o.ramp).s * smoothstep((o.phase_duration - local) / o.ramp).s;
   const double rotation = std::sin(2 * M_PI * o.rotation_frequency * local) * window;
   switch (phases[index]) {
-    case 0: p.roll = o.roll_amplitude * rotation; break;
-    case 1: p.pitch = o.pitch_amplitude * rotation; break;
-    case 2: p.yaw = o.yaw_amplitude * rotation; break;
+    case 0:
+      p.roll = o.roll_amplitude * rotation;
+      break;
+    case 1:
+      p.pitch = o.pitch_amplitude * rotation;
+      break;
+    case 2:
+      p.yaw = o.yaw_amplitude * rotation;
+      break;
     case 3:
       p.dz = -o.squat_depth * window * 0.5 * (1 - std::cos(2 * M_PI * o.squat_frequency * local));
       break;
@@ -182,7 +185,8 @@ bool solveFeet(const pinocchio::Model& model, pinocchio::Data& data,
       J.middleRows<3>(3 * f) = frame_jacobian.topRightCorner(3, nu);
     }
     // damped least squares: well defined for any number of feet and near singular legs
-    const Eigen::MatrixXd JJt = J * J.transpose() + 1e-10 * Eigen::MatrixXd::Identity(3 * nf, 3 * nf);
+    const Eigen::MatrixXd JJt =
+        J * J.transpose() + 1e-10 * Eigen::MatrixXd::Identity(3 * nf, 3 * nf);
     q.tail(nu) += J.transpose() * JJt.ldlt().solve(error);
   }
   return false;
@@ -197,8 +201,8 @@ void StanceMotionOptions::validate(int nu) const {
   requireNonNegative(settle, "settle", " s");
   requirePositive(phase_duration, "phase_duration", " s");
   requirePositive(ramp, "ramp", " s");
-  require(2 * ramp <= phase_duration, "ramp", "at most phase_duration / 2 = " + num(phase_duration / 2),
-          num(ramp));
+  require(2 * ramp <= phase_duration, "ramp",
+          "at most phase_duration / 2 = " + num(phase_duration / 2), num(ramp));
   requireNonNegative(roll_amplitude, "roll_amplitude", " rad");
   requireNonNegative(pitch_amplitude, "pitch_amplitude", " rad");
   requireNonNegative(yaw_amplitude, "yaw_amplitude", " rad");
@@ -233,7 +237,8 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
 
   std::vector<pinocchio::FrameIndex> ids;
   for (const auto& name : feet) {
-    require(model.existFrame(name), "feet", "a frame of " + nominal.displayName(), "\"" + name + "\"");
+    require(model.existFrame(name), "feet", "a frame of " + nominal.displayName(),
+            "\"" + name + "\"");
     ids.push_back(model.getFrameId(name));
   }
   const int nf = static_cast<int>(ids.size());
@@ -310,7 +315,8 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
     pinocchio::computeJointJacobians(model, data, qk);
     for (int f = 0; f < nf; ++f) {
       frame_jacobian.setZero();
-      pinocchio::getFrameJacobian(model, data, ids[f], pinocchio::LOCAL_WORLD_ALIGNED, frame_jacobian);
+      pinocchio::getFrameJacobian(model, data, ids[f], pinocchio::LOCAL_WORLD_ALIGNED,
+                                  frame_jacobian);
       Jc.middleRows(3 * f, 3) = frame_jacobian.topRows<3>();
     }
     // forces (world frame) closest to f0 with Jc_base^T f = tau_base
@@ -348,8 +354,8 @@ void HumanoidMotionOptions::validate() const {
   requireNonNegative(settle, "settle", " s");
   requirePositive(phase_duration, "phase_duration", " s");
   requirePositive(ramp, "ramp", " s");
-  require(2 * ramp <= phase_duration, "ramp", "at most phase_duration / 2 = " + num(phase_duration / 2),
-          num(ramp));
+  require(2 * ramp <= phase_duration, "ramp",
+          "at most phase_duration / 2 = " + num(phase_duration / 2), num(ramp));
   for (const auto& [joint, angle] : posture) {
     require(std::isfinite(angle), "posture[" + joint + "]", "a finite angle", num(angle));
   }
@@ -387,9 +393,9 @@ HumanoidOffset humanoidOffset(const HumanoidMotionOptions& o, const std::vector<
   const int first_continuous = phase_start.back();
   for (std::size_t w = 0; w < o.continuous.size(); ++w) {
     const JointWave& wave = o.continuous[w];
-    out.joints.emplace_back(wave_index[first_continuous + w],
-                            fade * wave.amplitude *
-                                std::sin(2 * M_PI * wave.frequency * local_all + wave.phase));
+    out.joints.emplace_back(
+        wave_index[first_continuous + w],
+        fade * wave.amplitude * std::sin(2 * M_PI * wave.frequency * local_all + wave.phase));
   }
   if (o.phases.empty()) return out;
   const int count = static_cast<int>(o.phases.size());
@@ -400,13 +406,14 @@ HumanoidOffset humanoidOffset(const HumanoidMotionOptions& o, const std::vector<
   const double window =
       smoothstep(local / o.ramp).s * smoothstep((o.phase_duration - local) / o.ramp).s;
   const HumanoidPhase& phase = o.phases[index];
-  out.dz = -phase.squat_depth * window * 0.5 * (1 - std::cos(2 * M_PI * phase.squat_frequency * local));
+  out.dz =
+      -phase.squat_depth * window * 0.5 * (1 - std::cos(2 * M_PI * phase.squat_frequency * local));
   out.dy = phase.shift_amplitude * window * std::sin(2 * M_PI * phase.shift_frequency * local);
   for (std::size_t w = 0; w < phase.joints.size(); ++w) {
     const JointWave& wave = phase.joints[w];
-    out.joints.emplace_back(wave_index[phase_start[index] + w],
-                            window * wave.amplitude *
-                                std::sin(2 * M_PI * wave.frequency * local + wave.phase));
+    out.joints.emplace_back(
+        wave_index[phase_start[index] + w],
+        window * wave.amplitude * std::sin(2 * M_PI * wave.frequency * local + wave.phase));
   }
   return out;
 }
@@ -436,7 +443,8 @@ bool solveSoles(const pinocchio::Model& model, pinocchio::Data& data,
       pinocchio::getFrameJacobian(model, data, soles[f], pinocchio::LOCAL, frame_jacobian);
       J.middleRows<6>(6 * f) = frame_jacobian.rightCols(nu);
     }
-    const Eigen::MatrixXd JJt = J * J.transpose() + 1e-10 * Eigen::MatrixXd::Identity(6 * ns, 6 * ns);
+    const Eigen::MatrixXd JJt =
+        J * J.transpose() + 1e-10 * Eigen::MatrixXd::Identity(6 * ns, 6 * ns);
     q.tail(nu) += J.transpose() * JJt.ldlt().solve(error);
   }
   return false;
@@ -462,7 +470,8 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
   const int n = sampleCount(duration, dt);
 
   auto frameId = [&](const std::string& name, const std::string& field) {
-    require(model.existFrame(name), field, "a frame of " + nominal.displayName(), "\"" + name + "\"");
+    require(model.existFrame(name), field, "a frame of " + nominal.displayName(),
+            "\"" + name + "\"");
     return model.getFrameId(name);
   };
   auto velocityIndex = [&](const std::string& joint, const std::string& field) {
@@ -480,10 +489,12 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
   std::vector<int> phase_start, wave_index;
   for (const auto& phase : options.phases) {
     phase_start.push_back(static_cast<int>(wave_index.size()));
-    for (const auto& w : phase.joints) wave_index.push_back(velocityIndex(w.joint, "phases joints"));
+    for (const auto& w : phase.joints)
+      wave_index.push_back(velocityIndex(w.joint, "phases joints"));
   }
   phase_start.push_back(static_cast<int>(wave_index.size()));
-  for (const auto& w : options.continuous) wave_index.push_back(velocityIndex(w.joint, "continuous"));
+  for (const auto& w : options.continuous)
+    wave_index.push_back(velocityIndex(w.joint, "continuous"));
 
   // the standing posture; the soles stay where it puts them, flat on the floor z = 0
   pinocchio::Data data(model);
@@ -494,7 +505,8 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
   pinocchio::forwardKinematics(model, data, posture);
   pinocchio::updateFramePlacements(model, data);
   double mean_z = 0;
-  for (auto id : soles) mean_z += data.oMf[id].translation().z() / static_cast<double>(soles.size());
+  for (auto id : soles)
+    mean_z += data.oMf[id].translation().z() / static_cast<double>(soles.size());
   const double height = -mean_z;
   std::vector<pinocchio::SE3> soles_world;
   for (auto id : soles) {
@@ -503,7 +515,8 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     const double yaw = std::atan2(x.y(), x.x());
     Eigen::Vector3d p = M.translation();
     p.z() = 0;
-    soles_world.emplace_back(Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(), p);
+    soles_world.emplace_back(Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(),
+                             p);
   }
 
   // configurations on the grid t = -dt .. n dt, for central differences
@@ -520,7 +533,8 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     for (std::size_t f = 0; f < soles.size(); ++f) targets[f] = base.actInv(soles_world[f]);
     if (!solveSoles(model, data, soles, targets, q)) {
       throw SolveError("humanoid reference: inverse kinematics did not converge at t = " + num(t) +
-                       " s (pelvis shift " + num(o.dy) + " m, height " + num(height + o.dz) + " m)");
+                       " s (pelvis shift " + num(o.dy) + " m, height " + num(height + o.dz) +
+                       " m)");
     }
     Eigen::VectorXd full = q;
     full.head<3>() = base.translation();
@@ -588,8 +602,8 @@ void FourierExcitationOptions::validate(int nu) const {
   requirePositive(unlimited_amplitude, "unlimited_amplitude", " rad");
 }
 
-Reference fourierReference(const model::RobotModel& nominal, const FourierExcitationOptions& options,
-                           double duration, double dt) {
+Reference fourierReference(const model::RobotModel& nominal,
+                           const FourierExcitationOptions& options, double duration, double dt) {
   require(!nominal.hasFreeFlyer(), "excitation robot", "a fixed base",
           nominal.displayName() + " with a free-flyer");
   const pinocchio::Model& model = nominal.pinocchio();
@@ -661,7 +675,8 @@ Reference fourierReference(const model::RobotModel& nominal, const FourierExcita
       max_v = std::max(max_v, std::abs(xd));
       max_a = std::max(max_a, std::abs(xdd));
     }
-    info.scale = std::min({info.amplitude / max_x, info.vmax / max_v, options.max_acceleration / max_a});
+    info.scale =
+        std::min({info.amplitude / max_x, info.vmax / max_v, options.max_acceleration / max_a});
   }
 
   Reference ref;
@@ -712,7 +727,8 @@ PdGains uniformGains(int nu, double kp, double kd) {
 PdGains bandwidthGains(const model::RobotModel& nominal, const Eigen::VectorXd& q, double bandwidth,
                        double damping_ratio) {
   const pinocchio::Model& model = nominal.pinocchio();
-  require(q.size() == model.nq, "q", std::to_string(model.nq) + " entries", std::to_string(q.size()));
+  require(q.size() == model.nq, "q", std::to_string(model.nq) + " entries",
+          std::to_string(q.size()));
   requirePositive(bandwidth, "bandwidth", " rad/s");
   requireNonNegative(damping_ratio, "damping_ratio", "");
   pinocchio::Data data(model);
@@ -725,7 +741,8 @@ PdGains bandwidthGains(const model::RobotModel& nominal, const Eigen::VectorXd& 
   // effective inertia of each joint with the others free, 1 / (M^-1)_ii: with these, the
   // eigenvalues of M^-1 Kd are at most nu 2 zeta w, so the explicit 1 kHz PD stays stable (M_ii
   // itself overestimates distal joints and made the panda's wrist and fingers diverge)
-  data.M.triangularView<Eigen::StrictlyLower>() = data.M.transpose().triangularView<Eigen::StrictlyLower>();
+  data.M.triangularView<Eigen::StrictlyLower>() =
+      data.M.transpose().triangularView<Eigen::StrictlyLower>();
   const Eigen::MatrixXd Minv = data.M.inverse();
   for (int i = 0; i < nu; ++i) {
     const double m = 1.0 / Minv(offset + i, offset + i);
@@ -746,8 +763,9 @@ PdController::PdController(const model::RobotModel& nominal, Reference reference
   require(reference_.samples() > 0, "reference", "at least one sample", "none");
   require(reference_.q.rows() == model_.nq && reference_.v.rows() == model_.nv &&
               reference_.tau.rows() == nu,
-          "reference rows", "nq, nv, nu = " + std::to_string(model_.nq) + ", " +
-                                std::to_string(model_.nv) + ", " + std::to_string(nu),
+          "reference rows",
+          "nq, nv, nu = " + std::to_string(model_.nq) + ", " + std::to_string(model_.nv) + ", " +
+              std::to_string(nu),
           std::to_string(reference_.q.rows()) + ", " + std::to_string(reference_.v.rows()) + ", " +
               std::to_string(reference_.tau.rows()));
 }

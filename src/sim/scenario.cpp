@@ -9,18 +9,14 @@
 #include <tuple>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/sim/mujoco_errors.hpp"
 
 namespace heft::sim {
 
 namespace {
 
-std::string num(double x, int precision = 6) {
-  std::ostringstream s;
-  s.precision(precision);
-  s << x;
-  return s.str();
-}
+std::string num(double x, int precision = 6) { return formatNumber(x, precision); }
 
 // Solid box of mass m and edge lengths a (x), b (y), c (z), centered at `com` (body frame).
 model::Payload box(double m, const Vector3& com, double a, double b, double c) {
@@ -84,10 +80,11 @@ Scenario talosBase(const std::string& name, const std::string& description) {
   s.model.imu_frame = "imu_link";
   for (const std::string side : {"left", "right"}) {
     const std::string sole = side + "_sole_link";
-    for (const auto& [corner, x, y] : {std::tuple<const char*, double, double>{"front_left", 0.1, 0.065},
-                                       {"front_right", 0.1, -0.065},
-                                       {"back_left", -0.1, 0.065},
-                                       {"back_right", -0.1, -0.065}}) {
+    for (const auto& [corner, x, y] :
+         {std::tuple<const char*, double, double>{"front_left", 0.1, 0.065},
+          {"front_right", 0.1, -0.065},
+          {"back_left", -0.1, 0.065},
+          {"back_right", -0.1, -0.065}}) {
       // sphere bottoms on the sole plane
       s.model.contact_points.push_back({side + "_sole_" + corner, sole, Vector3(x, y, 0.01)});
     }
@@ -114,9 +111,9 @@ Scenario talosBase(const std::string& name, const std::string& description) {
   HumanoidPhase twist;
   twist.joints = {{"torso_1_joint", 0.3, 0.5, 0}};
   HumanoidPhase arms;
-  arms.joints = {{"arm_left_1_joint", 0.2, 0.5, 0},      {"arm_right_1_joint", 0.2, 0.5, 0},
-                 {"arm_left_2_joint", 0.15, 0.5, 0},     {"arm_right_2_joint", -0.15, 0.5, 0},
-                 {"arm_left_4_joint", 0.4, 0.5, M_PI},   {"arm_right_4_joint", 0.4, 0.5, 0}};
+  arms.joints = {{"arm_left_1_joint", 0.2, 0.5, 0},    {"arm_right_1_joint", 0.2, 0.5, 0},
+                 {"arm_left_2_joint", 0.15, 0.5, 0},   {"arm_right_2_joint", -0.15, 0.5, 0},
+                 {"arm_left_4_joint", 0.4, 0.5, M_PI}, {"arm_right_4_joint", 0.4, 0.5, 0}};
   s.humanoid.phases = {squat, shift, twist, arms};
   s.humanoid.settle = 1.0;
   s.humanoid.phase_duration = 4.0;
@@ -127,7 +124,8 @@ Scenario talosBase(const std::string& name, const std::string& description) {
   // what a standing leg carries; stiff fixed gains instead
   for (const std::string side : {"left", "right"}) {
     for (int j = 1; j <= 6; ++j) {
-      s.joint_gains["leg_" + side + "_" + std::to_string(j) + "_joint"] = {kTalosLegKp, kTalosLegKd};
+      s.joint_gains["leg_" + side + "_" + std::to_string(j) + "_joint"] = {kTalosLegKp,
+                                                                           kTalosLegKd};
     }
   }
   s.duration = 17;
@@ -139,14 +137,15 @@ Scenario talosBase(const std::string& name, const std::string& description) {
 std::vector<Scenario> makeScenarios() {
   std::vector<Scenario> list;
   {
-    Scenario s = go2Base("go2-stand", "go2 nominal model standing still (static contact truth), 10 s");
+    Scenario s =
+        go2Base("go2-stand", "go2 nominal model standing still (static contact truth), 10 s");
     s.stance.roll_amplitude = s.stance.pitch_amplitude = s.stance.yaw_amplitude = 0;
     s.stance.squat_depth = 0;
     s.duration = 10;
     list.push_back(s);
   }
-  list.push_back(go2Base("go2-nominal",
-                         "go2 nominal model: stand, torso roll/pitch/yaw, squats, 15 s (baseline)"));
+  list.push_back(go2Base(
+      "go2-nominal", "go2 nominal model: stand, torso roll/pitch/yaw, squats, 15 s (baseline)"));
   {
     Scenario s = go2Base("go2-payload-3kg",
                          "go2 +3 kg box on the torso (PRIME Table I): stand, torso rotations, "
@@ -203,11 +202,12 @@ std::vector<Scenario> makeScenarios() {
     list.push_back(s);
   }
   {
-    Scenario s = go2Base("go1-7.2kg",
-                         "go1 +7.2 kg on the torso trotting in place (walking stand-in), 15 s");
+    Scenario s =
+        go2Base("go1-7.2kg", "go1 +7.2 kg on the torso trotting in place (walking stand-in), 15 s");
     s.robot = "go1";
     s.model.contact_radius = 0.02;
-    s.model.payloads.push_back({"payload", "base", box(7.2, Vector3(0, 0, 0.09), 0.25, 0.12, 0.08)});
+    s.model.payloads.push_back(
+        {"payload", "base", box(7.2, Vector3(0, 0, 0.09), 0.25, 0.12, 0.08)});
     s.stance.roll_amplitude = s.stance.pitch_amplitude = s.stance.yaw_amplitude = 0;
     s.stance.squat_depth = 0;
     s.stance.trot_height = 0.05;
@@ -227,8 +227,9 @@ std::vector<Scenario> makeScenarios() {
   }
   list.push_back(pandaBase("panda", "panda Fourier excitation without joint friction, 20 s"));
   {
-    Scenario s = talosBase("talos-stand", "TALOS nominal model standing still in double support "
-                                          "(static contact truth), 10 s");
+    Scenario s = talosBase("talos-stand",
+                           "TALOS nominal model standing still in double support "
+                           "(static contact truth), 10 s");
     s.humanoid.phases.clear();
     s.duration = 10;
     list.push_back(s);
@@ -242,9 +243,10 @@ std::vector<Scenario> makeScenarios() {
     list.push_back(s);
   }
   {
-    Scenario s = talosBase("talos-forearm-5.4kg",
-                           "TALOS +5.4 kg on the left forearm during elbow curls (0.7 rad, 0.333 Hz; "
-                           "online EKF paper): squats, weight shifts, torso twists, 18 s");
+    Scenario s =
+        talosBase("talos-forearm-5.4kg",
+                  "TALOS +5.4 kg on the left forearm during elbow curls (0.7 rad, 0.333 Hz; "
+                  "online EKF paper): squats, weight shifts, torso twists, 18 s");
     // a dumbbell strapped across the middle of the forearm
     s.model.payloads.push_back(
         {"payload", "arm_left_4_link", box(5.4, Vector3(-0.01, 0, -0.15), 0.08, 0.25, 0.08)});
@@ -318,18 +320,22 @@ void SimulationOptions::validate() const {
 
 std::string toString(SimulationSummary::Status status) {
   switch (status) {
-    case SimulationSummary::Status::NotRun: return "not run";
-    case SimulationSummary::Status::Completed: return "completed";
-    case SimulationSummary::Status::Fell: return "fell";
-    case SimulationSummary::Status::Warning: return "MuJoCo warning";
+    case SimulationSummary::Status::NotRun:
+      return "not run";
+    case SimulationSummary::Status::Completed:
+      return "completed";
+    case SimulationSummary::Status::Fell:
+      return "fell";
+    case SimulationSummary::Status::Warning:
+      return "MuJoCo warning";
   }
   return "?";
 }
 
 std::string SimulationSummary::report() const {
   std::ostringstream s;
-  s << "scenario  " << scenario << ": " << toString(status) << (message.empty() ? "" : " (" + message + ")")
-    << "\n"
+  s << "scenario  " << scenario << ": " << toString(status)
+    << (message.empty() ? "" : " (" + message + ")") << "\n"
     << "time      " << num(simulated_time) << " of " << num(duration) << " s simulated in " << steps
     << " steps\n"
     << "mass      " << num(total_mass) << " kg simulated, " << num(nominal_mass) << " kg nominal\n"
@@ -339,15 +345,16 @@ std::string SimulationSummary::report() const {
       << " rad\n";
   }
   s << "warnings  " << mujoco_warnings << " from MuJoCo\n"
-    << "wall      reference " << num(reference_seconds, 3) << " s, physics " << num(physics_seconds, 3)
-    << " s, sensors " << num(sensor_seconds, 3) << " s\n";
+    << "wall      reference " << num(reference_seconds, 3) << " s, physics "
+    << num(physics_seconds, 3) << " s, sensors " << num(sensor_seconds, 3) << " s\n";
   return s.str();
 }
 
 SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options) {
   options.validate();
   installMujocoHandlers();
-  const NoiseProfile profile = options.profile ? *options.profile : NoiseProfile::fromName(options.noise);
+  const NoiseProfile profile =
+      options.profile ? *options.profile : NoiseProfile::fromName(options.noise);
   const double duration = options.duration > 0 ? options.duration : scenario.duration;
   const model::RobotModel robot = model::loadRobot(scenario.robot);
   SimModel sim(robot, scenario.model);
@@ -380,14 +387,14 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
   } else {
     reference = fourierReference(robot, scenario.fourier, duration, dt);
   }
-  PdGains gains =
-      scenario.kp > 0 ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
-                      : bandwidthGains(robot, reference.q.col(0), scenario.bandwidth,
-                                       scenario.damping_ratio);
+  PdGains gains = scenario.kp > 0 ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
+                                  : bandwidthGains(robot, reference.q.col(0), scenario.bandwidth,
+                                                   scenario.damping_ratio);
   for (const auto& [joint, kp_kd] : scenario.joint_gains) {
     const auto& names = sim.jointNames();
     const auto it = std::find(names.begin(), names.end(), joint);
-    require(it != names.end(), "joint_gains", "a joint of " + robot.displayName(), "\"" + joint + "\"");
+    require(it != names.end(), "joint_gains", "a joint of " + robot.displayName(),
+            "\"" + joint + "\"");
     gains.kp[it - names.begin()] = kp_kd.first;
     gains.kd[it - names.begin()] = kp_kd.second;
   }
@@ -463,7 +470,8 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
       truth.accel.row(k) = imu.accel.transpose();
       truth.imu_orientation.row(k) = imu.orientation.coeffs().transpose();
       const Eigen::Quaterniond base(q[6], q[3], q[4], q[5]);
-      const double tilt = std::acos(std::clamp(base.normalized().toRotationMatrix()(2, 2), -1.0, 1.0));
+      const double tilt =
+          std::acos(std::clamp(base.normalized().toRotationMatrix()(2, 2), -1.0, 1.0));
       summary.min_base_height = std::min(summary.min_base_height, q[2]);
       summary.max_tilt = std::max(summary.max_tilt, tilt);
       if (q[2] < scenario.bounds.min_base_height || tilt > scenario.bounds.max_tilt) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/sim/random.hpp"
 #include "heft/sim/sim_model.hpp"
 
@@ -12,12 +13,7 @@ namespace heft::sim {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 // One random stream per sensor (Rng stream ids), so the sensors' noise are independent.
 enum Stream : std::uint64_t {
@@ -56,8 +52,8 @@ int decimation(double rate, double dt, const std::string& field) {
 }
 
 void requireJitter(double jitter, double period, const std::string& field) {
-  require(jitter < 0.5 * period, field, "less than half the sample period " + num(period / 2) + " s",
-          num(jitter) + " s");
+  require(jitter < 0.5 * period, field,
+          "less than half the sample period " + num(period / 2) + " s", num(jitter) + " s");
 }
 
 double jittered(Rng& rng, double t, double jitter) {
@@ -278,7 +274,8 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
     for (int s = 0; s < m; ++s) {
       const int k = s * every;
       imu.time[s] = jittered(clock, truth.time[k], profile.imu_time_jitter);
-      imu.gyro.row(s) = truth.gyro.row(k) + (gyro_bias + normal3(rng, profile.gyro_noise)).transpose();
+      imu.gyro.row(s) =
+          truth.gyro.row(k) + (gyro_bias + normal3(rng, profile.gyro_noise)).transpose();
       imu.accel.row(s) =
           truth.accel.row(k) + (accel_bias + normal3(rng, profile.accel_noise)).transpose();
       const Eigen::Vector4d c = truth.imu_orientation.row(k).transpose();
@@ -309,12 +306,15 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
       const double t = jittered(mocap_clock, truth.time[k], profile.mocap_time_jitter);
       const Eigen::Vector3d position_noise = normal3(mocap_rng, profile.mocap_position_noise);
       const Eigen::Vector3d rotation_noise = normal3(mocap_rng, profile.mocap_orientation_noise);
-      const bool single_drop = profile.mocap_dropout > 0 && mocap_rng.uniform() < profile.mocap_dropout;
-      const bool burst_start =
-          profile.mocap_burst_probability > 0 && mocap_rng.uniform() < profile.mocap_burst_probability;
-      const double burst_fraction = profile.mocap_burst_probability > 0 ? mocap_rng.uniform(0.2, 1.0) : 0;
+      const bool single_drop =
+          profile.mocap_dropout > 0 && mocap_rng.uniform() < profile.mocap_dropout;
+      const bool burst_start = profile.mocap_burst_probability > 0 &&
+                               mocap_rng.uniform() < profile.mocap_burst_probability;
+      const double burst_fraction =
+          profile.mocap_burst_probability > 0 ? mocap_rng.uniform(0.2, 1.0) : 0;
       if (burst_left == 0 && burst_start) {
-        burst_left = static_cast<int>(std::ceil(burst_fraction * profile.mocap_burst_duration / period));
+        burst_left =
+            static_cast<int>(std::ceil(burst_fraction * profile.mocap_burst_duration / period));
       }
       const bool dropped = single_drop || burst_left > 0;
       if (burst_left > 0) --burst_left;
@@ -349,7 +349,8 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
     contacts.flags.resize(n, nc);
     for (int k = 0; k < n; ++k) {
       for (int c = 0; c < nc; ++c) {
-        const double fz = truth.contact_forces(k, 3 * c + 2) + rng.normal(profile.contact_force_noise);
+        const double fz =
+            truth.contact_forces(k, 3 * c + 2) + rng.normal(profile.contact_force_noise);
         contacts.flags(k, c) = fz > profile.contact_threshold ? 1 : 0;
       }
     }

@@ -14,18 +14,14 @@
 #include <pinocchio/algorithm/kinematics.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 #include "heft/sim/mujoco_errors.hpp"
 
 namespace heft::sim {
 
 namespace {
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return formatNumber(x, 6); }
 
 void setQuat(double out[4], const Eigen::Matrix3d& R) {
   Eigen::Quaterniond q(R);
@@ -56,8 +52,10 @@ void setInertial(mjsBody* body, const pinocchio::Inertia& inertia) {
 // Inertia of MuJoCo body `b` about its own frame (body_ipos, body_iquat, body_inertia).
 pinocchio::Inertia mujocoInertia(const mjModel* m, int b) {
   const mjtNum* q = m->body_iquat + 4 * b;
-  const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
-  const Eigen::Vector3d d(m->body_inertia[3 * b], m->body_inertia[3 * b + 1], m->body_inertia[3 * b + 2]);
+  const Eigen::Matrix3d R =
+      Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
+  const Eigen::Vector3d d(m->body_inertia[3 * b], m->body_inertia[3 * b + 1],
+                          m->body_inertia[3 * b + 2]);
   const Eigen::Matrix3d Ic = R * d.asDiagonal() * R.transpose();
   const Eigen::Vector3d c(m->body_ipos[3 * b], m->body_ipos[3 * b + 1], m->body_ipos[3 * b + 2]);
   const Eigen::Matrix3d symmetric = 0.5 * (Ic + Ic.transpose());
@@ -66,9 +64,10 @@ pinocchio::Inertia mujocoInertia(const mjModel* m, int b) {
 
 pinocchio::SE3 mujocoBodyPlacement(const mjModel* m, int b) {
   const mjtNum* q = m->body_quat + 4 * b;
-  const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
-  return pinocchio::SE3(R, Eigen::Vector3d(m->body_pos[3 * b], m->body_pos[3 * b + 1],
-                                           m->body_pos[3 * b + 2]));
+  const Eigen::Matrix3d R =
+      Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
+  return pinocchio::SE3(
+      R, Eigen::Vector3d(m->body_pos[3 * b], m->body_pos[3 * b + 1], m->body_pos[3 * b + 2]));
 }
 
 struct SpecDeleter {
@@ -82,15 +81,16 @@ void SimModelOptions::validate() const {
           "a value in (0, 0.01] s", num(timestep));
   for (const auto& e : link_edits) {
     require(!e.body.empty(), "link_edits body", "a body name", "\"\"");
-    require(std::isfinite(e.mass_scale) && e.mass_scale > 0, "link_edits[" + e.body + "] mass_scale",
-            "a finite value > 0", num(e.mass_scale));
+    require(std::isfinite(e.mass_scale) && e.mass_scale > 0,
+            "link_edits[" + e.body + "] mass_scale", "a finite value > 0", num(e.mass_scale));
     require(e.com_shift.allFinite(), "link_edits[" + e.body + "] com_shift", "finite values [m]",
             "non-finite values");
   }
   std::set<std::string> names;
   for (const auto& p : payloads) {
     require(!p.name.empty(), "payloads name", "a non-empty MuJoCo body name", "\"\"");
-    require(names.insert(p.name).second, "payloads name", "unique names", "\"" + p.name + "\" twice");
+    require(names.insert(p.name).second, "payloads name", "unique names",
+            "\"" + p.name + "\" twice");
     require(!p.body.empty(), "payloads[" + p.name + "] body", "a body name", "\"\"");
     p.payload.validate();
   }
@@ -112,10 +112,10 @@ void SimModelOptions::validate() const {
   }
   for (const auto& v : mass_variations) {
     require(!v.body.empty(), "mass_variations body", "a body or payload name", "\"\"");
-    require(std::isfinite(v.offset) && std::isfinite(v.amplitude) &&
-                std::abs(v.amplitude) < v.offset,
-            "mass_variations[" + v.body + "]", "offset > |amplitude| (a positive mass)",
-            "offset " + num(v.offset) + ", amplitude " + num(v.amplitude));
+    require(
+        std::isfinite(v.offset) && std::isfinite(v.amplitude) && std::abs(v.amplitude) < v.offset,
+        "mass_variations[" + v.body + "]", "offset > |amplitude| (a positive mass)",
+        "offset " + num(v.offset) + ", amplitude " + num(v.amplitude));
     require(std::isfinite(v.frequency) && v.frequency > 0,
             "mass_variations[" + v.body + "] frequency", "a value > 0 Hz", num(v.frequency));
   }
@@ -192,7 +192,8 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     }
     if (jm.nv() != 1) {
       throw InputError(nominal_.source() + ": joint " + joint_name + ": expected a revolute, " +
-                       "continuous or prismatic joint (or a free-flyer root), got " + jm.shortname());
+                       "continuous or prismatic joint (or a free-flyer root), got " +
+                       jm.shortname());
     }
     Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
     J.setZero();
@@ -257,8 +258,8 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
   for (const auto& point : points) {
     const std::string& name = point.frame;
     if (!pm.existFrame(name)) {
-      throw InputError("contact_frames: expected a frame of " + nominal_.displayName() + ", got \"" +
-                       name + "\"");
+      throw InputError("contact_frames: expected a frame of " + nominal_.displayName() +
+                       ", got \"" + name + "\"");
     }
     const auto& frame = pm.frames[pm.getFrameId(name)];
     if (frame.parentJoint == 0) {
@@ -337,8 +338,8 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
   if (mjs_isWarning(raw)) {
     const char* err = mjs_getError(raw);
     mj_deleteModel(compiled);
-    throw InputError("MuJoCo model of " + nominal_.displayName() + ": compiler warning: " +
-                     std::string(err ? err : ""));
+    throw InputError("MuJoCo model of " + nominal_.displayName() +
+                     ": compiler warning: " + std::string(err ? err : ""));
   }
   model_ = compiled;
 
@@ -438,7 +439,8 @@ void SimModel::applyMassVariations(double t) {
 }
 
 void SimModel::applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& tau) const {
-  require(tau_cmd.size() == nu(), "tau_cmd size", std::to_string(nu()), std::to_string(tau_cmd.size()));
+  require(tau_cmd.size() == nu(), "tau_cmd size", std::to_string(nu()),
+          std::to_string(tau_cmd.size()));
   tau.resize(nu());
   if (!has_actuators_) {
     tau = tau_cmd;
@@ -472,7 +474,8 @@ Eigen::MatrixXd SimModel::truthPi() const {
   }
   const int nb = nominal_.pinocchio().njoints - 1;
   Eigen::MatrixXd pi(nb, 10);
-  for (int k = 0; k < nb; ++k) pi.row(k) = lumped[joint_body_[k + 1]].toDynamicParameters().transpose();
+  for (int k = 0; k < nb; ++k)
+    pi.row(k) = lumped[joint_body_[k + 1]].toDynamicParameters().transpose();
   return pi;
 }
 
@@ -539,7 +542,8 @@ void SimModel::getAcceleration(const mjData* d, const Eigen::VectorXd& q, const 
   require(v.size() == nv(), "v size", std::to_string(nv()), std::to_string(v.size()));
   a.resize(nv());
   if (hasFreeFlyer()) {
-    const Eigen::Matrix3d R = Eigen::Quaterniond(q[6], q[3], q[4], q[5]).normalized().toRotationMatrix();
+    const Eigen::Matrix3d R =
+        Eigen::Quaterniond(q[6], q[3], q[4], q[5]).normalized().toRotationMatrix();
     const Eigen::Vector3d world_acc(d->qacc[0], d->qacc[1], d->qacc[2]);
     // d/dt (R^T pdot) = R^T pddot - omega x (R^T pdot): Pinocchio's a is the derivative of v
     a.head<3>() = R.transpose() * world_acc - v.segment<3>(3).cross(v.head<3>());
@@ -548,7 +552,8 @@ void SimModel::getAcceleration(const mjData* d, const Eigen::VectorXd& q, const 
   for (const auto& j : joints_) a[j.idx_v] = d->qacc[j.mj_dof];
 }
 
-void SimModel::jointPositions(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> positions) const {
+void SimModel::jointPositions(const Eigen::VectorXd& q,
+                              Eigen::Ref<Eigen::VectorXd> positions) const {
   require(q.size() == nq(), "q size", std::to_string(nq()), std::to_string(q.size()));
   require(positions.size() == nu(), "positions size", std::to_string(nu()),
           std::to_string(positions.size()));

@@ -1,0 +1,396 @@
+// Studies of issue 4 (label `long`, outside the default suite): studies/noise-sweep and
+// studies/payload. Each test simulates its MuJoCo logs with heft::sim, runs the estimators, prints
+// the table and writes it to studies/<name>/results.md.
+//
+// Regenerate: cmake --build build --target test_identify_long && build/bin/test_identify_long
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "heft/identify/identify.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log.hpp"
+#include "heft/model/identified_set.hpp"
+#include "heft/model/model.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::identify {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+const model::RobotModel& robot(const std::string& name) {
+  static std::map<std::string, model::RobotModel> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) it = cache.emplace(name, model::loadRobot(name)).first;
+  return it->second;
+}
+
+io::Log simulate(const std::string& scenario, const sim::SimulationOptions& o) {
+  const double t0 = now();
+  sim::SimulationResult r = sim::simulate(sim::findScenario(scenario), o);
+  std::printf("[sim] %s (%s, %g s): %s in %.2f s\n", scenario.c_str(),
+              r.log.meta.noise_profile.c_str(), r.summary.simulated_time,
+              sim::toString(r.summary.status).c_str(), now() - t0);
+  EXPECT_TRUE(r.summary.ok()) << r.summary.report();
+  return std::move(r.log);
+}
+
+std::vector<JointFrictionTruth> scenarioFriction(const std::string& scenario) {
+  std::vector<JointFrictionTruth> out;
+  for (const auto& [joint, f] : sim::findScenario(scenario).model.joint_friction) {
+    out.push_back({joint, f.frictionloss, f.damping, f.armature});
+  }
+  return out;
+}
+
+std::vector<std::string> pandaArmJoints() {
+  std::vector<std::string> j;
+  for (int i = 1; i <= 7; ++i) j.push_back("panda_joint" + std::to_string(i));
+  return j;
+}
+
+// The perturbed prior of tests/identify_test.cpp (same distributions, same seed 11): mass x
+// U(0.9, 1.1), COM +-1 cm per axis, inertia about the COM x U(0.8, 1.2).
+model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
+      shift(-0.01, 0.01);
+  for (auto& b : set.bodies) {
+    const double m = inertia::mass(b.prior_mean);
+    const Eigen::Vector3d c = inertia::centerOfMass(b.prior_mean);
+    const Eigen::Matrix3d Ic = inertia::rotationalInertiaAtCom(b.prior_mean);
+    const Eigen::Vector3d dc(shift(rng), shift(rng), shift(rng));
+    const double sm = mass_scale(rng), si = inertia_scale(rng);
+    b.prior_mean = inertia::piFromMassComInertia(sm * m, c + dc, si * Ic);
+    b.prior_covariance = model::defaultBodyCovariance(b.prior_mean);
+  }
+  return set;
+}
+
+void writeFile(const std::string& relative, const std::string& text) {
+  const std::string path = std::string(HEFT_SOURCE_DIR) + "/" + relative;
+  std::ofstream f(path);
+  ASSERT_TRUE(f.good()) << "cannot write " << path;
+  f << text;
+  std::printf("wrote %s\n", path.c_str());
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g %%", 100 * x);
+  return b;
+}
+
+// ---- studies/noise-sweep ------------------------------------------------------------------------
+
+// Relative inertial error of an estimate (linear layout), two measures:
+//  full: |pi_hat - pi*|_2 / |pi*|_2 over all 10 x 9 inertial entries (every body's m, h, I);
+//  base: |K (x_hat - x*)|_2 / |K x*|_2 over the whole linear vector (inertia, friction, armature),
+//        K the base-parameter map of the torque regressor on the noise-free data
+//        (baseParameterError(...).norm): only what the data can determine.
+struct InertialError {
+  double full = 0, base = 0;
+};
+
+InertialError inertialError(const LinearSystem& torque_clean, const BaseParameters& base_clean,
+                            const Eigen::VectorXd& x, const Eigen::VectorXd& xt, int n_pi) {
+  InertialError e;
+  e.full = (x.head(n_pi) - xt.head(n_pi)).norm() / xt.head(n_pi).norm();
+  // the whole linear vector: armature[panda_joint1] (and joint2) is only identifiable together
+  // with link inertias, so the inertial entries cannot be scored apart from it
+  e.base = baseParameterError(torque_clean, base_clean, x, xt).norm;
+  return e;
+}
+
+TEST(Studies, NoiseSweep) {
+  const double t_start = now();
+  const std::string scenario = "panda-friction";
+  const double duration = 10;
+  const int decimation = 10;       // methods 1 and 3: 100 Hz
+  const int energy_interval = 50;  // method 2: every sample, intervals of 0.05 s
+  const double min_speed = 0.05;   // methods 1 and 3 (docs/identify.md, Friction)
+  const auto& panda = robot("panda");
+  const auto friction = scenarioFriction(scenario);
+
+  model::IdentifiedSetOptions so;
+  so.identify_friction = true;
+  so.friction_joints = pandaArmJoints();
+  const model::IdentifiedSet set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  ProblemOptions po;
+  po.identify_armature = true;
+  po.min_speed = min_speed;
+
+  struct Row {
+    double sigma;
+    std::string filter;
+    InertialError ls, energy, map, prior;
+    std::string map_status;
+    int map_iterations = 0;
+    int ls_rows = 0, energy_rows = 0;
+  };
+  std::vector<Row> rows;
+  // the base-parameter map K: from the sigma = 0 torque system (the same for every sigma)
+  LinearSystem torque_clean;
+  BaseParameters base_clean;
+  int n_pi = 0;
+
+  for (double sigma : {0.0, 0.005, 0.01, 0.1}) {
+    sim::SimulationOptions o;
+    o.seed = 1;
+    o.duration = duration;
+    sim::NoiseProfile profile = sim::NoiseProfile::fromName("none");
+    char name[64];
+    std::snprintf(name, sizeof name, "encoder-sigma-%g", sigma);
+    profile.name = name;
+    profile.encoder_noise = sigma;
+    profile.velocity_by_differencing = true;  // v = backward difference of the noisy q
+    o.profile = profile;
+    const io::Log log = simulate(scenario, o);
+
+    // accelerations: exact at sigma = 0 (forward difference, MuJoCo's explicit Euler); otherwise
+    // the SG derivative with the window of least RMS acceleration error against the truth
+    PreparationOptions prep;
+    if (sigma == 0) {
+      prep.acceleration = AccelerationMethod::ForwardDifference;
+      prep.filter = {1, 0};
+    } else {
+      double best = 1e300;
+      for (int window : {41, 81, 161, 241, 321, 481, 641, 961, 1441, 2001}) {
+        PreparationOptions p;
+        p.filter = {window, 3};
+        const double e = accelerationError(panda, log, p).rms;
+        if (e < best) {
+          best = e;
+          prep.filter = p.filter;
+        }
+      }
+      prep.smooth_velocity = true;  // the differenced velocity carries sqrt(2) sigma / dt noise
+    }
+    Row row;
+    row.sigma = sigma;
+    row.filter = sigma == 0 ? "forward difference (exact)"
+                            : "SG derivative w=" + std::to_string(prep.filter.window);
+
+    // methods 1 and 3: decimated torque rows
+    prep.decimation = decimation;
+    const Samples samples = prepareSamples(panda, log, prep);
+    const StackedProblem sp = buildProblem(panda, samples, set, po);
+    const LinearSystem sys = torqueSystem(sp);
+    const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
+    const Eigen::VectorXd xt = truthLinearVector(panda, log, sys.layout, friction);
+    const double t1 = now();
+    const LeastSquaresResult ls = solveLeastSquares(sys, x0);
+    const double t_ls = now() - t1;
+    if (sigma == 0) {
+      torque_clean = sys;
+      base_clean = ls.base;
+      n_pi = sys.layout.frictionOffset();
+    }
+    const MapResult map = solveMap(sp, set, po);
+    row.map_status = toString(map.status);
+    row.map_iterations = map.iterations;
+    row.ls_rows = ls.rows;
+
+    // method 2: every sample (intervals of energy_interval samples), no min_speed
+    prep.decimation = 1;
+    const Samples samples_e = prepareSamples(panda, log, prep);
+    ProblemOptions po_e = po;
+    po_e.min_speed = 0;
+    EnergyOptions eo;
+    eo.interval = energy_interval;
+    const LinearSystem sys_e = energySystem(panda, samples_e, set, po_e, eo);
+    ASSERT_EQ(sys_e.layout.linearNames(), sys.layout.linearNames());
+    const LeastSquaresResult en = solveLeastSquares(sys_e, x0);
+    row.energy_rows = en.rows;
+
+    row.ls = inertialError(torque_clean, base_clean, ls.x, xt, n_pi);
+    row.energy = inertialError(torque_clean, base_clean, en.x, xt, n_pi);
+    row.map = inertialError(torque_clean, base_clean, map.linear, xt, n_pi);
+    row.prior = inertialError(torque_clean, base_clean, x0, xt, n_pi);
+    std::printf(
+        "sigma %g (%s): rows ls %d, energy %d; full: ls %s, energy %s, map %s, prior %s; "
+        "base: ls %s, energy %s, map %s, prior %s; map %s after %d iterations "
+        "(%.1f s), ls %.2f s\n",
+        sigma, row.filter.c_str(), ls.rows, en.rows, pct(row.ls.full).c_str(),
+        pct(row.energy.full).c_str(), pct(row.map.full).c_str(), pct(row.prior.full).c_str(),
+        pct(row.ls.base).c_str(), pct(row.energy.base).c_str(), pct(row.map.base).c_str(),
+        pct(row.prior.base).c_str(), row.map_status.c_str(), map.iterations, map.time_s, t_ls);
+
+    EXPECT_EQ(ls.status, Status::Converged) << ls.message;
+    EXPECT_NE(en.status, Status::Failed) << en.message;
+    EXPECT_NE(map.status, Status::Failed) << map.message;
+    for (const InertialError& e : {row.ls, row.energy, row.map, row.prior}) {
+      EXPECT_TRUE(std::isfinite(e.full) && std::isfinite(e.base));
+    }
+    if (sigma == 0) {
+      // issue 4: without noise the identifiable combinations are recovered within 1 %
+      // (exact accelerations; docs/identify.md measures 1e-15 for OLS and 0.07 % for the MAP)
+      EXPECT_LT(row.ls.base, 0.01);
+      EXPECT_LT(row.map.base, 0.01);
+    }
+    rows.push_back(row);
+  }
+  const double runtime = now() - t_start;
+
+  const double paper[4][3] = {{3.5, 6.5, 2.0}, {9.5, 8.0, 2.3}, {22, 12.5, 2.8}, {95, 38, 6.0}};
+  std::ostringstream md;
+  md << "# Noise sweep: relative inertial error of methods 1, 2, 3 (panda-friction)\n\n"
+     << "Generated by `Studies.NoiseSweep` in tests/identify_long_test.cpp; regenerate with\n\n"
+     << "```\ncmake --build build --target test_identify_long && "
+        "build/bin/test_identify_long --gtest_filter=Studies.NoiseSweep\n```\n\n"
+     << "## Protocol\n\n"
+     << "- Log: heft::sim scenario `" << scenario << "` (Fourier excitation, MuJoCo, 1 kHz), "
+     << duration
+     << " s, seed 1. Noise profile `none` with `encoder_noise = sigma` (Gaussian, "
+        "added to q) and `velocity_by_differencing = true` (v = backward difference of the "
+        "noisy q, as a real encoder gives); torque, resolution, jitter: none.\n"
+     << "- Identified set: the 9 panda links (90 inertial parameters), Coulomb + viscous friction "
+        "and armature of the 7 arm joints; every method starts from the same perturbed prior as "
+        "tests/identify_test.cpp (mass x U(0.9, 1.1), COM +-1 cm, inertia about the COM x "
+        "U(0.8, 1.2), seed 11).\n"
+     << "- Accelerations (methods 1, 3): sigma = 0: forward difference, no smoothing (exact for "
+        "MuJoCo's Euler). sigma > 0: SG derivative, order 3, window tuned per sigma (least RMS "
+        "acceleration error against the truth among 41..2001), velocity smoothed with the same "
+        "window.\n"
+     << "- 1 = OLS on the torque rows (decimation " << decimation << ", min_speed " << min_speed
+     << " rad/s); 2 = energy rows over intervals of " << energy_interval
+     << " samples (every sample, OLS); 3 = MAP (log-Cholesky, default options) on the same rows as "
+        "1.\n"
+     << "- Metric (the paper's Table II does not define its relative inertial error; ours):\n"
+     << "  - **base**: `|K (x_hat - x*)| / |K x*|`, K the base-parameter map of the torque "
+        "regressor (sigma = 0 data, rank-revealing QR) over the whole linear vector (90 inertial, "
+        "14 friction, 7 armature entries: armature[panda_joint1] and [panda_joint2] are only "
+        "identifiable together with link inertias, so they cannot be scored apart): the error of "
+        "what the data can determine;\n"
+     << "  - **full**: `|pi_hat - pi*| / |pi*|` over all 90 inertial entries (includes directions "
+        "no data sees, which stay at the prior for OLS, and is dominated by the masses).\n"
+     << "- Differences from the paper: their baselines use the exponential-eigenvalue "
+        "parametrization (ours are plain OLS, may be physically inconsistent), their 'ours' adds "
+        "energy rows and state estimation to the MAP (ours: torque rows only); their sigma applies "
+        "to all sensors, ours to the encoder only (q; v by differencing).\n\n"
+     << "## Results (measured)\n\n"
+     << "| sigma [rad] | accelerations | 1 LS base | 2 energy base | 3 MAP base | prior base | "
+        "1 LS full | 2 energy full | 3 MAP full | prior full | paper ID / energy / theirs |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    char p[64];
+    std::snprintf(p, sizeof p, "%g / %g / %g %%", paper[i][0], paper[i][1], paper[i][2]);
+    md << "| " << r.sigma << " | " << r.filter << " | " << pct(r.ls.base) << " | "
+       << pct(r.energy.base) << " | " << pct(r.map.base) << " | " << pct(r.prior.base) << " | "
+       << pct(r.ls.full) << " | " << pct(r.energy.full) << " | " << pct(r.map.full) << " | "
+       << pct(r.prior.full) << " | " << p << " |\n";
+  }
+  md << "\nRows: LS/MAP " << rows[0].ls_rows << " (sigma 0), energy " << rows[0].energy_rows
+     << ". MAP status per sigma:";
+  for (const Row& r : rows)
+    md << " " << r.sigma << ": " << r.map_status << " (" << r.map_iterations << " it.);";
+  char t[64];
+  std::snprintf(t, sizeof t, "\n\nRuntime %.0f s (simulation included).\n", runtime);
+  md << t;
+  std::printf("%s", md.str().c_str());
+  writeFile("studies/noise-sweep/results.md", md.str());
+}
+
+// ---- studies/payload ----------------------------------------------------------------------------
+
+TEST(Studies, Payload) {
+  const double t_start = now();
+  const auto& go2 = robot("go2");
+  const int decimation = 10;
+  std::ostringstream md;
+  md << "# Payload: base mass, COM and inertia by method 4 (go2, nominal noise)\n\n"
+     << "Generated by `Studies.Payload` in tests/identify_long_test.cpp; regenerate with\n\n"
+     << "```\ncmake --build build --target test_identify_long && "
+        "build/bin/test_identify_long --gtest_filter=Studies.Payload\n```\n\n"
+     << "## Protocol\n\n"
+     << "- Logs: heft::sim scenarios `go2-payload-3kg` (3 kg payload on the base) and "
+        "`go2-com-shift` (base COM moved), noise profile `nominal`, seed 1, the scenario's "
+        "duration (stance motion: four feet down throughout).\n"
+     << "- Method 4: contact null-space projection (`Projection::ContactNullSpace`, stance "
+        "Jacobians of the feet in contact, contact offset = the scenario's contact radius), "
+        "identified set = the base body only (10 parameters), prior = the nominal model.\n"
+     << "- Base state from the truth group (`BaseStateSource::Truth`: heft has no state estimator "
+        "yet, a documented shortcut); contact flags from the log; accelerations: default SG "
+        "derivative (window 81, order 3); decimation "
+     << decimation << ".\n"
+     << "- Errors against the simulated truth (truthErrors): mass relative error |m - m*| / m*, "
+        "COM error |c - c*| [mm], inertia relative error |I_c - I_c*|_F / |I_c*|_F about the COM.\n"
+     << "- The base-only variant (`BaseContactNullSpace`) has no rows on these stance logs (two or "
+        "more feet down leave no base-only row); not in the table.\n\n"
+     << "## Results (measured)\n\n"
+     << "| scenario | estimator | true mass [kg] | estimated mass [kg] | mass rel. error | "
+        "COM error [mm] | inertia rel. error |\n|---|---|---|---|---|---|---|\n";
+  for (const std::string scenario : {"go2-payload-3kg", "go2-com-shift"}) {
+    sim::SimulationOptions o;
+    o.noise = "nominal";
+    o.seed = 1;
+    const io::Log log = simulate(scenario, o);
+    PreparationOptions prep;
+    prep.base_state = BaseStateSource::Truth;
+    prep.decimation = decimation;
+    const Samples samples = prepareSamples(go2, log, prep);
+    model::IdentifiedSetOptions so;
+    so.bodies = {"base"};
+    const model::IdentifiedSet set = model::IdentifiedSet::build(go2, so);
+    ProblemOptions po;
+    po.projection = Projection::ContactNullSpace;
+    po.contact_offset = sim::findScenario(scenario).model.contact_radius;
+    const StackedProblem sp = buildProblem(go2, samples, set, po);
+    const LinearSystem sys = torqueSystem(sp);
+    const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
+    const LeastSquaresResult ls = solveLeastSquares(sys, x0);
+    const MapResult map = solveMap(sp, set, po);
+    const TruthErrors te_nom = truthErrors(go2, log, sys.layout, x0);
+    const TruthErrors te_ls = truthErrors(go2, log, sys.layout, ls.x);
+    const TruthErrors te_map = truthErrors(go2, log, sys.layout, map.linear);
+    std::printf("%s: %d samples, %d rows, rank %d, cond %.3g; map %s after %d iterations\n",
+                scenario.c_str(), samples.size(), sp.rows(), ls.base.rank, ls.condition_number,
+                toString(map.status).c_str(), map.iterations);
+    EXPECT_EQ(ls.status, Status::Converged) << ls.message;
+    EXPECT_NE(map.status, Status::Failed) << map.message;
+    EXPECT_EQ(ls.base.rank, 10);
+    const std::vector<std::pair<std::string, const TruthErrors*>> estimators = {
+        {"nominal model", &te_nom}, {"OLS", &te_ls}, {"MAP", &te_map}};
+    for (const auto& [label, te] : estimators) {
+      ASSERT_EQ(te->bodies.size(), 1u);
+      const BodyError& b = te->bodies[0];
+      char line[256];
+      std::snprintf(line, sizeof line, "| %s | %s | %.4g | %.4g | %s | %.3g | %s |\n",
+                    label == "nominal model" ? scenario.c_str() : "", label.c_str(), b.mass_true,
+                    b.mass_estimate, pct(b.mass_relative).c_str(), 1e3 * b.com_error,
+                    pct(b.inertia_relative).c_str());
+      md << line;
+      EXPECT_TRUE(std::isfinite(b.mass_relative) && std::isfinite(b.com_error) &&
+                  std::isfinite(b.inertia_relative))
+          << label;
+    }
+    // the bounds of Identify.Go2PayloadBaseMassAndComByContactNullSpace (2 % mass, 5 mm COM),
+    // and each estimate must beat the nominal model where the nominal model is wrong
+    for (const TruthErrors* te : {&te_ls, &te_map}) {
+      EXPECT_LT(te->bodies[0].mass_relative, 0.02);
+      EXPECT_LT(te->bodies[0].com_error, 0.005);
+      EXPECT_LT(te->bodies[0].com_error, te_nom.bodies[0].com_error);
+    }
+  }
+  char t[64];
+  std::snprintf(t, sizeof t, "\nRuntime %.0f s (simulation included).\n", now() - t_start);
+  md << t;
+  std::printf("%s", md.str().c_str());
+  writeFile("studies/payload/results.md", md.str());
+}
+
+}  // namespace
+}  // namespace heft::identify
