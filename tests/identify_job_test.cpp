@@ -3,6 +3,8 @@
 // overwrite, no URDF from a failed or inconsistent estimate).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -87,7 +89,8 @@ TEST(JobConfig, BundledExamplesParse) {
 // A short panda-friction log, made once.
 const std::string& pandaLog() {
   static const std::string path = [] {
-    const fs::path p = scratch("panda_friction_3s.h5");
+    // ctest runs each test in its own process, in parallel: one file per process
+    const fs::path p = scratch("panda_friction_3s_" + std::to_string(::getpid()) + ".h5");
     sim::SimulationOptions o;
     o.duration = 3;
     o.noise = "nominal";
