@@ -13,7 +13,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -30,6 +29,7 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/dynamics/regressor.hpp"
+#include "support/ratio_reporter.hpp"
 
 namespace {
 
@@ -172,49 +172,6 @@ void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
   }
 }
 
-// Console output as usual, plus a summary of medians (or single runs) and their ratio to the
-// robot's baseline, all from this run.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.error_occurred) continue;
-      const std::string name = run.run_name.function_name;
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
-      if (median || single) times_ns_[name] = run.GetAdjustedRealTime() * unitToNs(run.time_unit);
-    }
-  }
-
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nSummary (median real time; ratio to <robot>/pinocchio_aba_derivatives):\n");
-    for (const auto& [name, ns] : times_ns_) {
-      const std::string robot = name.substr(0, name.find('/'));
-      const auto baseline = times_ns_.find(robot + "/pinocchio_aba_derivatives");
-      if (baseline == times_ns_.end()) continue;
-      std::printf("  %-42s %10.2f us  x%6.2f\n", name.c_str(), ns * 1e-3, ns / baseline->second);
-    }
-  }
-
- private:
-  static double unitToNs(benchmark::TimeUnit unit) {
-    switch (unit) {
-      case benchmark::kNanosecond:
-        return 1.0;
-      case benchmark::kMicrosecond:
-        return 1e3;
-      case benchmark::kMillisecond:
-        return 1e6;
-      case benchmark::kSecond:
-        return 1e9;
-    }
-    return 1.0;
-  }
-  std::map<std::string, double> times_ns_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -250,7 +207,10 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMicrosecond);
   }
 
-  RatioReporter reporter;
+  heft::bench::RatioReporter reporter(
+      "ratio to <robot>/pinocchio_aba_derivatives", [](const std::string& name) {
+        return name.substr(0, name.find('/')) + "/pinocchio_aba_derivatives";
+      });
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

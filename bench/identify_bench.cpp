@@ -10,13 +10,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "heft/identify/identify.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/ratio_reporter.hpp"
 
 namespace {
 
@@ -81,42 +81,14 @@ HEFT_IDENTIFY_BENCH(map_1s, identify::Method::Map, 1);
 HEFT_IDENTIFY_BENCH(map_10s, identify::Method::Map, 10);
 HEFT_IDENTIFY_BENCH(map_100s, identify::Method::Map, 100);
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.error_occurred) continue;
-      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
-      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
-      if (median || single) ms_[run.run_name.function_name] = run.GetAdjustedRealTime();
-    }
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nSummary (median real time; ratio to the same method on 1 s of data):\n");
-    for (const char* method : {"ls", "map"}) {
-      const auto base = ms_.find(std::string(method) + "_1s");
-      if (base == ms_.end()) continue;
-      for (const char* length : {"1s", "10s", "100s"}) {
-        const auto it = ms_.find(std::string(method) + "_" + length);
-        if (it == ms_.end()) continue;
-        std::printf("  %-10s %10.1f ms  x%7.2f\n", it->first.c_str(), it->second,
-                    it->second / base->second);
-      }
-    }
-  }
-
- private:
-  std::map<std::string, double> ms_;  // all benchmarks use kMillisecond
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   fixture();  // simulate before timing anything
-  RatioReporter reporter;
+  heft::bench::RatioReporter reporter(
+      "ratio to the same method on 1 s of data",
+      [](const std::string& name) { return name.substr(0, name.find('_')) + "_1s"; });
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

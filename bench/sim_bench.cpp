@@ -50,7 +50,8 @@ double mujocoStepSeconds(const std::string& name) {
       mj_step(sim.mujoco(), data.get());
     }
     benchmark::DoNotOptimize(data->qpos[2]);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   cache[name] = best;
   return best;
@@ -74,7 +75,8 @@ void runScenario(benchmark::State& state, const std::string& name, bool sensors)
     sensor += result.summary.sensor_seconds;
   }
   const double n = static_cast<double>(state.iterations());
-  state.counters["sim_s_per_wall_s"] = benchmark::Counter(kSimulated, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["sim_s_per_wall_s"] =
+      benchmark::Counter(kSimulated, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["x_mj_step"] = baseline / (wall / n);
   state.counters["physics_ms"] = 1e3 * physics / n;
   state.counters["reference_ms"] = 1e3 * reference / n;

@@ -1,6 +1,7 @@
 // heft-reference-crocoddyl IN OUT
-// IN : line 1 urdf path; line 2 "aba N"; then N lines "q... v... tau..."; then "fddp T dt iters x_goal0".
-// OUT: N lines of crocoddyl's free forward dynamics xout, then "fddp converged cost stop xT0".
+// IN : line 1 urdf path; line 2 "aba N"; then N lines "q... v... tau..."; then "fddp T dt iters
+// x_goal0". OUT: N lines of crocoddyl's free forward dynamics xout, then "fddp converged cost stop
+// xT0".
 #include <crocoddyl/core/costs/residual.hpp>
 #include <crocoddyl/core/integrator/euler.hpp>
 #include <crocoddyl/core/residuals/control.hpp>
@@ -9,25 +10,35 @@
 #include <crocoddyl/multibody/actuations/full.hpp>
 #include <crocoddyl/multibody/residuals/state.hpp>
 #include <crocoddyl/multibody/states/multibody.hpp>
-#include <pinocchio/algorithm/joint-configuration.hpp>
-#include <pinocchio/parsers/urdf.hpp>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/parsers/urdf.hpp>
 
 static std::shared_ptr<crocoddyl::DifferentialActionModelFreeFwdDynamics> makeDam(
     const std::shared_ptr<crocoddyl::StateMultibody>& state, const Eigen::VectorXd& x_goal) {
   auto actuation = std::make_shared<crocoddyl::ActuationModelFull>(state);
   auto costs = std::make_shared<crocoddyl::CostModelSum>(state, actuation->get_nu());
-  costs->addCost("state", std::make_shared<crocoddyl::CostModelResidual>(
-      state, std::make_shared<crocoddyl::ResidualModelState>(state, x_goal, actuation->get_nu())), 1.0);
-  costs->addCost("control", std::make_shared<crocoddyl::CostModelResidual>(
-      state, std::make_shared<crocoddyl::ResidualModelControl>(state, actuation->get_nu())), 1e-4);
-  return std::make_shared<crocoddyl::DifferentialActionModelFreeFwdDynamics>(state, actuation, costs);
+  costs->addCost("state",
+                 std::make_shared<crocoddyl::CostModelResidual>(
+                     state, std::make_shared<crocoddyl::ResidualModelState>(state, x_goal,
+                                                                            actuation->get_nu())),
+                 1.0);
+  costs->addCost(
+      "control",
+      std::make_shared<crocoddyl::CostModelResidual>(
+          state, std::make_shared<crocoddyl::ResidualModelControl>(state, actuation->get_nu())),
+      1e-4);
+  return std::make_shared<crocoddyl::DifferentialActionModelFreeFwdDynamics>(state, actuation,
+                                                                             costs);
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) { std::cerr << "usage: heft-reference-crocoddyl IN OUT\n"; return 2; }
+  if (argc != 3) {
+    std::cerr << "usage: heft-reference-crocoddyl IN OUT\n";
+    return 2;
+  }
   std::ifstream in(argv[1]);
   std::ofstream out(argv[2]);
   out << std::setprecision(17);
@@ -35,7 +46,8 @@ int main(int argc, char** argv) {
   std::getline(in, urdf);
   pinocchio::Model model;
   pinocchio::urdf::buildModel(urdf, model);
-  auto state = std::make_shared<crocoddyl::StateMultibody>(std::make_shared<pinocchio::Model>(model));
+  auto state =
+      std::make_shared<crocoddyl::StateMultibody>(std::make_shared<pinocchio::Model>(model));
   int n = 0;
   in >> tag >> n;
   auto dam = makeDam(state, state->zero());
@@ -47,13 +59,16 @@ int main(int argc, char** argv) {
     dam->calc(dad, x, u);
     out << dad->xout.transpose() << "\n";
   }
-  int T = 0, iters = 0; double dt = 0, goal0 = 0;
+  int T = 0, iters = 0;
+  double dt = 0, goal0 = 0;
   in >> tag >> T >> dt >> iters >> goal0;
   Eigen::VectorXd x_goal = state->zero();
   x_goal.head(model.nq) = pinocchio::neutral(model);
   x_goal(0) = goal0;
-  auto running = std::make_shared<crocoddyl::IntegratedActionModelEuler>(makeDam(state, x_goal), dt);
-  auto terminal = std::make_shared<crocoddyl::IntegratedActionModelEuler>(makeDam(state, x_goal), 0.0);
+  auto running =
+      std::make_shared<crocoddyl::IntegratedActionModelEuler>(makeDam(state, x_goal), dt);
+  auto terminal =
+      std::make_shared<crocoddyl::IntegratedActionModelEuler>(makeDam(state, x_goal), 0.0);
   Eigen::VectorXd x0 = state->zero();
   x0.head(model.nq) = pinocchio::neutral(model);
   auto problem = std::make_shared<crocoddyl::ShootingProblem>(

@@ -16,3 +16,12 @@ echo "== heft identify data/examples/go2_payload_identify.yaml --out $build/demo
 "$heft" identify data/examples/go2_payload_identify.yaml --out "$build/demo/go2-payload" --overwrite
 echo
 echo "Outputs: $build/demo/go2-payload/result.json, $build/demo/go2-payload/robot.urdf"
+echo
+echo "== heft simulate talos-forearm-step: TALOS curls its elbow; at 6 s a 5.4 kg payload appears"
+"$heft" simulate talos-forearm-step --out "$build/demo/talos-forearm-step.h5" --overwrite
+echo
+echo "== heft filter data/examples/talos_forearm_filter.yaml: the online EKF replayed on that log"
+"$heft" filter data/examples/talos_forearm_filter.yaml --log "$build/demo/talos-forearm-step.h5" \
+  --out "$build/demo/forearm-filter" --overwrite --quiet
+echo
+echo "Outputs: $build/demo/forearm-filter/{estimates.h5,baseline.h5,summary.json}"

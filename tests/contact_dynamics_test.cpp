@@ -40,29 +40,7 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
 
-// ---- malloc counter ---------------------------------------------------------------------------
-#if defined(__GLIBC__)
-extern "C" void* __libc_malloc(size_t size);
-extern "C" void* __libc_calloc(size_t n, size_t size);
-extern "C" void* __libc_realloc(void* p, size_t size);
-namespace {
-bool g_count_mallocs = false;
-long g_mallocs = 0;
-}  // namespace
-extern "C" void* malloc(size_t size) {
-  if (g_count_mallocs) ++g_mallocs;
-  return __libc_malloc(size);
-}
-extern "C" void* calloc(size_t n, size_t size) {
-  if (g_count_mallocs) ++g_mallocs;
-  return __libc_calloc(n, size);
-}
-extern "C" void* realloc(void* p, size_t size) {
-  if (g_count_mallocs) ++g_mallocs;
-  return __libc_realloc(p, size);
-}
-#define HEFT_COUNTS_MALLOCS 1
-#endif
+#include "support/malloc_counter.hpp"  // counts every heap allocation (see there why)
 
 namespace {
 
@@ -84,8 +62,8 @@ using heft::inertia::Parametrization;
 class NoMallocScope {
  public:
   explicit NoMallocScope(bool eigen_guard) : eigen_guard_(eigen_guard) {
-#ifdef HEFT_COUNTS_MALLOCS
-    g_mallocs = 0;
+#ifdef HEFT_CAN_COUNT_MALLOCS
+    g_malloc_count = 0;
     g_count_mallocs = true;
 #endif
     if (eigen_guard_) Eigen::internal::set_is_malloc_allowed(false);
@@ -93,9 +71,9 @@ class NoMallocScope {
   ~NoMallocScope() { stop(); }
   long stop() {
     if (eigen_guard_) Eigen::internal::set_is_malloc_allowed(true);
-#ifdef HEFT_COUNTS_MALLOCS
+#ifdef HEFT_CAN_COUNT_MALLOCS
     g_count_mallocs = false;
-    return g_mallocs;
+    return g_malloc_count;
 #else
     return 0;
 #endif

@@ -26,21 +26,7 @@
 #include "heft/dynamics/friction.hpp"
 #include "heft/dynamics/regressor.hpp"
 
-// ---- allocation counter -------------------------------------------------------------------------
-// Eigen's malloc guard is an eigen_assert, compiled out in Release and blind to code instantiated
-// in other translation units (the library, Pinocchio). Interposing malloc counts every heap
-// allocation of the process instead (glibc: operator new and Eigen both end in malloc).
-// External linkage so that the compiler cannot cache them across calls into the library.
-#if defined(__GLIBC__)
-extern "C" void* __libc_malloc(std::size_t size);
-bool g_count_mallocs = false;
-long g_malloc_count = 0;
-extern "C" void* malloc(std::size_t size) noexcept {
-  if (g_count_mallocs) ++g_malloc_count;
-  return __libc_malloc(size);
-}
-#define HEFT_CAN_COUNT_MALLOCS 1
-#endif
+#include "support/malloc_counter.hpp"  // counts every heap allocation (see there why)
 
 namespace {
 

@@ -73,7 +73,9 @@ TEST(JobConfig, BundledExamplesParse) {
   int found = 0;
   for (const auto& entry :
        fs::directory_iterator(fs::path(HEFT_SOURCE_DIR) / "data" / "examples")) {
-    if (entry.path().extension() != ".yaml") continue;
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = "_identify.yaml";  // the filter's examples end in _filter.yaml
+    if (name.size() < suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
     const JobConfig config = loadJobConfig(entry.path().string());
     EXPECT_FALSE(config.robot.empty()) << entry.path();
     // relative log paths resolve against the config's folder

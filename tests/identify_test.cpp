@@ -3,12 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <algorithm>
 #include <chrono>
-#include <limits>
-#include <limits>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -70,8 +68,9 @@ std::vector<std::string> pandaArmJoints() {
 
 // A wrong nominal model (the prior the estimators start from), within about two prior standard
 // deviations: every body's mass scaled by U(0.9, 1.1), its COM shifted by up to 1 cm per axis,
-// its inertia about the COM scaled by U(0.8, 1.2); still physically consistent. The sim scenarios "panda" and "panda-friction" use
-// the nominal inertias, so without this the estimators would start at the truth.
+// its inertia about the COM scaled by U(0.8, 1.2); still physically consistent. The sim scenarios
+// "panda" and "panda-friction" use the nominal inertias, so without this the estimators would start
+// at the truth.
 model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
@@ -101,7 +100,8 @@ TEST(Identify, AccelerationFilterTable) {
     double best = 1e300;
     int best_window = 0;
     std::string best_method;
-    for (auto method : {AccelerationMethod::ForwardDifference, AccelerationMethod::SavitzkyGolayDerivative}) {
+    for (auto method :
+         {AccelerationMethod::ForwardDifference, AccelerationMethod::SavitzkyGolayDerivative}) {
       for (int window : {1, 11, 21, 41, 81, 121, 161, 241, 321}) {
         if (window == 1 && method != AccelerationMethod::ForwardDifference) continue;
         PreparationOptions o;
@@ -110,8 +110,8 @@ TEST(Identify, AccelerationFilterTable) {
         o.start_time = 0.1;  // same kept samples for every window (edges of the widest)
         o.end_time = 19.8;
         const AccelerationError e = accelerationError(panda, log, o);
-        std::printf("| %s | %s | %d | %d | %.4g | %.3g |\n", noise.c_str(), toString(method).c_str(),
-                    window, o.filter.order, e.rms, e.rms / e.truth_rms);
+        std::printf("| %s | %s | %d | %d | %.4g | %.3g |\n", noise.c_str(),
+                    toString(method).c_str(), window, o.filter.order, e.rms, e.rms / e.truth_rms);
         if (e.rms < best) {
           best = e.rms;
           best_window = window;
@@ -179,21 +179,22 @@ TEST(Identify, PandaWithoutNoiseRecoversBaseParametersWithinOnePercent) {
     const double t_build = now() - t0;
     const LinearSystem sys = torqueSystem(s.stacked);
     const Eigen::VectorXd x0 = nominalLinearVector(s.stacked.layout, s.set, s.problem);
-    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), simLog("panda", "none"), sys.layout);
+    const Eigen::VectorXd xt =
+        truthLinearVector(robot("panda"), simLog("panda", "none"), sys.layout);
     for (bool weighted : {false, true}) {
       LeastSquaresOptions lo;
       lo.weighted = weighted;
       const LeastSquaresResult ls = solveLeastSquares(sys, x0, lo);
       const BaseParameterError e = baseParameterError(sys, ls.base, ls.x, xt);
       const BaseParameterError e0 = baseParameterError(sys, ls.base, x0, xt);
-      std::printf("%s, %s window %d: rows %d, rank %d of %d, cond %.3g; base-parameter error: "
-                  "norm %.3g %%, projected %.3g %%, max %.3g %% (%s) [prior: norm %.3g %%]; "
-                  "build %.2f s, solve %.3f s\n",
-                  weighted ? "WLS" : "OLS", toString(prep.acceleration).c_str(), prep.filter.window,
-                  ls.rows, ls.base.rank, static_cast<int>(ls.x.size()), ls.condition_number,
-                  100 * e.norm, 100 * e.projected, 100 * e.max,
-                  ls.base.expressions[e.argmax].substr(0, 60).c_str(), 100 * e0.norm, t_build,
-                  ls.time_s);
+      std::printf(
+          "%s, %s window %d: rows %d, rank %d of %d, cond %.3g; base-parameter error: "
+          "norm %.3g %%, projected %.3g %%, max %.3g %% (%s) [prior: norm %.3g %%]; "
+          "build %.2f s, solve %.3f s\n",
+          weighted ? "WLS" : "OLS", toString(prep.acceleration).c_str(), prep.filter.window,
+          ls.rows, ls.base.rank, static_cast<int>(ls.x.size()), ls.condition_number, 100 * e.norm,
+          100 * e.projected, 100 * e.max, ls.base.expressions[e.argmax].substr(0, 60).c_str(),
+          100 * e0.norm, t_build, ls.time_s);
       EXPECT_EQ(ls.status, Status::Converged);
       EXPECT_LT(e.projected, 0.01);
       EXPECT_LT(e.norm, 0.01);
@@ -213,7 +214,7 @@ TEST(Identify, PandaFrictionWithinFivePercent) {
   for (double min_speed : {0.0, 0.05}) {
     PreparationOptions prep;
     prep.acceleration = AccelerationMethod::ForwardDifference;
-  prep.filter = {1, 0};
+    prep.filter = {1, 0};
     prep.decimation = 5;
     const PandaSetup s = pandaSetup("panda-friction", "none", true, prep, min_speed);
     const LinearSystem sys = torqueSystem(s.stacked);
@@ -233,15 +234,17 @@ TEST(Identify, PandaFrictionWithinFivePercent) {
       if (identifiable(sys.layout.armatureOffset() + static_cast<int>(k))) {
         worst_a = std::max(worst_a, j.armature_relative);
       } else {
-        std::printf("armature[%s] is not identifiable on its own (it moves the same torque as a "
-                    "link inertia): only its base-parameter combination is checked\n",
-                    j.joint.c_str());
+        std::printf(
+            "armature[%s] is not identifiable on its own (it moves the same torque as a "
+            "link inertia): only its base-parameter combination is checked\n",
+            j.joint.c_str());
       }
     }
-    std::printf("OLS min_speed %.2f: rows %d, base-parameter error max %.3g %%; worst coulomb "
-                "%.3g %%, viscous %.3g %%, armature %.3g %%\n%s",
-                min_speed, ls.rows, 100 * be.max, 100 * worst_c, 100 * worst_v, 100 * worst_a,
-                te.report().c_str());
+    std::printf(
+        "OLS min_speed %.2f: rows %d, base-parameter error max %.3g %%; worst coulomb "
+        "%.3g %%, viscous %.3g %%, armature %.3g %%\n%s",
+        min_speed, ls.rows, 100 * be.max, 100 * worst_c, 100 * worst_v, 100 * worst_a,
+        te.report().c_str());
     if (min_speed > 0) {
       EXPECT_LT(worst_c, 0.05);
       EXPECT_LT(worst_v, 0.05);
@@ -279,10 +282,11 @@ TEST(Identify, EnergyMethodOnPandaFriction) {
       worst_c = std::max(worst_c, j.coulomb_relative);
       worst_v = std::max(worst_v, j.viscous_relative);
     }
-    std::printf("energy interval %d: %d rows, rank %d of %d, base-parameter error norm %.3g %%, "
-                "max %.3g %%; worst coulomb %.3g %%, viscous %.3g %%; %.2f s\n",
-                interval, sys.rows(), ls.base.rank, static_cast<int>(ls.x.size()), 100 * be.norm,
-                100 * be.max, 100 * worst_c, 100 * worst_v, now() - t0);
+    std::printf(
+        "energy interval %d: %d rows, rank %d of %d, base-parameter error norm %.3g %%, "
+        "max %.3g %%; worst coulomb %.3g %%, viscous %.3g %%; %.2f s\n",
+        interval, sys.rows(), ls.base.rank, static_cast<int>(ls.x.size()), 100 * be.norm,
+        100 * be.max, 100 * worst_c, 100 * worst_v, now() - t0);
     EXPECT_TRUE(ls.x.allFinite());
     EXPECT_GT(ls.base.rank, 0);
   }
@@ -337,8 +341,8 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
   const Samples samples = prepareSamples(panda, simLog("panda-friction", "nominal"), prep);
   std::mt19937 rng(3);
   std::normal_distribution<double> normal(0.0, 0.3);
-  for (auto param : {inertia::Parametrization::LogCholesky,
-                     inertia::Parametrization::ExponentialEigenvalue}) {
+  for (auto param :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
     for (auto form : {FrictionForm::CoulombViscous, FrictionForm::Full}) {
       model::IdentifiedSetOptions so;
       so.identify_friction = true;
@@ -367,10 +371,11 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
             mp.constraints(xx, cc, CC);
           },
           x, C, mp.constraintScale());
-      std::printf("%s, %s: %d residuals x %d parameters, worst error / tolerance %.3g "
-                  "(constraints %.3g)\n",
-                  inertia::toString(param).c_str(), toString(form).c_str(), mp.numResiduals(),
-                  mp.dimension(), ratio, cratio);
+      std::printf(
+          "%s, %s: %d residuals x %d parameters, worst error / tolerance %.3g "
+          "(constraints %.3g)\n",
+          inertia::toString(param).c_str(), toString(form).c_str(), mp.numResiduals(),
+          mp.dimension(), ratio, cratio);
       EXPECT_LT(ratio, 1.0);
       EXPECT_LT(cratio, 1.0);
     }
@@ -384,7 +389,7 @@ TEST(Identify, MapPandaFriction) {
     if (noise == "none") {
       prep.acceleration = AccelerationMethod::ForwardDifference;
       prep.acceleration = AccelerationMethod::ForwardDifference;
-  prep.filter = {1, 0};
+      prep.filter = {1, 0};
     }
     prep.decimation = 20;
     const double t0 = now();
@@ -429,12 +434,13 @@ TEST(Identify, MapPandaFriction) {
       }
       if (!inertia::checkConsistency(ls.x.segment<10>(10 * b)).consistent) ++inconsistent_ls;
     }
-    std::printf("MAP panda-friction %s: %s after %d iterations, %.2f s (total %.2f s); base-param "
-                "error norm %.3g %% (OLS %.3g %%), max %.3g %% (OLS %.3g %%); worst coulomb %.3g %%, "
-                "viscous %.3g %%, armature %.3g %%; OLS bodies inconsistent: %d\n%s",
-                noise.c_str(), toString(map.status).c_str(), map.iterations, map.time_s,
-                now() - t0, 100 * be_map.norm, 100 * be_ls.norm, 100 * be_map.max, 100 * be_ls.max,
-                100 * worst_c, 100 * worst_v, 100 * worst_a, inconsistent_ls, te.report().c_str());
+    std::printf(
+        "MAP panda-friction %s: %s after %d iterations, %.2f s (total %.2f s); base-param "
+        "error norm %.3g %% (OLS %.3g %%), max %.3g %% (OLS %.3g %%); worst coulomb %.3g %%, "
+        "viscous %.3g %%, armature %.3g %%; OLS bodies inconsistent: %d\n%s",
+        noise.c_str(), toString(map.status).c_str(), map.iterations, map.time_s, now() - t0,
+        100 * be_map.norm, 100 * be_ls.norm, 100 * be_map.max, 100 * be_ls.max, 100 * worst_c,
+        100 * worst_v, 100 * worst_a, inconsistent_ls, te.report().c_str());
     EXPECT_NE(map.status, Status::Failed) << map.message;
     EXPECT_TRUE(map.pi_covariance.allFinite());
     EXPECT_LT(map.final_cost, map.initial_cost);
@@ -452,7 +458,8 @@ TEST(Identify, MapTotalMassConstraintHolds) {
   const PandaSetup s = pandaSetup("panda", "nominal", false, prep);
   const auto& log = simLog("panda", "nominal");
   double true_mass = 0;
-  for (Eigen::Index i = 0; i < log.truth->body_pi.rows(); ++i) true_mass += log.truth->body_pi(i, 0);
+  for (Eigen::Index i = 0; i < log.truth->body_pi.rows(); ++i)
+    true_mass += log.truth->body_pi(i, 0);
   MapOptions mo;
   mo.constraints.push_back(totalMassConstraint(robot("panda"), s.stacked.layout, true_mass + 0.2));
   const MapResult map = solveMap(s.stacked, s.set, s.problem, mo);
@@ -541,11 +548,11 @@ TEST(Identify, Go2PayloadBaseMassAndComByContactNullSpace) {
         truthErrors(go2, log, sys.layout, nominalLinearVector(sys.layout, s.set, s.problem));
     const MapResult map = solveMap(sp, s.set, s.problem);
     const TruthErrors te_map = truthErrors(go2, log, sys.layout, map.linear);
-    std::printf("%s, method 4 (contact null space), base body, %d samples, %d rows, rank %d, "
-                "cond %.3g, %.2f s\n nominal: %s OLS:     %s MAP:     %s",
-                scenario.c_str(), s.samples.size(), sp.rows(), ls.base.rank, ls.condition_number,
-                now() - t0, te_nom.report().c_str(), te_ls.report().c_str(),
-                te_map.report().c_str());
+    std::printf(
+        "%s, method 4 (contact null space), base body, %d samples, %d rows, rank %d, "
+        "cond %.3g, %.2f s\n nominal: %s OLS:     %s MAP:     %s",
+        scenario.c_str(), s.samples.size(), sp.rows(), ls.base.rank, ls.condition_number,
+        now() - t0, te_nom.report().c_str(), te_ls.report().c_str(), te_map.report().c_str());
     EXPECT_TRUE(ls.x.allFinite());
     EXPECT_NE(map.status, Status::Failed) << map.message;
     // measured (docs/identify.md): 0.3-0.5 % mass, 1-2 mm COM; checked with margin
@@ -573,8 +580,7 @@ TEST(Identify, ContactDetectionFromKinematicsAgreesWithTheLog) {
   const Samples from_log = prepareSamples(go2, simLog("go2-payload-3kg", "nominal"), prep);
   prep.detect_contacts = true;
   const Samples detected = prepareSamples(go2, simLog("go2-payload-3kg", "nominal"), prep);
-  const double agree =
-      (from_log.contact.array() == detected.contact.array()).cast<double>().mean();
+  const double agree = (from_log.contact.array() == detected.contact.array()).cast<double>().mean();
   std::printf("detected contact flags agree with the log's on %.4f of foot-samples\n", agree);
   EXPECT_TRUE(detected.contacts_detected);
   EXPECT_GT(agree, 0.95);
@@ -607,7 +613,8 @@ TEST(Identify, IdentifyRunsEveryMethodEndToEnd) {
   so.identify_friction = true;
   so.friction_joints = pandaArmJoints();
   const auto set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
-  for (auto method : {Method::LeastSquares, Method::WeightedLeastSquares, Method::Energy, Method::Map}) {
+  for (auto method :
+       {Method::LeastSquares, Method::WeightedLeastSquares, Method::Energy, Method::Map}) {
     IdentifyOptions o;
     o.method = method;
     o.preparation.decimation = 20;
@@ -621,8 +628,8 @@ TEST(Identify, IdentifyRunsEveryMethodEndToEnd) {
     double worst_mass = 0;
     for (const auto& b : r.truth->bodies) worst_mass = std::max(worst_mass, b.mass_relative);
     std::printf("%s: %s, %d rows, rank %d, %.2f s, worst body mass error %.3g %%\n",
-                toString(method).c_str(), toString(r.status).c_str(), r.rows, r.base.rank,
-                r.time_s, 100 * worst_mass);
+                toString(method).c_str(), toString(r.status).c_str(), r.rows, r.base.rank, r.time_s,
+                100 * worst_mass);
     EXPECT_NE(r.status, Status::Failed) << r.message;
     EXPECT_TRUE(r.estimate.allFinite() && r.covariance.allFinite());
     EXPECT_EQ(r.estimate.size(), static_cast<Eigen::Index>(r.names.size()));

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <Eigen/Geometry>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/parsers/urdf.hpp>
@@ -156,6 +158,53 @@ Log makeLog(const std::vector<std::string>& names, bool floating, Eigen::Index n
 Log smallFixedLog() { return makeLog({"j1", "j2", "j3"}, false); }
 Log smallFloatingLog() { return makeLog({"j1", "j2", "j3"}, true); }
 
+/// Estimates of `bodies` at 20 Hz (E = `e` samples), every optional field filled, with values a
+/// round trip could get wrong: -0, a subnormal, 0.1 + 0.2, status 255.
+EstimateSeries makeEstimates(const std::vector<std::string>& bodies, Eigen::Index e = 15) {
+  EstimateSeries est;
+  est.estimator = "log-cholesky-ekf";
+  est.time = timeVector(e, 0.55, 0.05);
+  est.body_names = bodies;
+  const auto nb = static_cast<Eigen::Index>(bodies.size());
+  est.body_pi.resize(e, 10 * nb);
+  for (Eigen::Index k = 0; k < e; ++k) {
+    for (Eigen::Index b = 0; b < nb; ++b) {
+      const double mass = 1.0 + 0.5 * static_cast<double>(b) + 0.01 * std::sin(0.3 * k);
+      est.body_pi.block<1, 10>(k, 10 * b) =
+          inertia::piFromMassComInertia(mass, Vector3(0.01 * k, -0.02, 0.1 + 0.1 * b),
+                                        Vector3(0.01, 0.02, 0.025 + 0.001 * k).asDiagonal())
+              .transpose();
+    }
+  }
+  est.body_pi(0, 1) = -0.0;
+  est.body_pi(1, 2) = 0.1 + 0.2;
+  est.body_pi_std = Eigen::MatrixXd::Random(e, 10 * nb).cwiseAbs() * 1e-2;
+  est.body_pi_std(0, 0) = 0;
+  est.body_pi_std(2, 3) = 5e-324;
+  est.nis = Eigen::VectorXd::Random(e).cwiseAbs() * 3;
+  est.nis(0) = 0;  // no update at the first sample
+  est.status.resize(e, 1);
+  for (Eigen::Index k = 0; k < e; ++k) est.status(k, 0) = static_cast<std::uint8_t>(k % 3);
+  est.status(e - 1, 0) = 255;
+  return est;
+}
+
+/// The log with estimates of its first and last joints' bodies.
+Log withEstimates(Log log) {
+  log.estimates = makeEstimates({log.joints.names.front(), log.joints.names.back()});
+  return log;
+}
+
+/// Metadata and estimates only (what `heft filter` may write on its own).
+Log estimatesOnlyLog() {
+  Log log;
+  log.meta.robot = "go2";
+  log.meta.base_type = BaseType::FreeFlyer;
+  log.meta.scenario = "filter run";
+  log.estimates = makeEstimates({"base", "FL_calf_joint"});
+  return log;
+}
+
 /// Validates and returns the messages, one per line.
 std::string errors(const Log& log, const ValidationOptions& options = {}) {
   return validateLog(log, options).report();
@@ -229,6 +278,234 @@ TEST_F(IoTest, RoundTripOfMinimalLogKeepsOptionalGroupsAbsent) {
   writeLog(log, path("bodies"));
   EXPECT_EQ(firstDifference(log, readLog(path("bodies.h5"))), "");
   EXPECT_EQ(firstDifference(log, readLog(path("bodies"))), "");
+}
+
+TEST_F(IoTest, EstimatesRoundTripIsExactInBothFormats) {
+  for (const Log& log : {withEstimates(smallFixedLog()), withEstimates(smallFloatingLog())}) {
+    ASSERT_TRUE(validateLog(log).ok()) << validateLog(log).report();
+    const std::string file = path(log.meta.robot + ".h5"), directory = path(log.meta.robot);
+    writeLog(log, file);
+    writeLog(log, directory);
+    EXPECT_EQ(firstDifference(log, readLog(file)), "");
+    EXPECT_EQ(firstDifference(log, readLog(directory)), "");
+    // the CSV columns are <dataset>/<body>/<channel>, bodies in the order of estimates/body_names
+    const std::string csv = readTextFile(directory + "/estimates.csv");
+    EXPECT_EQ(csv.substr(0, csv.find(",body_pi/j3/m,")),
+              "time,body_pi/j1/m,body_pi/j1/mcx,body_pi/j1/mcy,body_pi/j1/mcz,body_pi/j1/Ixx,"
+              "body_pi/j1/Ixy,body_pi/j1/Iyy,body_pi/j1/Ixz,body_pi/j1/Iyz,body_pi/j1/Izz");
+    EXPECT_TRUE(mentions(csv.substr(0, csv.find('\n')),
+                         {",body_pi_std/j1/m,", ",body_pi_std/j3/Izz,nis,status"}));
+    EXPECT_TRUE(
+        mentions(readTextFile(directory + "/metadata.yaml"), {"estimator: \"log-cholesky-ekf\""}));
+  }
+  // the optional fields stay absent
+  Log bare = withEstimates(smallFixedLog());
+  bare.estimates->estimator.clear();
+  bare.estimates->body_pi_std.resize(0, 0);
+  bare.estimates->nis.resize(0);
+  bare.estimates->status.resize(0, 0);
+  writeLog(bare, path("bare.h5"));
+  writeLog(bare, path("bare"));
+  for (const std::string& p : {path("bare.h5"), path("bare")}) {
+    const Log back = readLog(p);
+    EXPECT_EQ(firstDifference(bare, back), "") << p;
+    ASSERT_TRUE(back.estimates) << p;
+    EXPECT_EQ(back.estimates->body_pi_std.size() + back.estimates->nis.size() +
+                  back.estimates->status.size(),
+              0)
+        << p;
+  }
+}
+
+TEST_F(IoTest, EstimatesOnlyLogRoundTripsAndIsValidWithoutAModel) {
+  const Log log = estimatesOnlyLog();
+  ASSERT_TRUE(log.joints.empty());
+  EXPECT_TRUE(validateLog(log).ok()) << validateLog(log).report();
+  writeLog(log, path("estimates.h5"));
+  writeLog(log, path("estimates"));
+  for (const std::string& p : {path("estimates.h5"), path("estimates")}) {
+    const Log back = readLog(p);
+    EXPECT_EQ(firstDifference(log, back), "") << p;
+    EXPECT_TRUE(back.joints.empty()) << p;
+    EXPECT_FALSE(back.imu || back.mocap || back.contacts || back.truth) << p;
+  }
+  // the CSV directory holds the metadata and the estimates, nothing else
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(path("estimates")))
+    files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"estimates.csv", "metadata.yaml"}));
+  // the summary lists the estimates group
+  const LogSummary summary = summarize(log);
+  ASSERT_EQ(summary.groups.size(), 1u);
+  EXPECT_EQ(summary.groups[0].name, "estimates");
+  EXPECT_NEAR(summary.groups[0].median_rate, 20, 1e-9);
+  EXPECT_TRUE(mentions(summary.report(), {"body_pi body_pi_std nis status (2 bodies, "
+                                          "log-cholesky-ekf)",
+                                          "(estimates)"}));
+
+  // against a model the joints are required, with one clear message
+  const pinocchio::Model go2 = loadUrdf(kGo2, true);
+  const ValidationReport with_model = validateLog(log, go2);
+  ASSERT_EQ(with_model.total_errors, 1u) << with_model.report();
+  EXPECT_TRUE(mentions(with_model.report(), {"joints: group missing", "model \"go2_description\"",
+                                             "needs the joint measurements", "only estimates"}));
+  // estimated bodies are checked against the model (beside the joints)
+  Log go2_log = makeLog(
+      [&] {
+        std::vector<std::string> names;
+        for (std::size_t j = 2; j < go2.names.size(); ++j) names.push_back(go2.names[j]);
+        return names;
+      }(),
+      true);
+  go2_log.truth->body_names = {"base", "FL_calf_joint"};
+  go2_log.estimates = makeEstimates({"base", "FL_hip_rotor"});
+  EXPECT_TRUE(mentions(validateLog(go2_log, go2).report(),
+                       {"estimates/body_names row 1", "\"FL_hip_rotor\" is not a body"}));
+  go2_log.estimates = makeEstimates({"base", "FL_calf_joint"});
+  EXPECT_TRUE(validateLog(go2_log, go2).ok()) << validateLog(go2_log, go2).report();
+
+  // without joints, nothing but estimates: another group is an error, in memory and in CSV
+  Log with_imu = log;
+  with_imu.imu = smallFixedLog().imu;
+  EXPECT_TRUE(mentions(errors(with_imu),
+                       {"joints: group missing", "nothing but metadata and estimates", "imu"}));
+  writeLog(log, path("with_imu"));
+  writeLog(smallFixedLog(), path("full"));
+  fs::copy_file(path("full") + "/imu.csv", path("with_imu") + "/imu.csv");
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("with_imu")); }),
+                       {"with_imu/joints.csv: not found", "also holds imu.csv"}));
+  // a log without joints nor estimates is still an empty log
+  EXPECT_TRUE(mentions(errors(Log()), {"joints/time: expected at least 2 samples, got 0"}));
+  fs::create_directories(path("metadata_only"));
+  fs::copy_file(path("estimates") + "/metadata.yaml", path("metadata_only") + "/metadata.yaml");
+  EXPECT_TRUE(
+      mentions(inputErrorOf([&] { readLog(path("metadata_only")); }), {"joints.csv", "not found"}));
+}
+
+TEST_F(IoTest, EstimatesValidationNamesFieldAndRow) {
+  const Log good = withEstimates(smallFloatingLog());
+  ASSERT_TRUE(validateLog(good).ok()) << errors(good);
+  struct Case {
+    std::string what;
+    std::function<void(EstimateSeries&)> corrupt;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"body_pi one column short",
+       [](EstimateSeries& e) { e.body_pi.conservativeResize(Eigen::NoChange, 19); },
+       {"estimates/body_pi", "expected 15 x 20", "10 per name in estimates/body_names",
+        "got 15 x 19"}},
+      {"body_pi one row short",
+       [](EstimateSeries& e) { e.body_pi.conservativeResize(14, Eigen::NoChange); },
+       {"estimates/body_pi", "expected 15 x 20", "got 14 x 20"}},
+      {"a name more than blocks",
+       [](EstimateSeries& e) { e.body_names.push_back("j2"); },
+       {"estimates/body_pi", "expected 15 x 30"}},
+      {"body_pi_std shape",
+       [](EstimateSeries& e) { e.body_pi_std.conservativeResize(Eigen::NoChange, 10); },
+       {"estimates/body_pi_std", "expected 15 x 20", "got 15 x 10"}},
+      {"nis length",
+       [](EstimateSeries& e) { e.nis.conservativeResize(14); },
+       {"estimates/nis", "expected 15 x 1", "got 14 x 1"}},
+      {"status shape",
+       [](EstimateSeries& e) { e.status.conservativeResize(15, 2); },
+       {"estimates/status", "expected 15 x 1", "got 15 x 2"}},
+      {"NaN pi",
+       [](EstimateSeries& e) { e.body_pi(3, 14) = std::nan(""); },
+       {"estimates/body_pi row 3", "column j3/Ixx", "expected a finite value, got nan"}},
+      {"Inf std",
+       [](EstimateSeries& e) { e.body_pi_std(6, 0) = INFINITY; },
+       {"estimates/body_pi_std row 6", "column j1/m", "finite"}},
+      {"negative std",
+       [](EstimateSeries& e) { e.body_pi_std(2, 11) = -1e-3; },
+       {"estimates/body_pi_std row 2", "column j3/mcx", "non-negative standard deviation"}},
+      {"NaN nis",
+       [](EstimateSeries& e) { e.nis(9) = std::nan(""); },
+       {"estimates/nis row 9", "column nis", "finite"}},
+      {"negative nis",
+       [](EstimateSeries& e) { e.nis(4) = -2; },
+       {"estimates/nis row 4", "non-negative normalized innovation squared"}},
+      {"decreasing time",
+       [](EstimateSeries& e) { e.time(4) = e.time(2); },
+       {"estimates/time row 4", "expected strictly increasing time", "(row 3)"}},
+      {"duplicated time",
+       [](EstimateSeries& e) { e.time(7) = e.time(6); },
+       {"estimates/time row 7", "duplicated time stamp", "same as row 6"}},
+      {"NaN time",
+       [](EstimateSeries& e) { e.time(0) = std::nan(""); },
+       {"estimates/time row 0", "finite time"}},
+      {"no samples",
+       [](EstimateSeries& e) {
+         e.time.resize(0);
+         e.body_pi.resize(0, 20);
+         e.body_pi_std.resize(0, 0);
+         e.nis.resize(0);
+         e.status.resize(0, 0);
+       },
+       {"estimates/time", "expected at least 1 samples, got 0"}},
+      {"duplicated body",
+       [](EstimateSeries& e) { e.body_names[1] = "j1"; },
+       {"estimates/body_names row 1", "duplicated name \"j1\""}},
+      {"empty body name",
+       [](EstimateSeries& e) { e.body_names[0] = ""; },
+       {"estimates/body_names row 0", "non-empty name"}},
+      {"no bodies",
+       [](EstimateSeries& e) {
+         e.body_names.clear();
+         e.body_pi.resize(15, 0);
+         e.body_pi_std.resize(0, 0);
+       },
+       {"estimates/body_names", "at least one name"}},
+  };
+  for (const auto& c : cases) {
+    Log log = good;
+    c.corrupt(*log.estimates);
+    const ValidationReport report = validateLog(log);
+    EXPECT_FALSE(report.ok()) << c.what;
+    EXPECT_TRUE(mentions(report.report(), c.expected)) << c.what;
+    // an estimates-only log gets the same messages
+    Log alone = estimatesOnlyLog();
+    alone.estimates = log.estimates;
+    EXPECT_TRUE(mentions(validateLog(alone).report(), c.expected)) << c.what << " (alone)";
+    // and the writers refuse it
+    EXPECT_TRUE(mentions(inputErrorOf([&] { writeLog(log, path("refused.h5")); }),
+                         {"refused.h5 (log to write): " + report.errors.front().message}))
+        << c.what;
+  }
+  EXPECT_FALSE(fs::exists(path("refused.h5")));
+  // estimates need not be physically consistent (a linear filter's may not be)
+  Log negative_mass = good;
+  negative_mass.estimates->body_pi(5, 0) = -0.1;
+  EXPECT_TRUE(validateLog(negative_mass).ok()) << errors(negative_mass);
+  // firstDifference compares the group
+  Log other = good;
+  other.estimates->body_pi(3, 4) += 1e-15;
+  EXPECT_TRUE(mentions(firstDifference(good, other), {"estimates/body_pi row 3 column 4"}));
+  other = good;
+  other.estimates->status(2, 0) = 7;
+  EXPECT_TRUE(mentions(firstDifference(good, other), {"estimates/status row 2 column 0"}));
+  other = good;
+  other.estimates->estimator = "linear-kf";
+  EXPECT_TRUE(mentions(firstDifference(good, other), {"estimates/estimator"}));
+  other.estimates.reset();
+  EXPECT_TRUE(mentions(firstDifference(good, other), {"estimates: present in the first log only"}));
+}
+
+TEST_F(IoTest, Hdf5WriterGivesTheSameBytesForTheSameLog) {
+  for (const Log& log : {withEstimates(smallFloatingLog()), estimatesOnlyLog()}) {
+    writeLog(log, path("a.h5"));
+    // object headers could carry modification times (seconds): write the twin a second later
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    writeLog(log, path("b.h5"));
+    Log changed = log;
+    changed.estimates->nis(3) += 1;
+    writeLog(changed, path("c.h5"));
+    const std::string a = readTextFile(path("a.h5"));
+    EXPECT_EQ(a, readTextFile(path("b.h5"))) << log.meta.robot;
+    EXPECT_NE(a, readTextFile(path("c.h5"))) << log.meta.robot;
+    for (const char* name : {"a.h5", "b.h5", "c.h5"}) fs::remove(path(name));
+  }
 }
 
 TEST_F(IoTest, FirstDifferenceNamesFieldAndRow) {
@@ -548,6 +825,87 @@ TEST_F(IoTest, Hdf5ReaderErrorsNameFileAndDataset) {
                        {"text.h5", "cannot open as HDF5"}));
 }
 
+TEST_F(IoTest, EstimatesReaderErrorsNameFileAndPlace) {
+  const Log log = withEstimates(smallFixedLog());
+  writeLog(log, path("csv"));
+  const std::string file = path("csv") + "/estimates.csv";
+  const std::string original = readTextFile(file);
+  auto rewrite = [&](const std::string& text) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  };
+  auto lineStart = [&](const std::string& text, int line) {  // 1-based line
+    std::size_t at = 0;
+    for (int i = 1; i < line; ++i) at = text.find('\n', at) + 1;
+    return at;
+  };
+  // a bad number on line 5 (row 3), second column
+  std::string text = original;
+  text.insert(text.find(',', lineStart(text, 5)) + 1, "x");
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
+                       {"estimates.csv:5:", "column body_pi/j1/m", "expected a number"}));
+  // a status that is not a small integer, on line 3
+  text = original;
+  const std::size_t end3 = text.find('\n', lineStart(text, 3));
+  const std::size_t status3 = text.rfind(',', end3) + 1;
+  text.replace(status3, end3 - status3, "2.5");
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
+                       {"estimates.csv:3:", "column status", "expected an integer 0 to 255"}));
+  // a std block missing one body's column: the header and the rows lose it
+  text.clear();
+  {
+    std::istringstream lines(original);
+    std::string line;
+    std::size_t drop = 0;
+    bool header = true;
+    while (std::getline(lines, line)) {
+      std::vector<std::string> fields;
+      std::stringstream s(line);
+      std::string f;
+      while (std::getline(s, f, ',')) fields.push_back(f);
+      if (header)
+        drop = std::find(fields.begin(), fields.end(), "body_pi_std/j3/Iyy") - fields.begin();
+      header = false;
+      fields.erase(fields.begin() + drop);
+      for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
+      text += "\n";
+    }
+  }
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
+                       {"estimates.csv", "column \"body_pi_std/j3/Iyy\" missing"}));
+  // NaN is read, then validation names field and row (row 6 is on line 8)
+  text = original;
+  const std::size_t field8 = text.find(',', lineStart(text, 8)) + 1;
+  text.replace(field8, text.find(',', field8) - field8, "nan");
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
+                       {"csv: estimates/body_pi row 6", "column j1/m"}));
+  // a stray column
+  text = original;
+  text.insert(text.find('\n'), ",nis_typo");
+  for (std::size_t p = text.find('\n') + 1; p < text.size(); p = text.find('\n', p) + 1)
+    text.insert(text.find('\n', p), ",0");
+  rewrite(text);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
+                       {"estimates.csv", "unexpected column \"nis_typo\""}));
+
+  // HDF5 written with the writer's checks off: the reader's validation names file and dataset
+  WriteOptions unchecked;
+  unchecked.check_log = false;
+  Log ragged = log;
+  ragged.estimates->body_pi.conservativeResize(Eigen::NoChange, 13);
+  writeLog(ragged, path("ragged.h5"), unchecked);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("ragged.h5")); }),
+                       {"ragged.h5: estimates/body_pi: expected 15 x 20", "got 15 x 13"}));
+  Log backwards = estimatesOnlyLog();
+  std::swap(backwards.estimates->time(3), backwards.estimates->time(4));
+  writeLog(backwards, path("backwards.h5"), unchecked);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("backwards.h5")); }),
+                       {"backwards.h5: estimates/time row 4", "strictly increasing"}));
+}
+
 // ---- fuzz: corrupted files never crash the readers
 // --------------------------------------------------
 
@@ -779,6 +1137,63 @@ TEST_F(IoTest, FuzzCorruptedCsvNeverCrashes) {
   EXPECT_GT(tally.rejected, 150);
   EXPECT_GT(tally.accepted, 0);
   std::cout << "csv fuzz: " << tally.accepted << " accepted, " << tally.rejected << " rejected\n";
+}
+
+TEST_F(IoTest, FuzzCorruptedEstimatesNeverCrash) {
+  // bytes of an HDF5 log with joints and estimates, and of an estimates-only one
+  std::mt19937 rng(fuzzSeed(4242));
+  FuzzTally tally;
+  const std::vector<Log> logs = {withEstimates(makeLog({"j1", "j2"}, false, 20)),
+                                 estimatesOnlyLog()};
+  for (std::size_t l = 0; l < logs.size(); ++l) {
+    const std::string good = path("good" + std::to_string(l) + ".h5");
+    writeLog(logs[l], good);
+    const std::string bytes = readTextFile(good);
+    for (int trial = 0; trial < 150; ++trial) {
+      std::string what;
+      const std::string file = path("bad.h5");
+      std::ofstream(file, std::ios::binary | std::ios::trunc) << corruptBytes(bytes, rng, what);
+      readCorrupted(file,
+                    "log " + std::to_string(l) + " trial " + std::to_string(trial) + ": " + what,
+                    tally);
+      fs::remove(file);
+    }
+  }
+  // semantic corruptions through the HDF5 writer with its checks off: an InputError naming the
+  // file and the estimates dataset
+  WriteOptions unchecked;
+  unchecked.check_log = false;
+  for (int trial = 0; trial < 30; ++trial) {
+    Log bad = estimatesOnlyLog();
+    EstimateSeries& e = *bad.estimates;
+    const int kind = trial % 5;
+    const Eigen::Index row = static_cast<Eigen::Index>(rng() % 15);
+    if (kind == 0) e.body_pi.conservativeResize(Eigen::NoChange, 10 + rng() % 10);
+    if (kind == 1) e.body_pi(row, rng() % 20) = std::nan("");
+    if (kind == 2) std::shuffle(e.time.data(), e.time.data() + 15, rng);
+    if (kind == 3) e.nis.conservativeResize(1 + rng() % 14);
+    if (kind == 4) e.body_names.push_back("extra");
+    if (kind == 2 && e.time == estimatesOnlyLog().estimates->time) std::swap(e.time(0), e.time(1));
+    const std::string file = path("semantic" + std::to_string(trial) + ".h5");
+    writeLog(bad, file, unchecked);
+    EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(file); }), {file + ": estimates/"}))
+        << "kind " << kind;
+    ++tally.rejected;
+  }
+  // CSV: only metadata.yaml and estimates.csv to corrupt
+  writeLog(estimatesOnlyLog(), path("good"));
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::string dir = path("bad" + std::to_string(trial));
+    fs::copy(path("good"), dir);
+    std::string what;
+    corruptCsvDirectory(dir, rng, what);
+    readCorrupted(dir, "csv trial " + std::to_string(trial) + ": " + what, tally);
+    fs::remove_all(dir);
+  }
+  EXPECT_GT(tally.rejected, 300);
+  EXPECT_GT(tally.accepted, 0);
+  std::cout << "estimates fuzz: " << tally.accepted << " accepted, " << tally.rejected
+            << " rejected\n";
 }
 
 // ---- resampling

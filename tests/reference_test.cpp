@@ -15,7 +15,8 @@
 
 namespace {
 
-const std::string kUrdf = std::string(HEFT_ROBOTS_DIR_FOR_TESTS) + "/panda_description/urdf/panda.urdf";
+const std::string kUrdf =
+    std::string(HEFT_ROBOTS_DIR_FOR_TESTS) + "/panda_description/urdf/panda.urdf";
 
 TEST(Reference, CrocoddylMatchesPinocchioAbaAndFddpConverges) {
   pinocchio::Model model;
@@ -58,7 +59,8 @@ TEST(Reference, CrocoddylMatchesPinocchioAbaAndFddpConverges) {
   EXPECT_TRUE(std::isfinite(cost));
   EXPECT_LT(stop, 1e-6);
   EXPECT_GT(xT0, 0.05);
-  std::cout << "fddp: iters " << iters << " cost " << cost << " stop " << stop << " xT0 " << xT0 << "\n";
+  std::cout << "fddp: iters " << iters << " cost " << cost << " stop " << stop << " xT0 " << xT0
+            << "\n";
 }
 
 }  // namespace

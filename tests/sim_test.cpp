@@ -1,6 +1,7 @@
 // heft::sim: the MuJoCo model equals the Pinocchio model body for body, payload lumping matches
 // MuJoCo's subtree mass and COM, the truth is consistent with the equations of motion, every
-// scenario runs (short versions here, full durations in sim_long_test.cpp), one seed gives one file.
+// scenario runs (short versions here, full durations in sim_long_test.cpp), one seed gives one
+// file.
 #include <gtest/gtest.h>
 #include <mujoco/mujoco.h>
 
@@ -60,7 +61,8 @@ std::vector<std::pair<std::string, std::string>> contents(const fs::path& path) 
   std::vector<std::pair<std::string, std::string>> out;
   if (fs::is_directory(path)) {
     for (const auto& e : fs::recursive_directory_iterator(path)) {
-      if (e.is_regular_file()) out.emplace_back(fs::relative(e.path(), path).string(), bytes(e.path()));
+      if (e.is_regular_file())
+        out.emplace_back(fs::relative(e.path(), path).string(), bytes(e.path()));
     }
     std::sort(out.begin(), out.end());
   } else {
@@ -85,7 +87,8 @@ void expectSameBody(const Vector10& expected, const Vector10& actual, const std:
   const double m = heft::inertia::mass(expected);
   EXPECT_NEAR(heft::inertia::mass(actual), m, 1e-12 * std::max(1.0, m)) << what;
   if (m <= 0) return;
-  EXPECT_LT((heft::inertia::centerOfMass(actual) - heft::inertia::centerOfMass(expected)).norm(), 1e-12)
+  EXPECT_LT((heft::inertia::centerOfMass(actual) - heft::inertia::centerOfMass(expected)).norm(),
+            1e-12)
       << what;
   const Matrix3 Ie = heft::inertia::rotationalInertiaAtCom(expected);
   const Matrix3 Ia = heft::inertia::rotationalInertiaAtCom(actual);
@@ -110,8 +113,8 @@ Eigen::VectorXd randomConfiguration(const pinocchio::Model& m, unsigned seed) {
   return q;
 }
 
-sim::SimulationResult run(const std::string& name, double duration, const std::string& noise = "none",
-                          std::uint64_t seed = 0) {
+sim::SimulationResult run(const std::string& name, double duration,
+                          const std::string& noise = "none", std::uint64_t seed = 0) {
   sim::SimulationOptions options;
   options.duration = duration;
   options.noise = noise;
@@ -119,9 +122,60 @@ sim::SimulationResult run(const std::string& name, double duration, const std::s
   return sim::simulate(sim::findScenario(name), options);
 }
 
+// Angle between the base z axis and the world z axis at truth sample k [rad].
+double tiltAt(const heft::io::TruthSeries& truth, int k) {
+  const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
+  const double zz =
+      Eigen::Quaterniond(c[3], c[0], c[1], c[2]).normalized().toRotationMatrix()(2, 2);
+  return std::acos(std::min(1.0, zz));
+}
+
+// Base rows of RNEA(q, v, a) - tau - sum J^T f at truth sample k with the model's pi (contact
+// wrench at the sphere bottom): zero when the model's inertias are what MuJoCo simulated.
+Eigen::Matrix<double, 6, 1> baseResidual(const heft::io::Log& log, const sim::Scenario& scenario,
+                                         const model::RobotModel& robot, int k) {
+  const auto& truth = *log.truth;
+  const pinocchio::Model& pm = robot.pinocchio();
+  pinocchio::Data pd(pm);
+  Eigen::VectorXd q(pm.nq), v(pm.nv), a(pm.nv);
+  q << truth.base_pose.row(k).transpose(), truth.q.row(k).transpose();
+  v << truth.base_twist.row(k).transpose(), truth.v.row(k).transpose();
+  a << truth.base_acceleration.row(k).transpose(), truth.a.row(k).transpose();
+  Eigen::VectorXd r = pinocchio::rnea(pm, pd, q, v, a);
+  pinocchio::computeJointJacobians(pm, pd, q);
+  pinocchio::updateFramePlacements(pm, pd);
+  for (std::size_t c = 0; c < truth.contact_names.size(); ++c) {
+    const auto& point = scenario.model.contact_points[c];
+    const auto frame = pm.getFrameId(point.frame);
+    Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
+    J.setZero();
+    pinocchio::getFrameJacobian(pm, pd, frame, pinocchio::LOCAL_WORLD_ALIGNED, J);
+    const Eigen::Vector3d f = truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+    const Eigen::Vector3d r_c = pd.oMf[frame].rotation() * point.offset -
+                                Eigen::Vector3d(0, 0, scenario.model.contact_radius);
+    Eigen::Matrix<double, 6, 1> wrench;
+    wrench << f, r_c.cross(f);
+    r -= J.transpose() * wrench;
+  }
+  return r.head<6>();
+}
+
+// The scenario's reference (what the controller tracked), recomputed on the nominal model.
+sim::Reference referenceOf(const sim::Scenario& scenario, double duration) {
+  std::vector<std::string> frames;
+  std::vector<Eigen::Vector3d> offsets;
+  for (const auto& p : scenario.model.contact_points) {
+    frames.push_back(p.frame);
+    offsets.push_back(p.offset);
+  }
+  return sim::humanoidReference(model::loadRobot(scenario.robot), scenario.humanoid, frames,
+                                offsets, duration, scenario.model.timestep);
+}
+
 }  // namespace
 
-// ---- MuJoCo errors never exit --------------------------------------------------------------------
+// ---- MuJoCo errors never exit
+// --------------------------------------------------------------------
 
 TEST(MujocoErrors, ErrorInsideGuardedCallReturnsInsteadOfExiting) {
   std::string message;
@@ -184,17 +238,20 @@ TEST_P(SameModel, MassMatrixAndGravityMatchPinocchio) {
           Eigen::Quaterniond(q[6], q[3], q[4], q[5]).normalized().toRotationMatrix();
     }
     pinocchio::crba(pm, pd, q);
-    pd.M.triangularView<Eigen::StrictlyLower>() = pd.M.transpose().triangularView<Eigen::StrictlyLower>();
+    pd.M.triangularView<Eigen::StrictlyLower>() =
+        pd.M.transpose().triangularView<Eigen::StrictlyLower>();
     const Eigen::VectorXd g = pinocchio::computeGeneralizedGravity(pm, pd, q);
     const Eigen::MatrixXd M_from_mj = T.transpose() * M_mj * T;
     EXPECT_LT((M_from_mj - pd.M).norm(), 1e-9 * pd.M.norm()) << "trial " << trial;
-    EXPECT_LT((T.transpose() * g_mj - g).norm(), 1e-9 * std::max(1.0, g.norm())) << "trial " << trial;
+    EXPECT_LT((T.transpose() * g_mj - g).norm(), 1e-9 * std::max(1.0, g.norm()))
+        << "trial " << trial;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Robots, SameModel, ::testing::Values("go2", "panda", "double_pendulum"));
 
-// ---- payloads and link edits ---------------------------------------------------------------------
+// ---- payloads and link edits
+// ---------------------------------------------------------------------
 
 TEST(Payload, LumpingReproducesMujocoSubtreeMassAndCom) {
   const model::RobotModel robot = model::loadRobot("go2");
@@ -247,20 +304,23 @@ TEST(Payload, LumpingReproducesMujocoSubtreeMassAndCom) {
     }
     const Vector10 pi = lumped.pi(j);
     EXPECT_NEAR(mass, pi[0], 1e-12) << name;
-    const Eigen::Vector3d com_world = pd.oMi[j].act(Eigen::Vector3d(heft::inertia::centerOfMass(pi)));
+    const Eigen::Vector3d com_world =
+        pd.oMi[j].act(Eigen::Vector3d(heft::inertia::centerOfMass(pi)));
     EXPECT_LT((moment / mass - com_world).norm(), 1e-9) << name;
   }
   const int root = simulated.mujocoBody(1);
   EXPECT_NEAR(m->body_subtreemass[root], lumped.totalMass(), 1e-9);
   const Eigen::Vector3d com = pinocchio::centerOfMass(pm, pd, q);
   EXPECT_LT((Eigen::Vector3d(data->subtree_com + 3 * root) - com).norm(), 1e-9);
-  EXPECT_NEAR(lumped.totalMass(), robot.totalMass() + 3.0 + 0.4 + 0.3 * robot.pi("RR_thigh")[0], 1e-9);
+  EXPECT_NEAR(lumped.totalMass(), robot.totalMass() + 3.0 + 0.4 + 0.3 * robot.pi("RR_thigh")[0],
+              1e-9);
 }
 
 TEST(Payload, BadOptionsAreInputErrors) {
   const model::RobotModel robot = model::loadRobot("go2");
   sim::SimModelOptions unknown_body;
-  unknown_body.payloads.push_back({"payload", "no_such_link", boxPayload(1, Vector3::Zero(), 0.1, 0.1, 0.1)});
+  unknown_body.payloads.push_back(
+      {"payload", "no_such_link", boxPayload(1, Vector3::Zero(), 0.1, 0.1, 0.1)});
   EXPECT_THROW(sim::SimModel(robot, unknown_body), heft::InputError);
   sim::SimModelOptions clash;
   clash.payloads.push_back({"FL_calf", "base", boxPayload(1, Vector3::Zero(), 0.1, 0.1, 0.1)});
@@ -275,7 +335,8 @@ TEST(Payload, BadOptionsAreInputErrors) {
   frame.contact_frames = {"no_such_frame"};
   EXPECT_THROW(sim::SimModel(robot, frame), heft::InputError);
   sim::SimModelOptions wave_body;
-  wave_body.mass_variations.push_back({"no_such_body", sim::MassVariation::Waveform::Sine, 2, 1, 1});
+  wave_body.mass_variations.push_back(
+      {"no_such_body", sim::MassVariation::Waveform::Sine, 2, 1, 1});
   EXPECT_THROW(sim::SimModel(robot, wave_body), heft::InputError);
   sim::SimModelOptions wave_negative;
   wave_negative.mass_variations.push_back({"base", sim::MassVariation::Waveform::Square, 2, 3, 1});
@@ -304,7 +365,8 @@ TEST(Truth, StaticStanceContactForcesCarryTheWeight) {
     for (int k = 0; k < truth.time.size(); ++k) {
       if (truth.time[k] < 1.0) continue;  // settled
       Eigen::Vector3d total = Eigen::Vector3d::Zero();
-      for (int c = 0; c < 4; ++c) total += truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+      for (int c = 0; c < 4; ++c)
+        total += truth.contact_forces.row(k).segment<3>(3 * c).transpose();
       EXPECT_NEAR(total.z(), weight, 0.01 * weight) << name << " t = " << truth.time[k];
       EXPECT_LT(total.head<2>().norm(), 0.01 * weight) << name;
       for (int c = 0; c < 4; ++c) EXPECT_EQ(truth.contact_flags(k, c), 1);
@@ -362,10 +424,10 @@ TEST(Truth, TimeVaryingMassIsWhatMujocoHad) {
     const Vector10 pi = truth.varying_body_pi.row(k).transpose();
     EXPECT_NEAR(pi[0], m, 1e-9) << "t = " << truth.time[k];
     const double scale = m / nominal[0];
-    expectSameBody(heft::inertia::piFromMassComInertia(
-                       m, heft::inertia::centerOfMass(nominal),
-                       scale * heft::inertia::rotationalInertiaAtCom(nominal)),
-                   pi, "torso at t = " + std::to_string(truth.time[k]));
+    expectSameBody(
+        heft::inertia::piFromMassComInertia(m, heft::inertia::centerOfMass(nominal),
+                                            scale * heft::inertia::rotationalInertiaAtCom(nominal)),
+        pi, "torso at t = " + std::to_string(truth.time[k]));
     (m > 30 ? high : low) += 1;
   }
   EXPECT_EQ(high, 2500);  // 35 kg for t in [0, 2.5), 25 kg after
@@ -374,7 +436,8 @@ TEST(Truth, TimeVaryingMassIsWhatMujocoHad) {
   // equations of motion with the true pi of the step: residual small; with the first sample's pi
   // (35 kg) it is large after the switch to 25 kg
   for (int b = 0; b < truth.body_pi.rows(); ++b) {
-    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]), truth.body_pi.row(b).transpose());
+    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]),
+                truth.body_pi.row(b).transpose());
   }
   const pinocchio::Model& pm = robot.pinocchio();
   pinocchio::Data pd(pm);
@@ -426,6 +489,113 @@ TEST(Truth, TimeVaryingMassIsWhatMujocoHad) {
   EXPECT_EQ(heft::io::firstDifference(log, heft::io::readLog(folder.string())), "");
 }
 
+// A payload picked up: the welded 5.4 kg box has 0 kg before t = 6 s (MuJoCo composes it into the
+// forearm without complaint) and 5.4 kg from the sample at 6 s on, in the truth and in the
+// physics; the elbow still tracks its curl and the robot stays up.
+TEST(Truth, PickedUpPayloadStepsTheForearmMassAtSixSeconds) {
+  const sim::Scenario& scenario = sim::findScenario("talos-forearm-step");
+  ASSERT_EQ(scenario.model.mass_variations.size(), 1u);
+  ASSERT_EQ(scenario.model.payloads.size(), 1u);
+  const sim::MassVariation& step = scenario.model.mass_variations[0];
+  EXPECT_EQ(step.waveform, sim::MassVariation::Waveform::Step);
+  const auto result = run("talos-forearm-step", 0, "nominal", 0);
+  const auto& s = result.summary;
+  ASSERT_TRUE(s.ok()) << s.report();
+  EXPECT_EQ(s.mujoco_warnings, 0);
+  EXPECT_EQ(s.steps, 14001);
+  const heft::io::Log& log = result.log;
+  const auto& truth = *log.truth;
+  ASSERT_EQ(truth.varying_body_names, std::vector<std::string>{"arm_left_4_joint"});
+  ASSERT_EQ(truth.varying_body_pi.rows(), truth.time.size());
+  model::RobotModel robot = model::loadRobot("talos");
+  const auto forearm = robot.pinocchio().getJointId("arm_left_4_joint");
+  const Vector10 bare = robot.pi(forearm);
+  const Vector10 loaded = bare + scenario.model.payloads[0].payload.pi();
+  int before = 0, after = 0;
+  for (int k = 0; k < truth.time.size(); ++k) {
+    const bool picked = k >= 6000;  // t = 6 s
+    EXPECT_NEAR(truth.varying_body_pi(k, 0), picked ? bare[0] + 5.4 : bare[0], 1e-9) << k;
+    (picked ? after : before) += 1;
+  }
+  EXPECT_EQ(before, 6000);
+  expectSameBody(bare, truth.varying_body_pi.row(5999).transpose(), "forearm at 5.999 s");
+  expectSameBody(loaded, truth.varying_body_pi.row(6000).transpose(), "forearm at 6 s");
+  EXPECT_EQ(truth.body_pi.row(forearm - 1), truth.varying_body_pi.row(0));
+  // the physics had the payload only from 6 s on: base rows close with the pi of the sample
+  for (int b = 0; b < truth.body_pi.rows(); ++b) {
+    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]),
+                truth.body_pi.row(b).transpose());
+  }
+  double worst_true = 0, worst_without = 0;
+  for (int k = 6100; k < truth.time.size(); k += 100) {
+    robot.setPi(forearm, truth.varying_body_pi.row(k).transpose());
+    worst_true = std::max(worst_true, baseResidual(log, scenario, robot, k).cwiseAbs().maxCoeff());
+    robot.setPi(forearm, truth.varying_body_pi.row(0).transpose());
+    worst_without =
+        std::max(worst_without, baseResidual(log, scenario, robot, k).cwiseAbs().maxCoeff());
+  }
+  EXPECT_LT(worst_true, 0.05) << "N";
+  EXPECT_GT(worst_without, 45.0) << "N";  // 5.4 kg * 9.81 = 53 N
+  // upright, and the elbow follows its curl after the pick-up (the feed-forward knows no payload)
+  for (int k = 0; k < truth.time.size(); ++k) {
+    ASSERT_GT(truth.base_pose(k, 2), scenario.bounds.min_base_height) << k;
+    ASSERT_LT(tiltAt(truth, k), scenario.bounds.max_tilt) << k;
+  }
+  const sim::Reference ref = referenceOf(scenario, scenario.duration);
+  const int elbow = static_cast<int>(
+      std::find(log.joints.names.begin(), log.joints.names.end(), "arm_left_4_joint") -
+      log.joints.names.begin());
+  const int elbow_q = robot.pinocchio().joints[forearm].idx_q();
+  double worst_before = 0, worst_after = 0, swing = 0;
+  for (int k = 0; k < truth.time.size(); ++k) {
+    const double error = std::abs(truth.q(k, elbow) - ref.q(elbow_q, k));
+    if (k < 6000) {
+      worst_before = std::max(worst_before, error);
+    } else {
+      worst_after = std::max(worst_after, error);
+      swing = std::max(swing, std::abs(truth.q(k, elbow) + 1.0));  // curls about -1 rad
+    }
+  }
+  EXPECT_LT(worst_before, 0.03) << "rad";
+  EXPECT_LT(worst_after, 0.1) << "rad";
+  EXPECT_GT(worst_after, 2 * worst_before) << "the unknown payload shows in the tracking";
+  EXPECT_GT(swing, 0.6) << "the loaded forearm still curls (0.7 rad)";
+  EXPECT_LT(s.max_tracking_error, 0.1);
+  std::printf("elbow error before %.4f after %.4f rad; %s", worst_before, worst_after,
+              s.report().c_str());
+}
+
+// A step waveform is checked field by field; only a welded body may step to 0 kg.
+TEST(Truth, StepMassBadOptionsAreInputErrors) {
+  auto fails = [](const sim::MassVariation& v, const std::string& field) {
+    sim::SimModelOptions o;
+    o.payloads.push_back(
+        {"payload", "arm_left_4_link", boxPayload(1.0, Vector3::Zero(), 0.1, 0.1, 0.1)});
+    o.mass_variations.push_back(v);
+    try {
+      sim::SimModel(model::loadRobot("talos"), o);
+    } catch (const heft::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "no InputError for " << field;
+  };
+  using W = sim::MassVariation::Waveform;
+  fails({"payload", W::Step, 0.0, 5.4, 0.0, -1.0}, "step_time");
+  fails({"payload", W::Step, 0.0, 5.4, 0.0, std::nan("")}, "step_time");
+  fails({"payload", W::Step, -1.0, 5.4, 0.0, 6.0}, "offset");
+  fails({"payload", W::Step, 2.0, -3.0, 0.0, 6.0}, "amplitude");
+  fails({"torso_2_link", W::Step, 0.0, 30.0, 0.0, 6.0}, "mass_variations[torso_2_link]");
+  fails({"payload", W::Square, 1.0, 0.5, 0.0, 0.0}, "frequency");
+  // a step to zero of the payload, and a positive step of a robot body, are fine
+  sim::MassVariation down{"payload", W::Step, 1.0, -1.0, 0.0, 2.0};
+  EXPECT_DOUBLE_EQ(down.massAt(1.999), 1.0);
+  EXPECT_DOUBLE_EQ(down.massAt(2.0), 0.0);
+  sim::SimModelOptions o;
+  o.mass_variations.push_back({"torso_2_link", W::Step, 20.0, 10.0, 0.0, 1.0});
+  EXPECT_NO_THROW(sim::SimModel(model::loadRobot("talos"), o));
+}
+
 // The torque path: tau = gain kappa tanh(tau_cmd / kappa) per joint (SPI-Active eq. 3).
 TEST(Truth, ActuatorGainAndSaturationShapeTheAppliedTorque) {
   const sim::Scenario& scenario = sim::findScenario("go2-actuator");
@@ -436,13 +606,13 @@ TEST(Truth, ActuatorGainAndSaturationShapeTheAppliedTorque) {
   double worst = 0, largest_change = 0;
   for (int j = 0; j < static_cast<int>(joints.names.size()); ++j) {
     const auto it = scenario.model.actuators.find(joints.names[j]);
-    const sim::ActuatorModel actuator = it == scenario.model.actuators.end() ? sim::ActuatorModel{}
-                                                                             : it->second;
+    const sim::ActuatorModel actuator =
+        it == scenario.model.actuators.end() ? sim::ActuatorModel{} : it->second;
     for (int k = 0; k < joints.time.size(); ++k) {
       const double cmd = joints.tau_cmd(k, j);
-      const double expected = actuator.saturation > 0
-                                  ? actuator.gain * actuator.saturation * std::tanh(cmd / actuator.saturation)
-                                  : actuator.gain * cmd;
+      const double expected = actuator.saturation > 0 ? actuator.gain * actuator.saturation *
+                                                            std::tanh(cmd / actuator.saturation)
+                                                      : actuator.gain * cmd;
       worst = std::max(worst, std::abs(joints.tau(k, j) - expected));  // noise "none"
       largest_change = std::max(largest_change, std::abs(joints.tau(k, j) - cmd));
     }
@@ -466,7 +636,8 @@ TEST(Truth, SatisfiesTheEquationsOfMotionOfTheTrueModel) {
   const auto& truth = *log.truth;
   model::RobotModel robot = model::loadRobot("go2");
   for (int b = 0; b < truth.body_pi.rows(); ++b) {
-    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]), truth.body_pi.row(b).transpose());
+    robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]),
+                truth.body_pi.row(b).transpose());
   }
   const pinocchio::Model& pm = robot.pinocchio();
   pinocchio::Data pd(pm);
@@ -515,7 +686,8 @@ TEST(Truth, AccelerationsIntegrateToTheNextVelocity) {
   const double dt = 1e-3;
   double worst = 0;
   for (int k = 0; k + 1 < truth.time.size(); ++k) {
-    worst = std::max(worst, (truth.v.row(k + 1) - truth.v.row(k) - dt * truth.a.row(k)).cwiseAbs().maxCoeff());
+    worst = std::max(
+        worst, (truth.v.row(k + 1) - truth.v.row(k) - dt * truth.a.row(k)).cwiseAbs().maxCoeff());
   }
   EXPECT_LT(worst, 1e-12);  // explicit Euler (implicit joint damping disabled)
 }
@@ -546,7 +718,7 @@ TEST(Scenarios, ListHasTheRequiredOnes) {
   for (const auto& required :
        {"go2-payload-3kg", "go2-com-shift", "go2-rear-4.7kg", "go2-belly-4.6kg", "panda-friction",
         "panda", "double-pendulum", "talos-torso-2.9kg", "talos-forearm-5.4kg",
-        "talos-torso-mass-wave"}) {
+        "talos-torso-mass-wave", "talos-forearm-step", "talos-step-mass-wave"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
   EXPECT_THROW(sim::findScenario("nope"), heft::InputError);
@@ -566,9 +738,8 @@ TEST_P(EveryScenario, RunsWithoutFallOrWarning) {
   if (truth.base_pose.rows() > 0) {
     for (int k = 0; k < truth.base_pose.rows(); ++k) {
       const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
-      const double tilt = std::acos(std::min(1.0, Eigen::Quaterniond(c[3], c[0], c[1], c[2])
-                                                      .normalized()
-                                                      .toRotationMatrix()(2, 2)));
+      const double tilt = std::acos(std::min(
+          1.0, Eigen::Quaterniond(c[3], c[0], c[1], c[2]).normalized().toRotationMatrix()(2, 2)));
       ASSERT_GT(truth.base_pose(k, 2), scenario.bounds.min_base_height) << "t = " << truth.time[k];
       ASSERT_LT(tilt, scenario.bounds.max_tilt) << "t = " << truth.time[k];
     }
@@ -606,7 +777,8 @@ TEST(Scenarios, PronkingHopsFlyAndTrotLiftsEveryFoot) {
   ASSERT_TRUE(hopped.summary.ok()) << hopped.summary.report();
   const auto& ht = *hopped.log.truth;
   int flight = 0;
-  for (int k = 0; k < ht.contact_flags.rows(); ++k) flight += ht.contact_flags.row(k).sum() == 0 ? 1 : 0;
+  for (int k = 0; k < ht.contact_flags.rows(); ++k)
+    flight += ht.contact_flags.row(k).sum() == 0 ? 1 : 0;
   EXPECT_GT(flight, 60) << "samples with every foot in the air";
 
   sim::SimulationOptions trot_options;
@@ -620,6 +792,100 @@ TEST(Scenarios, PronkingHopsFlyAndTrotLiftsEveryFoot) {
     for (int k = 2000; k < tt.contact_flags.rows(); ++k) off += tt.contact_flags(k, c) == 0 ? 1 : 0;
     EXPECT_GT(off, 500) << tt.contact_names[c] << " off the floor in t = 2 .. 4 s";
   }
+}
+
+// Stepping in place (talos-step-mass-wave, the whole run): ten steps alternating the feet, each
+// swing a single-support interval in the truth and in the measured contact flags, each touchdown
+// an impact on the landing sole, the robot upright and tracking, under the square-wave torso mass.
+TEST(Scenarios, TalosStepsInPlaceUnderTheTorsoMassWave) {
+  const sim::Scenario& scenario = sim::findScenario("talos-step-mass-wave");
+  ASSERT_EQ(scenario.humanoid.phases.size(), 1u);
+  const sim::HumanoidPhase& phase = scenario.humanoid.phases[0];
+  ASSERT_GT(phase.step_height, 0);
+  const auto result = run("talos-step-mass-wave", 0, "nominal", 0);
+  const auto& s = result.summary;
+  ASSERT_TRUE(s.ok()) << s.report();
+  EXPECT_EQ(s.mujoco_warnings, 0);
+  const heft::io::Log& log = result.log;
+  const auto& truth = *log.truth;
+  const int n = static_cast<int>(truth.time.size());
+  ASSERT_EQ(n, 15001);
+  ASSERT_EQ(truth.contact_names.size(), 8u);  // four corners per sole, left first
+  for (int k = 0; k < n; ++k) {
+    ASSERT_GT(truth.base_pose(k, 2), scenario.bounds.min_base_height) << k;
+    ASSERT_LT(tiltAt(truth, k), scenario.bounds.max_tilt) << k;
+  }
+  EXPECT_LT(s.max_tracking_error, 0.06);
+  EXPECT_LT(s.max_tilt, 0.06);
+  // the mass wave is in the truth
+  const sim::MassVariation& wave = scenario.model.mass_variations.at(0);
+  ASSERT_EQ(truth.varying_body_names, std::vector<std::string>{"torso_2_joint"});
+  for (int k = 0; k < n; k += 10) {
+    EXPECT_NEAR(truth.varying_body_pi(k, 0), wave.massAt(truth.time[k]), 1e-9) << k;
+  }
+  // a sole is in the air when none of its corners touches; swings are air intervals > 150 ms
+  // (shorter ones are a corner lifting as the load leaves it, or a bounce after a touchdown)
+  auto soleForce = [&](int sole, int k) {
+    double fz = 0;
+    for (int c = 4 * sole; c < 4 * sole + 4; ++c) fz += truth.contact_forces(k, 3 * c + 2);
+    return fz;
+  };
+  auto touches = [&](const heft::io::FlagMatrix& flags, int sole, int k) {
+    for (int c = 4 * sole; c < 4 * sole + 4; ++c) {
+      if (flags(k, c)) return true;
+    }
+    return false;
+  };
+  double largest_impact = 0;
+  for (int sole = 0; sole < 2; ++sole) {
+    const std::string name = truth.contact_names[4 * sole];
+    int swings = 0, lifted_at = -1;
+    for (int k = 1; k < n; ++k) {
+      const bool on = touches(truth.contact_flags, sole, k);
+      const bool was_on = touches(truth.contact_flags, sole, k - 1);
+      if (was_on && !on) lifted_at = k;
+      if (was_on || !on || lifted_at < 0) continue;
+      const double air = (k - lifted_at) * 1e-3;
+      lifted_at = -1;
+      if (air < 0.15) continue;  // a corner, or a bounce after an impact (up to 62 ms)
+      ++swings;
+      // single support: the swing lasts about step_swing, the other sole stands throughout
+      EXPECT_GT(air, 0.25) << name << " landing at t = " << truth.time[k];
+      EXPECT_LT(air, 0.45) << name << " landing at t = " << truth.time[k];
+      for (int j = k - static_cast<int>(air * 1000); j < k; ++j) {
+        ASSERT_TRUE(touches(truth.contact_flags, 1 - sole, j)) << "both feet up at " << j;
+      }
+      // the touchdown is an impact: the landing sole's force jumps within 15 ms (a sole put
+      // down at rest gains about 10 N in that time)
+      double peak = 0;
+      for (int j = k; j < std::min(n, k + 15); ++j) peak = std::max(peak, soleForce(sole, j));
+      EXPECT_GT(peak, 30.0) << name << " landing at t = " << truth.time[k];
+      largest_impact = std::max(largest_impact, peak);
+    }
+    EXPECT_EQ(swings, 5) << name;
+    // the measured flags (noise, 15 N threshold) show the same single supports
+    const auto& measured = *log.contacts;
+    int air_samples = 0;
+    for (int k = 0; k < measured.flags.rows(); ++k)
+      air_samples += touches(measured.flags, sole, k) ? 0 : 1;
+    EXPECT_GT(air_samples, 5 * 250) << name;
+    EXPECT_LT(air_samples, 5 * 450) << name;
+  }
+  EXPECT_GT(largest_impact, 200.0) << "N";
+  const auto report = heft::io::validateLog(log, model::loadRobot("talos").pinocchio());
+  EXPECT_TRUE(report.ok()) << report.report();
+  std::printf("largest touchdown force in 15 ms %.0f N; %s", largest_impact, s.report().c_str());
+
+  // stepping options are checked
+  sim::HumanoidMotionOptions bad = scenario.humanoid;
+  bad.phases[0].step_transfer = 7.0;  // a step no longer fits in the phase
+  EXPECT_THROW(bad.validate(), heft::InputError);
+  bad = scenario.humanoid;
+  bad.phases[0].step_landing_speed = -0.1;
+  EXPECT_THROW(bad.validate(), heft::InputError);
+  bad = scenario.humanoid;
+  bad.soles.pop_back();
+  EXPECT_THROW(bad.validate(), heft::InputError);
 }
 
 TEST(Scenarios, FourierReferenceStaysWithinLimits) {
@@ -637,7 +903,8 @@ TEST(Scenarios, FourierReferenceStaysWithinLimits) {
         << i;
     EXPECT_LE(ref.a.row(i).cwiseAbs().maxCoeff(), scenario.fourier.max_acceleration + 1e-9) << i;
     // it moves: at least a quarter of the allowed range is used
-    EXPECT_GT(ref.q.row(i).maxCoeff() - ref.q.row(i).minCoeff(), 0.25 * (hi - lo - 2 * margin)) << i;
+    EXPECT_GT(ref.q.row(i).maxCoeff() - ref.q.row(i).minCoeff(), 0.25 * (hi - lo - 2 * margin))
+        << i;
   }
   // starts at rest
   EXPECT_LT(ref.v.col(0).norm(), 1e-12);
@@ -669,9 +936,11 @@ TEST(Sensors, NominalProfileHasTheDocumentedStatistics) {
   // encoders: multiples of the resolution, error within noise + half a step
   const Eigen::ArrayXXd counts = log.joints.q.array() / p.encoder_resolution;
   EXPECT_LT((counts - counts.round()).abs().maxCoeff(), 1e-6);
-  EXPECT_LT((log.joints.q - truth.q).cwiseAbs().maxCoeff(), 6 * p.encoder_noise + p.encoder_resolution);
+  EXPECT_LT((log.joints.q - truth.q).cwiseAbs().maxCoeff(),
+            6 * p.encoder_noise + p.encoder_resolution);
   // velocities: backward differences of the measured positions
-  EXPECT_LT((log.joints.v.row(10) - (log.joints.q.row(10) - log.joints.q.row(9)) / 1e-3).norm(), 1e-9);
+  EXPECT_LT((log.joints.v.row(10) - (log.joints.q.row(10) - log.joints.q.row(9)) / 1e-3).norm(),
+            1e-9);
   // torque: per-joint constant bias plus white noise of the documented size
   const Eigen::MatrixXd e = log.joints.tau - log.joints.tau_cmd;
   for (int j = 0; j < e.cols(); ++j) {
@@ -729,7 +998,8 @@ TEST(Sensors, RateThatDoesNotDivideThePhysicsRateIsAnInputError) {
 
 TEST(Determinism, SameSeedGivesIdenticalFiles) {
   for (const std::string extension : {".h5", ""}) {
-    const fs::path a = scratch("a" + extension), b = scratch("b" + extension), c = scratch("c" + extension);
+    const fs::path a = scratch("a" + extension), b = scratch("b" + extension),
+                   c = scratch("c" + extension);
     heft::io::writeLog(run("go2-payload-3kg", 0.5, "harsh", 7).log, a.string());
     // HDF5 object headers can carry modification times (seconds): write the twin a second later
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
@@ -737,7 +1007,8 @@ TEST(Determinism, SameSeedGivesIdenticalFiles) {
     heft::io::writeLog(run("go2-payload-3kg", 0.5, "harsh", 8).log, c.string());
     const auto ca = contents(a), cb = contents(b), cc = contents(c);
     ASSERT_FALSE(ca.empty());
-    EXPECT_TRUE(ca == cb) << "seed 7 twice gave different bytes (" << (extension.empty() ? "CSV" : "HDF5") << ")";
+    EXPECT_TRUE(ca == cb) << "seed 7 twice gave different bytes ("
+                          << (extension.empty() ? "CSV" : "HDF5") << ")";
     EXPECT_FALSE(ca == cc) << "seeds 7 and 8 gave the same bytes";
   }
 }
@@ -753,7 +1024,8 @@ TEST(Determinism, WrittenLogReadsBackAndValidates) {
   EXPECT_TRUE(report.ok()) << report.report();
 }
 
-// ---- fixtures in data/fixtures are what `heft simulate` makes (docs/sim.md) -----------------------
+// ---- fixtures in data/fixtures are what `heft simulate` makes (docs/sim.md)
+// -----------------------
 
 TEST(Fixtures, ReadAndValidate) {
   const fs::path dir = fs::path(HEFT_SOURCE_DIR) / "data" / "fixtures";

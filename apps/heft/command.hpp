@@ -2,7 +2,8 @@
 /// \file How a subcommand joins the `heft` CLI: one file apps/heft/<name>.cpp per subcommand, with
 ///   static const heft::cli::Registration reg{"info", "Print a robot's bodies ...", &setupInfo};
 /// where setupInfo adds options to its CLI::App and returns the function that runs it.
-/// Errors: throw heft::InputError for bad input (exit 2), heft::SolveError for failed solves (exit 1).
+/// Errors: throw heft::InputError for bad input (exit 2), heft::SolveError for failed solves (exit
+/// 1).
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>

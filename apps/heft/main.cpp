@@ -15,7 +15,9 @@ std::vector<Command>& commands() {
 
 int main(int argc, char** argv) {
   using heft::cli::commands;
-  CLI::App app{"heft: physically consistent inertial, friction and actuator identification for legged robots"};
+  CLI::App app{
+      "heft: physically consistent inertial, friction and actuator identification for legged "
+      "robots"};
   app.require_subcommand(1);
   auto& registry = commands();
   std::sort(registry.begin(), registry.end(),

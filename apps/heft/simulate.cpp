@@ -32,8 +32,10 @@ int runSimulate(const SimulateArgs& args) {
     std::fflush(stdout);
     return 0;
   }
-  if (args.scenario.empty()) throw heft::InputError("SCENARIO: expected a name (see --list), got none");
-  if (args.out.empty()) throw heft::InputError("--out: expected a .h5 file or a CSV folder, got none");
+  if (args.scenario.empty())
+    throw heft::InputError("SCENARIO: expected a name (see --list), got none");
+  if (args.out.empty())
+    throw heft::InputError("--out: expected a .h5 file or a CSV folder, got none");
   const heft::sim::Scenario& scenario = heft::sim::findScenario(args.scenario);
   heft::sim::SimulationOptions options;
   options.seed = args.seed;

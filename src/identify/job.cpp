@@ -15,6 +15,7 @@
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/urdf_writer.hpp"
+#include "heft/io/yaml_section.hpp"
 #include "heft/model/model.hpp"
 
 #include <pinocchio/multibody/model.hpp>
@@ -43,118 +44,12 @@ void JobConfig::validate() const {
 
 namespace {
 
-// Reads one YAML mapping, remembering which keys were used so that a typo is an error, not a
-// silently ignored option.
-class Section {
- public:
+// every section of this config points to the page that lists its keys
+struct Section : io::YamlSection {
   Section(const YAML::Node& node, std::string path, const std::string& source)
-      : node_(node), path_(std::move(path)), source_(source) {
-    if (node_ && !node_.IsNull() && !node_.IsMap())
-      fail(node_, "expected a mapping of keys to values");
-  }
-
-  bool has(const std::string& key) const { return node_ && node_.IsMap() && node_[key]; }
-  YAML::Node raw(const std::string& key) {
-    used_.insert(key);
-    return has(key) ? node_[key] : YAML::Node();
-  }
-
-  template <typename T>
-  void read(const std::string& key, T& value) {
-    if (!has(key)) return;
-    used_.insert(key);
-    const YAML::Node n = node_[key];
-    try {
-      value = n.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(n, field(key), std::string("expected ") + expected<T>() + ", got '" + text(n) + "'");
-    }
-  }
-
-  std::string string(const std::string& key, const std::string& fallback = "") {
-    std::string value = fallback;
-    read(key, value);
-    return value;
-  }
-
-  /// A list of strings, or a single string, or a bool (true = empty list meaning "all").
-  std::optional<std::vector<std::string>> namesOrBool(const std::string& key) {
-    if (!has(key)) return std::nullopt;
-    used_.insert(key);
-    const YAML::Node n = node_[key];
-    try {
-      if (n.IsSequence()) return n.as<std::vector<std::string>>();
-      if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) {
-        if (n.as<bool>()) return std::vector<std::string>{};
-        return std::nullopt;
-      }
-      if (n.IsScalar() && n.Scalar() == "all") return std::vector<std::string>{};
-    } catch (const YAML::Exception&) {
-    }
-    fail(n, field(key),
-         "expected true, false, all or a list of joint names, got '" + text(n) + "'");
-  }
-
-  /// Throws on keys that were never read.
-  void finish() const {
-    if (!node_ || !node_.IsMap()) return;
-    for (const auto& kv : node_) {
-      const std::string key = kv.first.as<std::string>();
-      if (!used_.count(key))
-        fail(kv.first, field(key), "unknown key (docs/identify.md lists them)");
-    }
-  }
-
-  std::string field(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& what) const {
-    fail(n, path_.empty() ? std::string("config") : path_, what);
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& where,
-                         const std::string& what) const {
-    throw InputError(source_ + ":" + std::to_string(n.Mark().line + 1) + ": " + where + ": " +
-                     what);
-  }
-
- private:
-  template <typename T>
-  static const char* expected() {
-    if (std::is_same<T, bool>::value) return "true or false";
-    if (std::is_integral<T>::value) return "an integer";
-    if (std::is_floating_point<T>::value) return "a number";
-    return "a string";
-  }
-  static std::string text(const YAML::Node& n) {
-    if (n.IsScalar()) return n.Scalar();
-    if (n.IsSequence()) return "a list";
-    if (n.IsMap()) return "a mapping";
-    return "nothing";
-  }
-
-  YAML::Node node_;
-  std::string path_;
-  const std::string& source_;
-  std::set<std::string> used_;
+      : io::YamlSection(node, std::move(path), source, "docs/identify.md") {}
 };
-
-// Turns the InputError of a library parser ("method: expected ...") into one naming the config's
-// file and line.
-template <typename F>
-auto located(Section& section, const std::string& key, F&& parse) {
-  const YAML::Node n = section.raw(key);
-  std::string text;
-  try {
-    text = n.as<std::string>();
-  } catch (const YAML::Exception&) {
-    section.fail(n, section.field(key), "expected a string");
-  }
-  try {
-    return parse(text);
-  } catch (const InputError& e) {
-    section.fail(n, section.field(key), e.what());
-  }
-}
+using io::located;
 
 }  // namespace
 

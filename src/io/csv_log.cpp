@@ -142,21 +142,41 @@ class CsvTable {
     return m;
   }
 
+  /// Blocks of columns prefix + name + "/" + channel, one block per name: rows x (names x
+  /// channels), name-major ("contact_forces/FL_foot/fx").
+  Eigen::MatrixXd perNameColumns(const std::string& prefix, const std::vector<std::string>& names,
+                                 const std::vector<std::string>& channels) {
+    const auto width = static_cast<Eigen::Index>(channels.size());
+    Eigen::MatrixXd m(values_.rows(), width * static_cast<Eigen::Index>(names.size()));
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      m.middleCols(width * static_cast<Eigen::Index>(i), width) =
+          columns(prefix + names[i] + "/", channels);
+    }
+    return m;
+  }
+
   /// Like columns, but every value must be 0 or 1.
   FlagMatrix flagColumns(const std::string& prefix, const std::vector<std::string>& channels) {
+    return smallIntegerColumns(prefix, channels, 1, "a flag 0 or 1");
+  }
+
+  /// Like columns, but every value must be an integer 0 .. max (flags, status codes).
+  FlagMatrix smallIntegerColumns(const std::string& prefix,
+                                 const std::vector<std::string>& channels, int max,
+                                 const std::string& expected) {
     const Eigen::MatrixXd m = columns(prefix, channels);
-    FlagMatrix flags(m.rows(), m.cols());
+    FlagMatrix integers(m.rows(), m.cols());
     for (Eigen::Index r = 0; r < m.rows(); ++r) {
       for (Eigen::Index c = 0; c < m.cols(); ++c) {
-        if (m(r, c) != 0 && m(r, c) != 1) {
-          fail(static_cast<std::size_t>(r) + 2, "column " + prefix + channels[c] +
-                                                    ": expected a flag 0 or 1, got " +
-                                                    trimNumber(m(r, c)));
+        const double x = m(r, c);
+        if (!(x >= 0 && x <= max && x == std::floor(x))) {
+          fail(static_cast<std::size_t>(r) + 2, "column " + prefix + channels[c] + ": expected " +
+                                                    expected + ", got " + trimNumber(x));
         }
-        flags(r, c) = static_cast<std::uint8_t>(m(r, c));
+        integers(r, c) = static_cast<std::uint8_t>(x);
       }
     }
-    return flags;
+    return integers;
   }
 
   /// Every column must have been consumed: a stray one is a typo or a channel without its partner.
@@ -203,8 +223,12 @@ std::string at(const fs::path& directory, const std::string& file) {
   return (directory / file).string();
 }
 
-void readMetadata(const std::string& path, Log& log, std::string& imu_frame,
-                  std::string& mocap_frame) {
+/// metadata.yaml keys that belong to an optional group, kept until the group is read.
+struct GroupAttributes {
+  std::string imu_frame, mocap_frame, estimator;
+};
+
+void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
   const std::string text = readTextFile(path);
   YAML::Node root;
   try {
@@ -217,7 +241,7 @@ void readMetadata(const std::string& path, Log& log, std::string& imu_frame,
     throw InputError(path + ": expected a map of key: value, got another YAML node");
   const std::set<std::string> known = {"heft_log_version", "robot",    "base_type", "units",
                                        "noise_profile",    "scenario", "seed",      "imu_frame",
-                                       "mocap_frame"};
+                                       "mocap_frame",      "estimator"};
   for (const auto& entry : root) {
     std::string key;
     try {
@@ -225,7 +249,7 @@ void readMetadata(const std::string& path, Log& log, std::string& imu_frame,
       if (!known.count(key)) {
         throw InputError(path + ": unknown key \"" + key +
                          "\" (expected heft_log_version, robot, base_type, units, noise_profile, "
-                         "scenario, seed, imu_frame, mocap_frame)");
+                         "scenario, seed, imu_frame, mocap_frame, estimator)");
       }
       const YAML::Node& value = entry.second;
       if (!value.IsScalar()) throw InputError(path + ": key " + key + ": expected a scalar value");
@@ -248,9 +272,11 @@ void readMetadata(const std::string& path, Log& log, std::string& imu_frame,
       } else if (key == "seed") {
         log.meta.seed = value.as<std::int64_t>();
       } else if (key == "imu_frame") {
-        imu_frame = value.as<std::string>();
+        groups.imu_frame = value.as<std::string>();
       } else if (key == "mocap_frame") {
-        mocap_frame = value.as<std::string>();
+        groups.mocap_frame = value.as<std::string>();
+      } else if (key == "estimator") {
+        groups.estimator = value.as<std::string>();
       }
     } catch (const YAML::Exception& e) {
       throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ": key " + key +
@@ -266,14 +292,25 @@ Log readCsv(const fs::path& directory) {
                      ": expected a directory of CSV files (docs/log-format.md)");
   }
   Log log;
-  std::string imu_frame, mocap_frame;
+  GroupAttributes groups;
   if (fs::exists(directory / "metadata.yaml", ec)) {
-    readMetadata(at(directory, "metadata.yaml"), log, imu_frame, mocap_frame);
+    readMetadata(at(directory, "metadata.yaml"), log, groups);
   }
   const bool floating = log.meta.base_type == BaseType::FreeFlyer;
 
-  // joints.csv: the joint names are the q/ columns, in order; v/ tau/ (tau_cmd/) follow them
-  {
+  // joints.csv is required, except in a log holding only metadata.yaml and estimates.csv
+  const bool estimates = fs::exists(directory / "estimates.csv", ec);
+  if (estimates && !fs::exists(directory / "joints.csv", ec)) {
+    for (const char* other :
+         {"imu.csv", "mocap.csv", "contacts.csv", "truth.csv", "truth_bodies.csv"}) {
+      if (!fs::exists(directory / other, ec)) continue;
+      throw InputError(at(directory, "joints.csv") +
+                       ": not found (required unless the log holds only metadata.yaml and "
+                       "estimates.csv; this one also holds " +
+                       other + ")");
+    }
+  } else {
+    // joints.csv: the joint names are the q/ columns, in order; v/ tau/ (tau_cmd/) follow them
     CsvTable table(at(directory, "joints.csv"), false);
     JointSeries& j = log.joints;
     j.time = table.column("time");
@@ -292,7 +329,7 @@ Log readCsv(const fs::path& directory) {
   if (fs::exists(directory / "imu.csv", ec)) {
     CsvTable table(at(directory, "imu.csv"), false);
     ImuSeries imu;
-    imu.frame = imu_frame;
+    imu.frame = groups.imu_frame;
     imu.time = table.column("time");
     imu.gyro = table.columns("gyro/", kXyz);
     imu.accel = table.columns("accel/", kXyz);
@@ -304,7 +341,7 @@ Log readCsv(const fs::path& directory) {
   if (fs::exists(directory / "mocap.csv", ec)) {
     CsvTable table(at(directory, "mocap.csv"), false);
     MocapSeries mocap;
-    mocap.frame = mocap_frame;
+    mocap.frame = groups.mocap_frame;
     mocap.time = table.column("time");
     mocap.position = table.columns("position/", kXyz);
     mocap.orientation = table.columns("orientation/", kQuaternion);
@@ -339,24 +376,14 @@ Log readCsv(const fs::path& directory) {
       }
       t.contact_names = table.suffixes("contact_forces/", "/fx");
       if (!t.contact_names.empty()) {
-        t.contact_forces.resize(table.rows(),
-                                3 * static_cast<Eigen::Index>(t.contact_names.size()));
-        for (std::size_t c = 0; c < t.contact_names.size(); ++c) {
-          t.contact_forces.middleCols(3 * c, 3) =
-              table.columns("contact_forces/" + t.contact_names[c] + "/", kForce);
-        }
+        t.contact_forces = table.perNameColumns("contact_forces/", t.contact_names, kForce);
         if (table.anyWithPrefix("contact_flags/")) {
           t.contact_flags = table.flagColumns("contact_flags/", t.contact_names);
         }
       }
       t.varying_body_names = table.suffixes("varying_body_pi/", "/m");
       if (!t.varying_body_names.empty()) {
-        t.varying_body_pi.resize(table.rows(),
-                                 10 * static_cast<Eigen::Index>(t.varying_body_names.size()));
-        for (std::size_t b = 0; b < t.varying_body_names.size(); ++b) {
-          t.varying_body_pi.middleCols(10 * b, 10) =
-              table.columns("varying_body_pi/" + t.varying_body_names[b] + "/", kPi);
-        }
+        t.varying_body_pi = table.perNameColumns("varying_body_pi/", t.varying_body_names, kPi);
       }
       table.requireAllUsed(
           "time, q/ v/ a/<joint> for the joints of joints.csv, base_pose/*, base_twist/*, "
@@ -371,6 +398,25 @@ Log readCsv(const fs::path& directory) {
       table.requireAllUsed("body, m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz");
     }
     log.truth = std::move(t);
+  }
+  if (estimates) {
+    // estimates.csv: the body names are the body_pi/<body>/m columns, in order
+    CsvTable table(at(directory, "estimates.csv"), false);
+    EstimateSeries e;
+    e.estimator = groups.estimator;
+    e.time = table.column("time");
+    e.body_names = table.suffixes("body_pi/", "/m");
+    if (e.body_names.empty()) table.fail("expected body_pi/<body>/m columns, found none");
+    e.body_pi = table.perNameColumns("body_pi/", e.body_names, kPi);
+    if (table.anyWithPrefix("body_pi_std/"))
+      e.body_pi_std = table.perNameColumns("body_pi_std/", e.body_names, kPi);
+    if (table.has("nis")) e.nis = table.column("nis");
+    if (table.has("status"))
+      e.status = table.smallIntegerColumns("", {"status"}, 255, "an integer 0 to 255");
+    table.requireAllUsed(
+        "time, body_pi/<body>/{m,mcx,mcy,mcz,Ixx,Ixy,Iyy,Ixz,Iyz,Izz}, body_pi_std/<body>/* for "
+        "the bodies of the body_pi/ columns, nis, status");
+    log.estimates = std::move(e);
   }
   return log;
 }
@@ -400,6 +446,21 @@ class CsvBuilder {
   void addFlags(const std::string& prefix, const std::vector<std::string>& channels,
                 const FlagMatrix& m) {
     add(prefix, channels, Eigen::MatrixXd(m.cast<double>()));
+  }
+  /// Columns prefix + name + "/" + channel, one block of channels per name (the layout
+  /// CsvTable::perNameColumns reads); `field` names the matrix in the error.
+  void addPerName(const std::string& prefix, const std::vector<std::string>& names,
+                  const std::vector<std::string>& channels, const Eigen::MatrixXd& m,
+                  const std::string& field) {
+    const auto width = static_cast<Eigen::Index>(channels.size());
+    if (m.cols() != width * static_cast<Eigen::Index>(names.size())) {
+      throw InputError("cannot write " + field + ": " + std::to_string(m.cols()) + " columns for " +
+                       std::to_string(names.size()) + " names x " + std::to_string(width));
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      add(prefix + names[i] + "/", channels,
+          Eigen::MatrixXd(m.middleCols(width * static_cast<Eigen::Index>(i), width)));
+    }
   }
   std::string text(const std::string& first_header,
                    const std::vector<std::string>& first_column) const {
@@ -467,17 +528,20 @@ void writeCsv(const Log& log, const fs::path& directory) {
   if (log.meta.seed) meta += "seed: " + std::to_string(*log.meta.seed) + "\n";
   if (log.imu) meta += "imu_frame: " + yamlQuoted(log.imu->frame) + "\n";
   if (log.mocap) meta += "mocap_frame: " + yamlQuoted(log.mocap->frame) + "\n";
+  if (log.estimates) meta += "estimator: " + yamlQuoted(log.estimates->estimator) + "\n";
   writeFile(directory / "metadata.yaml", meta);
 
   const JointSeries& j = log.joints;
-  CsvBuilder joints;
-  joints.add("q/", j.names, j.q);
-  joints.add("v/", j.names, j.v);
-  joints.add("tau/", j.names, j.tau);
-  if (j.tau_cmd.size() > 0) joints.add("tau_cmd/", j.names, j.tau_cmd);
-  if (j.base_pose.size() > 0) joints.add("base_pose/", kPose, j.base_pose);
-  if (j.base_twist.size() > 0) joints.add("base_twist/", kTwist, j.base_twist);
-  writeFile(directory / "joints.csv", joints.text(j.time));
+  if (!j.empty()) {  // empty only in an estimates-only log
+    CsvBuilder joints;
+    joints.add("q/", j.names, j.q);
+    joints.add("v/", j.names, j.v);
+    joints.add("tau/", j.names, j.tau);
+    if (j.tau_cmd.size() > 0) joints.add("tau_cmd/", j.names, j.tau_cmd);
+    if (j.base_pose.size() > 0) joints.add("base_pose/", kPose, j.base_pose);
+    if (j.base_twist.size() > 0) joints.add("base_twist/", kTwist, j.base_twist);
+    writeFile(directory / "joints.csv", joints.text(j.time));
+  }
   if (log.imu) {
     CsvBuilder imu;
     imu.add("gyro/", kXyz, log.imu->gyro);
@@ -507,26 +571,12 @@ void writeCsv(const Log& log, const fs::path& directory) {
       if (t.base_twist.size() > 0) truth.add("base_twist/", kTwist, t.base_twist);
       if (t.base_acceleration.size() > 0)
         truth.add("base_acceleration/", kAcceleration, t.base_acceleration);
-      if (t.contact_forces.cols() != 3 * static_cast<Eigen::Index>(t.contact_names.size())) {
-        throw InputError(
-            "cannot write truth/contact_forces: " + std::to_string(t.contact_forces.cols()) +
-            " columns for " + std::to_string(t.contact_names.size()) + " contacts");
-      }
-      for (std::size_t c = 0; c < t.contact_names.size(); ++c) {
-        truth.add("contact_forces/" + t.contact_names[c] + "/", kForce,
-                  Eigen::MatrixXd(t.contact_forces.middleCols(3 * c, 3)));
-      }
+      truth.addPerName("contact_forces/", t.contact_names, kForce, t.contact_forces,
+                       "truth/contact_forces");
       if (t.contact_flags.size() > 0)
         truth.addFlags("contact_flags/", t.contact_names, t.contact_flags);
-      if (t.varying_body_pi.cols() != 10 * static_cast<Eigen::Index>(t.varying_body_names.size())) {
-        throw InputError("cannot write truth/varying_body_pi: " +
-                         std::to_string(t.varying_body_pi.cols()) + " columns for " +
-                         std::to_string(t.varying_body_names.size()) + " bodies");
-      }
-      for (std::size_t b = 0; b < t.varying_body_names.size(); ++b) {
-        truth.add("varying_body_pi/" + t.varying_body_names[b] + "/", kPi,
-                  Eigen::MatrixXd(t.varying_body_pi.middleCols(10 * b, 10)));
-      }
+      truth.addPerName("varying_body_pi/", t.varying_body_names, kPi, t.varying_body_pi,
+                       "truth/varying_body_pi");
       writeFile(directory / "truth.csv", truth.text(t.time));
     }
     if (!t.body_names.empty()) {
@@ -534,6 +584,18 @@ void writeCsv(const Log& log, const fs::path& directory) {
       bodies.add("", kPi, t.body_pi);
       writeFile(directory / "truth_bodies.csv", bodies.text("body", t.body_names));
     }
+  }
+  if (log.estimates) {
+    const EstimateSeries& e = *log.estimates;
+    CsvBuilder estimates;
+    estimates.addPerName("body_pi/", e.body_names, kPi, e.body_pi, "estimates/body_pi");
+    if (e.body_pi_std.size() > 0) {
+      estimates.addPerName("body_pi_std/", e.body_names, kPi, e.body_pi_std,
+                           "estimates/body_pi_std");
+    }
+    if (e.nis.size() > 0) estimates.add("", {"nis"}, Eigen::MatrixXd(e.nis));
+    if (e.status.size() > 0) estimates.addFlags("", {"status"}, e.status);
+    writeFile(directory / "estimates.csv", estimates.text(e.time));
   }
 }
 

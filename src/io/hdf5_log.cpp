@@ -131,6 +131,15 @@ class Hdf5Reader {
     return true;
   }
 
+  /// Whether `object` is a group holding at least one link.
+  bool isNonEmptyGroup(const std::string& object) const {
+    if (!isGroup(object)) return false;
+    H5G_info_t info;
+    if (H5Gget_info_by_name(file_.get(), object.c_str(), &info, H5P_DEFAULT) < 0)
+      fail(object, "group info");
+    return info.nlinks > 0;
+  }
+
   Eigen::VectorXd readVector(const std::string& object) const {
     std::vector<hsize_t> dims;
     std::vector<double> values = readNumbers(object, 1, dims);
@@ -144,25 +153,35 @@ class Hdf5Reader {
                                  static_cast<Eigen::Index>(dims[1]));
   }
 
+  Eigen::VectorXd readOptionalVector(const std::string& object) const {
+    return exists(object) ? readVector(object) : Eigen::VectorXd();
+  }
+
   Eigen::MatrixXd readOptionalMatrix(const std::string& object) const {
     return exists(object) ? readMatrix(object) : Eigen::MatrixXd();
   }
 
   /// Flags stored as any numeric type; every value must be 0 or 1.
   FlagMatrix readFlags(const std::string& object) const {
+    return readSmallIntegers(object, 1, "a flag 0 or 1");
+  }
+
+  /// Integers 0 .. max stored as any numeric type (a status code, a flag).
+  FlagMatrix readSmallIntegers(const std::string& object, int max,
+                               const std::string& expected) const {
     const Eigen::MatrixXd values = readMatrix(object);
-    FlagMatrix flags(values.rows(), values.cols());
+    FlagMatrix integers(values.rows(), values.cols());
     for (Eigen::Index r = 0; r < values.rows(); ++r) {
       for (Eigen::Index c = 0; c < values.cols(); ++c) {
         const double x = values(r, c);
-        if (x != 0 && x != 1) {
-          bad(object, "row " + std::to_string(r) + " column " + std::to_string(c) +
-                          ": expected a flag 0 or 1, got " + std::to_string(x));
+        if (!(x >= 0 && x <= max && x == std::floor(x))) {
+          bad(object, "row " + std::to_string(r) + " column " + std::to_string(c) + ": expected " +
+                          expected + ", got " + std::to_string(x));
         }
-        flags(r, c) = static_cast<std::uint8_t>(x);
+        integers(r, c) = static_cast<std::uint8_t>(x);
       }
     }
-    return flags;
+    return integers;
   }
 
   /// A rank-1 dataset of fixed- or variable-length strings.
@@ -368,16 +387,21 @@ Log readHdf5(const std::string& path) {
   log.meta.scenario = in.readStringAttribute("/", "scenario").value_or("");
   log.meta.seed = in.readIntegerAttribute("/", "seed");
 
-  if (!in.isGroup("/joints")) in.bad("/joints", "group missing (required)");
-  JointSeries& j = log.joints;
-  j.time = in.readVector("/joints/time");
-  j.names = in.readStrings("/joints/names");
-  j.q = in.readMatrix("/joints/q");
-  j.v = in.readMatrix("/joints/v");
-  j.tau = in.readMatrix("/joints/tau");
-  j.tau_cmd = in.readOptionalMatrix("/joints/tau_cmd");
-  j.base_pose = in.readOptionalMatrix("/joints/base_pose");
-  j.base_twist = in.readOptionalMatrix("/joints/base_twist");
+  // an estimates-only log has no (or an empty) /joints group; validation checks it holds nothing
+  // else
+  const bool estimates = in.isGroup("/estimates");
+  if (!estimates && !in.isGroup("/joints")) in.bad("/joints", "group missing (required)");
+  if (!estimates || in.isNonEmptyGroup("/joints")) {
+    JointSeries& j = log.joints;
+    j.time = in.readVector("/joints/time");
+    j.names = in.readStrings("/joints/names");
+    j.q = in.readMatrix("/joints/q");
+    j.v = in.readMatrix("/joints/v");
+    j.tau = in.readMatrix("/joints/tau");
+    j.tau_cmd = in.readOptionalMatrix("/joints/tau_cmd");
+    j.base_pose = in.readOptionalMatrix("/joints/base_pose");
+    j.base_twist = in.readOptionalMatrix("/joints/base_twist");
+  }
 
   if (in.isGroup("/imu")) {
     ImuSeries imu;
@@ -429,6 +453,18 @@ Log readHdf5(const std::string& path) {
       t.body_pi = in.readMatrix("/truth/bodies/pi");
     }
     log.truth = std::move(t);
+  }
+  if (estimates) {
+    EstimateSeries e;
+    e.estimator = in.readStringAttribute("/estimates", "estimator").value_or("");
+    e.time = in.readVector("/estimates/time");
+    e.body_names = in.readStrings("/estimates/body_names");
+    e.body_pi = in.readMatrix("/estimates/body_pi");
+    e.body_pi_std = in.readOptionalMatrix("/estimates/body_pi_std");
+    e.nis = in.readOptionalVector("/estimates/nis");
+    if (in.exists("/estimates/status"))
+      e.status = in.readSmallIntegers("/estimates/status", 255, "an integer 0 to 255");
+    log.estimates = std::move(e);
   }
   return log;
 }
@@ -485,6 +521,10 @@ class Hdf5Writer {
     const hsize_t dims[2] = {static_cast<hsize_t>(values.rows()),
                              static_cast<hsize_t>(values.cols())};
     write(name, 2, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, row_major.data());
+  }
+
+  void optionalVector(const std::string& name, const Eigen::VectorXd& values) {
+    if (values.size() > 0) vector(name, values);
   }
 
   void optionalMatrix(const std::string& name, const Eigen::MatrixXd& values) {
@@ -580,15 +620,17 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
   if (log.meta.seed) out.integerAttribute("/", "seed", *log.meta.seed);
 
   const JointSeries& j = log.joints;
-  out.group("/joints");
-  out.vector("/joints/time", j.time);
-  out.strings("/joints/names", j.names);
-  out.matrix("/joints/q", j.q);
-  out.matrix("/joints/v", j.v);
-  out.matrix("/joints/tau", j.tau);
-  out.optionalMatrix("/joints/tau_cmd", j.tau_cmd);
-  out.optionalMatrix("/joints/base_pose", j.base_pose);
-  out.optionalMatrix("/joints/base_twist", j.base_twist);
+  if (!j.empty()) {  // empty only in an estimates-only log
+    out.group("/joints");
+    out.vector("/joints/time", j.time);
+    out.strings("/joints/names", j.names);
+    out.matrix("/joints/q", j.q);
+    out.matrix("/joints/v", j.v);
+    out.matrix("/joints/tau", j.tau);
+    out.optionalMatrix("/joints/tau_cmd", j.tau_cmd);
+    out.optionalMatrix("/joints/base_pose", j.base_pose);
+    out.optionalMatrix("/joints/base_twist", j.base_twist);
+  }
   if (log.imu) {
     out.group("/imu");
     out.stringAttribute("/imu", "frame", log.imu->frame);
@@ -636,6 +678,17 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
       out.strings("/truth/bodies/names", t.body_names);
       out.matrix("/truth/bodies/pi", t.body_pi);
     }
+  }
+  if (log.estimates) {
+    const EstimateSeries& e = *log.estimates;
+    out.group("/estimates");
+    out.stringAttribute("/estimates", "estimator", e.estimator);
+    out.vector("/estimates/time", e.time);
+    out.strings("/estimates/body_names", e.body_names);
+    out.matrix("/estimates/body_pi", e.body_pi);
+    out.optionalMatrix("/estimates/body_pi_std", e.body_pi_std);
+    out.optionalVector("/estimates/nis", e.nis);
+    if (e.status.size() > 0) out.flags("/estimates/status", e.status);
   }
   out.close();
 }

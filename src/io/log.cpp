@@ -139,6 +139,19 @@ std::string firstDifference(const Log& a, const Log& b) {
          compareMatrix("truth/varying_body_pi", ta.varying_body_pi, tb.varying_body_pi)});
     if (!d.empty()) return d;
   }
+  if (!(d = presence("estimates", a.estimates.has_value(), b.estimates.has_value())).empty())
+    return d;
+  if (a.estimates) {
+    const EstimateSeries &ea = *a.estimates, &eb = *b.estimates;
+    d = firstOf({compareText("estimates/estimator", ea.estimator, eb.estimator),
+                 compareMatrix("estimates/time", ea.time, eb.time),
+                 compareNames("estimates/body_names", ea.body_names, eb.body_names),
+                 compareMatrix("estimates/body_pi", ea.body_pi, eb.body_pi),
+                 compareMatrix("estimates/body_pi_std", ea.body_pi_std, eb.body_pi_std),
+                 compareMatrix("estimates/nis", ea.nis, eb.nis),
+                 compareMatrix("estimates/status", ea.status, eb.status)});
+    if (!d.empty()) return d;
+  }
   return "";
 }
 

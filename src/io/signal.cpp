@@ -256,6 +256,8 @@ Log resample(const Log& log, const ResampleOptions& options) {
     }
     out.truth = std::move(r);
   }
+  // estimates refer to their own time stamps (the estimator's output): copied, not resampled
+  out.estimates = log.estimates;
   return out;
 }
 

@@ -60,12 +60,14 @@ LogSummary summarize(const Log& log, const SummaryOptions& options) {
   s.meta = log.meta;
   const double f = options.dropout_factor;
   const JointSeries& j = log.joints;
-  std::string channels = "q v tau";
-  if (j.tau_cmd.size() > 0) channels += " tau_cmd";
-  if (j.base_pose.size() > 0) channels += " base_pose";
-  if (j.base_twist.size() > 0) channels += " base_twist";
-  channels += " (" + std::to_string(j.names.size()) + " joints)";
-  s.groups.push_back(summarizeTime("joints", j.time, f, channels));
+  if (!j.empty()) {  // empty only in an estimates-only log
+    std::string channels = "q v tau";
+    if (j.tau_cmd.size() > 0) channels += " tau_cmd";
+    if (j.base_pose.size() > 0) channels += " base_pose";
+    if (j.base_twist.size() > 0) channels += " base_twist";
+    channels += " (" + std::to_string(j.names.size()) + " joints)";
+    s.groups.push_back(summarizeTime("joints", j.time, f, channels));
+  }
   if (log.imu) {
     s.groups.push_back(
         summarizeTime("imu", log.imu->time, f,
@@ -103,6 +105,16 @@ LogSummary summarize(const Log& log, const SummaryOptions& options) {
     if (!t.body_names.empty()) parts.push_back(std::to_string(t.body_names.size()) + " bodies");
     for (std::size_t i = 0; i < parts.size(); ++i) s.truth += (i ? ", " : "") + parts[i];
   }
+  if (log.estimates) {
+    const EstimateSeries& e = *log.estimates;
+    std::string channels = "body_pi";
+    if (e.body_pi_std.size() > 0) channels += " body_pi_std";
+    if (e.nis.size() > 0) channels += " nis";
+    if (e.status.size() > 0) channels += " status";
+    channels += " (" + std::to_string(e.body_names.size()) + " bodies" +
+                (e.estimator.empty() ? "" : ", " + e.estimator) + ")";
+    s.groups.push_back(summarizeTime("estimates", e.time, f, channels));
+  }
   return s;
 }
 
@@ -129,8 +141,8 @@ std::string LogSummary::report() const {
     out += "  " + g.channels + "\n";
   }
   if (!groups.empty()) {
-    out +=
-        "duration: " + format("%.4f", groups.front().end - groups.front().start) + " s (joints)\n";
+    out += "duration: " + format("%.4f", groups.front().end - groups.front().start) + " s (" +
+           groups.front().name + ")\n";
   }
   if (contact_names.empty()) {
     out += "contacts: none\n";

@@ -106,18 +106,34 @@ bool checkShape(Collector& out, const std::string& field, const Matrix& m, Eigen
   return false;
 }
 
-/// One error per row holding a non-finite value, naming the first such column.
-void checkFinite(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
-                 const std::vector<std::string>& column_names) {
+/// One error per row holding a value that `accept` refuses, naming the first such column.
+template <typename Accept>
+void checkValues(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
+                 const std::vector<std::string>& column_names, Accept accept,
+                 const std::string& expected) {
   for (Eigen::Index r = 0; r < m.rows(); ++r) {
     for (Eigen::Index c = 0; c < m.cols(); ++c) {
-      if (std::isfinite(m(r, c))) continue;
+      if (accept(m(r, c))) continue;
       const std::string column =
           c < static_cast<Eigen::Index>(column_names.size()) ? column_names[c] : std::to_string(c);
-      out.add(field, r, "column " + column + ": expected a finite value, got " + num(m(r, c)));
+      out.add(field, r, "column " + column + ": expected " + expected + ", got " + num(m(r, c)));
       break;
     }
   }
+}
+
+/// One error per row holding a non-finite value, naming the first such column.
+void checkFinite(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
+                 const std::vector<std::string>& column_names) {
+  checkValues(
+      out, field, m, column_names, [](double x) { return std::isfinite(x); }, "a finite value");
+}
+
+/// One error per row holding a negative value (NaN is left to checkFinite).
+void checkNonNegative(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
+                      const std::vector<std::string>& column_names, const std::string& what) {
+  checkValues(
+      out, field, m, column_names, [](double x) { return !(x < 0); }, "a non-negative " + what);
 }
 
 void checkQuaternions(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
@@ -174,6 +190,17 @@ const std::vector<std::string> kTwist = {"vx", "vy", "vz", "wx", "wy", "wz"};
 const std::vector<std::string> kAcceleration = {"ax", "ay", "az", "alphax", "alphay", "alphaz"};
 const std::vector<std::string> kXyz = {"x", "y", "z"};
 const std::vector<std::string> kQuaternion = {"qx", "qy", "qz", "qw"};
+const std::vector<std::string> kPi = {"m",   "mcx", "mcy", "mcz", "Ixx",
+                                      "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
+
+/// Column names of a samples x 10 nb matrix of pi: "<body>/m", "<body>/mcx", ...
+std::vector<std::string> piColumns(const std::vector<std::string>& bodies) {
+  std::vector<std::string> columns;
+  for (const auto& body : bodies) {
+    for (const auto& channel : kPi) columns.push_back(body + "/" + channel);
+  }
+  return columns;
+}
 
 /// Optional matrix: empty, or rows x cols and finite; `pose` adds a unit-quaternion check on 3..6.
 void checkOptional(Collector& out, const std::string& field, const Eigen::MatrixXd& m,
@@ -309,14 +336,7 @@ void checkTruth(Collector& out, const Log& log) {
     if ((nvb > 0 || t.varying_body_pi.size() > 0) &&
         checkShape(out, "truth/varying_body_pi", t.varying_body_pi, n, 10 * nvb,
                    "samples of truth/time x 10 per name in truth/varying_body_names")) {
-      std::vector<std::string> columns;
-      for (const auto& name : t.varying_body_names) {
-        for (const char* c :
-             {"/m", "/mcx", "/mcy", "/mcz", "/Ixx", "/Ixy", "/Iyy", "/Ixz", "/Iyz", "/Izz"}) {
-          columns.push_back(name + c);
-        }
-      }
-      checkFinite(out, "truth/varying_body_pi", t.varying_body_pi, columns);
+      checkFinite(out, "truth/varying_body_pi", t.varying_body_pi, piColumns(t.varying_body_names));
       for (Eigen::Index k = 0; k < n; ++k) {
         for (Eigen::Index b = 0; b < nvb; ++b) {
           const Vector10 pi = t.varying_body_pi.block<1, 10>(k, 10 * b).transpose();
@@ -340,8 +360,7 @@ void checkTruth(Collector& out, const Log& log) {
     if (checkShape(out, "truth/bodies/pi", t.body_pi,
                    static_cast<Eigen::Index>(t.body_names.size()), 10,
                    "bodies x [m mcx mcy mcz Ixx Ixy Iyy Ixz Iyz Izz]")) {
-      checkFinite(out, "truth/bodies/pi", t.body_pi,
-                  {"m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"});
+      checkFinite(out, "truth/bodies/pi", t.body_pi, kPi);
       for (Eigen::Index b = 0; b < t.body_pi.rows(); ++b) {
         const Vector10 pi = t.body_pi.row(b).transpose();
         if (!pi.allFinite()) continue;
@@ -356,6 +375,31 @@ void checkTruth(Collector& out, const Log& log) {
   }
 }
 
+void checkEstimates(Collector& out, const EstimateSeries& e) {
+  checkTime(out, "estimates/time", e.time, 1);
+  checkNames(out, "estimates/body_names", e.body_names, false);
+  const Eigen::Index n = e.time.size(), nb = static_cast<Eigen::Index>(e.body_names.size());
+  const std::string why = "samples of estimates/time x 10 per name in estimates/body_names";
+  const std::vector<std::string> columns = piColumns(e.body_names);
+  if (checkShape(out, "estimates/body_pi", e.body_pi, n, 10 * nb, why)) {
+    checkFinite(out, "estimates/body_pi", e.body_pi, columns);
+  }
+  if (e.body_pi_std.size() > 0 &&
+      checkShape(out, "estimates/body_pi_std", e.body_pi_std, n, 10 * nb, why)) {
+    checkFinite(out, "estimates/body_pi_std", e.body_pi_std, columns);
+    checkNonNegative(out, "estimates/body_pi_std", e.body_pi_std, columns, "standard deviation");
+  }
+  if (e.nis.size() > 0 &&
+      checkShape(out, "estimates/nis", e.nis, n, 1, "one per sample of estimates/time")) {
+    checkFinite(out, "estimates/nis", e.nis, {"nis"});
+    checkNonNegative(out, "estimates/nis", e.nis, {"nis"},
+                     "normalized innovation squared (0 where there was no update)");
+  }
+  if (e.status.size() > 0) {
+    checkShape(out, "estimates/status", e.status, n, 1, "one per sample of estimates/time");
+  }
+}
+
 /// A body is named by its joint or by the link whose frame is that joint's frame (heft::model).
 bool isBodyName(const pinocchio::Model& model, const std::string& name) {
   if (model.existJointName(name)) return model.getJointId(name) > 0;
@@ -367,30 +411,31 @@ bool isBodyName(const pinocchio::Model& model, const std::string& name) {
 void checkLog(Collector& out, const Log& log) {
   if (log.meta.units != "SI")
     out.add("units", -1, "expected \"SI\", got \"" + log.meta.units + "\"");
-  checkJoints(out, log);
+  if (log.joints.empty() && log.estimates) {
+    // no joint group: allowed for a log holding nothing but metadata and estimates
+    std::vector<std::string> others;
+    if (log.imu) others.push_back("imu");
+    if (log.mocap) others.push_back("mocap");
+    if (log.contacts) others.push_back("contacts");
+    if (log.truth) others.push_back("truth");
+    if (!others.empty()) {
+      out.add("joints", -1,
+              "group missing: only a log holding nothing but metadata and estimates may omit it, "
+              "this one also holds " +
+                  joinNames(others));
+    }
+  } else {
+    checkJoints(out, log);
+  }
   if (log.imu) checkImu(out, *log.imu);
   if (log.mocap) checkMocap(out, *log.mocap);
   if (log.contacts) checkContacts(out, *log.contacts);
   if (log.truth) checkTruth(out, log);
+  if (log.estimates) checkEstimates(out, *log.estimates);
 }
 
-}  // namespace
-
-ValidationReport validateLog(const Log& log, const ValidationOptions& options) {
-  options.validate();
-  ValidationReport report;
-  Collector out(report, options);
-  checkLog(out, log);
-  return report;
-}
-
-ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
-                             const ValidationOptions& options) {
-  options.validate();
-  ValidationReport report;
-  Collector out(report, options);
-  checkLog(out, log);
-
+/// Base type and joint names against the model.
+void checkJointsAgainstModel(Collector& out, const Log& log, const pinocchio::Model& model) {
   // the model's root: free-flyer or a fixed base; other multi-DoF joints cannot be logged
   const bool model_floating =
       model.njoints > 1 && model.joints[1].shortname() == "JointModelFreeFlyer";
@@ -435,16 +480,45 @@ ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
   if (!missing.empty()) {
     out.add("joints/names", -1, "model joints missing from the log: " + joinNames(missing));
   }
-  if (log.truth) {
-    for (std::size_t b = 0; b < log.truth->body_names.size(); ++b) {
-      const std::string& name = log.truth->body_names[b];
-      if (!isBodyName(model, name)) {
-        out.add("truth/bodies/names", static_cast<std::ptrdiff_t>(b),
-                "body \"" + name + "\" is not a body of model \"" + model.name +
-                    "\" (expected a movable joint's name or the link at that joint's frame)");
-      }
-    }
+}
+
+/// Names of `bodies` that are not bodies of the model, one error each.
+void checkBodyNames(Collector& out, const std::string& field,
+                    const std::vector<std::string>& bodies, const pinocchio::Model& model) {
+  for (std::size_t b = 0; b < bodies.size(); ++b) {
+    if (isBodyName(model, bodies[b])) continue;
+    out.add(field, static_cast<std::ptrdiff_t>(b),
+            "body \"" + bodies[b] + "\" is not a body of model \"" + model.name +
+                "\" (expected a movable joint's name or the link at that joint's frame)");
   }
+}
+
+}  // namespace
+
+ValidationReport validateLog(const Log& log, const ValidationOptions& options) {
+  options.validate();
+  ValidationReport report;
+  Collector out(report, options);
+  checkLog(out, log);
+  return report;
+}
+
+ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
+                             const ValidationOptions& options) {
+  options.validate();
+  ValidationReport report;
+  Collector out(report, options);
+  checkLog(out, log);
+  if (log.joints.empty() && log.estimates) {
+    out.add("joints", -1,
+            "group missing: checking a log against model \"" + model.name +
+                "\" needs the joint measurements, this log holds only estimates (an "
+                "estimates-only log is valid without a model)");
+  } else {
+    checkJointsAgainstModel(out, log, model);
+  }
+  if (log.truth) checkBodyNames(out, "truth/bodies/names", log.truth->body_names, model);
+  if (log.estimates) checkBodyNames(out, "estimates/body_names", log.estimates->body_names, model);
   return report;
 }
 

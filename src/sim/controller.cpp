@@ -1,6 +1,7 @@
 #include "heft/sim/controller.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 
@@ -72,6 +73,32 @@ double bump(double x, double height) {
   if (x <= 0 || x >= 1) return 0;
   const double y = x * (1 - x);
   return 64 * height * y * y * y;
+}
+
+// Weight of a contact in the feed-forward force distribution from its height above the floor:
+// 1 on the floor, falling to 0 over the first millimetre of lift, so the forces move smoothly.
+double groundWeight(double lift) { return 1 - smoothstep(lift / 1e-3).s; }
+
+// Contact forces (world frame, 3 per point) that balance the base rows of the dynamics,
+// A f = tau_base with A = Jc_base^T (6 x 3n), closest (weighted least squares) to each point's
+// share of the weight. `w` (one per point, in [0, 1]) is how much a point may carry: its share is
+// w_c weight / sum(w) straight up and its force moves from the share only in proportion to w_c,
+// so a point with w = 0 (in the air) carries nothing. `ridge` regularizes A W A^T: 0 balances
+// exactly (the points with w > 0 must hold any wrench), > 0 keeps the forces bounded when they
+// cannot (two feet hold no moment about their line, none hold nothing).
+Eigen::VectorXd balancingForces(const Eigen::MatrixXd& A, const Eigen::VectorXd& tau_base,
+                                const Eigen::VectorXd& w, double weight, double ridge) {
+  const int nc = static_cast<int>(w.size());
+  const double share = w.sum() > 0 ? weight / w.sum() : 0;
+  Eigen::VectorXd w3(3 * nc), fw = Eigen::VectorXd::Zero(3 * nc);
+  for (int c = 0; c < nc; ++c) {
+    w3.segment<3>(3 * c).setConstant(w[c]);
+    fw[3 * c + 2] = w[c] * share;
+  }
+  const Eigen::VectorXd residual = tau_base - A * fw;
+  const Eigen::MatrixXd AW = A * w3.asDiagonal();
+  const Eigen::MatrixXd AWAt = AW * A.transpose() + ridge * Eigen::MatrixXd::Identity(6, 6);
+  return fw + AW.transpose() * AWAt.ldlt().solve(residual);
 }
 
 constexpr double kGravity = 9.81;
@@ -305,8 +332,6 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
     require(nf == 4, "feet", "four feet for the trot and hop phases", std::to_string(nf));
   }
   const double weight = pinocchio::computeTotalMass(model) * 9.81;
-  Eigen::VectorXd f0(3 * nf);
-  for (int f = 0; f < nf; ++f) f0.segment<3>(3 * f) << 0, 0, weight / nf;
   Eigen::MatrixXd Jc(3 * nf, model.nv);
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian(6, model.nv);
   for (int k = 0; k < n; ++k) {
@@ -319,31 +344,22 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
                                   frame_jacobian);
       Jc.middleRows(3 * f, 3) = frame_jacobian.topRows<3>();
     }
-    // forces (world frame) closest to f0 with Jc_base^T f = tau_base
+    // forces (world frame) closest to an equal share with Jc_base^T f = tau_base
     const Eigen::MatrixXd A = Jc.leftCols<6>().transpose();
+    Eigen::VectorXd w = Eigen::VectorXd::Ones(nf);
+    double ridge = 0;
     if (lifting) {
-      // feet in the air carry nothing: weighted least squares, weight 1 on the floor falling to 0
-      // as the foot rises (1 mm), so the forces move smoothly between feet; a small ridge keeps it
-      // defined with two feet (no moment about their line) or none (flight) and bounds the force
-      // on a foot that is about to lift (ridge 1e-2: at most 5 N per N m of unbalanced moment)
+      // feet in the air carry nothing (weight falling to 0 over the first millimetre of lift, so
+      // the forces move smoothly between feet); a small ridge keeps it defined with two feet (no
+      // moment about their line) or none (flight) and bounds the force on a foot that is about
+      // to lift (ridge 1e-2: at most 5 N per N m of unbalanced moment)
       const PoseOffset o = stanceOffset(options, k * dt);
-      Eigen::VectorXd w = Eigen::VectorXd::Ones(3 * nf);
       for (int f = 0; f < nf && f < static_cast<int>(o.lift.size()); ++f) {
-        w.segment<3>(3 * f).setConstant(1 - smoothstep(o.lift[f] / 1e-3).s);
+        w[f] = groundWeight(o.lift[f]);
       }
-      const double share = w.sum() > 0 ? weight / (w.sum() / 3) : 0;
-      Eigen::VectorXd fw(3 * nf);
-      for (int f = 0; f < nf; ++f) fw.segment<3>(3 * f) << 0, 0, w[3 * f] * share;
-      const Eigen::VectorXd residual = tau_full.head<6>() - A * fw;
-      const Eigen::MatrixXd AW = A * w.asDiagonal();
-      const Eigen::MatrixXd AWAt = AW * A.transpose() + 1e-2 * Eigen::MatrixXd::Identity(6, 6);
-      const Eigen::VectorXd force = fw + AW.transpose() * AWAt.ldlt().solve(residual);
-      ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
-      continue;
+      ridge = 1e-2;
     }
-    const Eigen::VectorXd residual = tau_full.head<6>() - A * f0;
-    const Eigen::MatrixXd AAt = A * A.transpose();
-    const Eigen::VectorXd force = f0 + A.transpose() * AAt.ldlt().solve(residual);
+    const Eigen::VectorXd force = balancingForces(A, tau_full.head<6>(), w, weight, ridge);
     ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
   }
   return ref;
@@ -371,20 +387,76 @@ void HumanoidMotionOptions::validate() const {
             num(phase.shift_amplitude));
     requirePositive(phase.shift_frequency, "phases shift_frequency", " Hz");
     for (const auto& w : phase.joints) checkWave(w, "phases joints");
+    requireNonNegative(phase.step_height, "phases step_height", " m");
+    if (phase.step_height > 0) {
+      require(soles.size() == 2, "soles", "two sole frames for stepping",
+              std::to_string(soles.size()));
+      requireNonNegative(phase.step_shift, "phases step_shift", " m");
+      requirePositive(phase.step_transfer, "phases step_transfer", " s");
+      requirePositive(phase.step_swing, "phases step_swing", " s");
+      requireNonNegative(phase.step_landing_speed, "phases step_landing_speed", " m/s");
+      const double step = 2 * phase.step_transfer + phase.step_swing;
+      require(step <= phase_duration - 2 * ramp, "phases step_transfer",
+              "a step (2 step_transfer + step_swing) that fits between the fades of a phase (" +
+                  num(phase_duration - 2 * ramp) + " s)",
+              num(step) + " s");
+    }
   }
   for (const auto& w : continuous) checkWave(w, "continuous");
 }
 
 namespace {
 
-// Pelvis offsets and joint offsets (velocity index -> angle) of the humanoid motion at time t.
+// Pelvis offsets and joint offsets (velocity index -> angle) of the humanoid motion at time t;
+// per sole (stepping): its lift above the floor [m] and its share of the feed-forward load [0, 1].
 struct HumanoidOffset {
   double dz = 0, dy = 0;
   std::vector<std::pair<int, double>> joints;
+  std::array<double, 2> lift = {0, 0};
+  std::array<double, 2> load = {1, 1};
 };
 
+// Stepping in place at time `local` into a phase (HumanoidPhase::step_height): adds the pelvis y
+// and sets the lifts and loads. `side` is the world y direction (+1 / -1) of each sole.
+void addSteps(const HumanoidPhase& phase, double phase_duration, double ramp, double local,
+              const std::array<double, 2>& side, HumanoidOffset& out) {
+  const double step = phase.step_transfer + phase.step_swing;
+  const int steps =
+      static_cast<int>((phase_duration - 2 * ramp - phase.step_transfer) / step);  // >= 1
+  const double start = 0.5 * (phase_duration - steps * step - phase.step_transfer);
+  const double tau = local - start;
+  if (tau < 0 || tau >= steps * step + phase.step_transfer) return;
+  const int i = std::min(static_cast<int>(tau / step), steps);
+  const double u = tau - i * step;
+  // step i stands on sole i % 2; the pelvis goes from the previous stance (the middle before
+  // the first step) to this one, and back to the middle after the last
+  auto pelvis = [&](int j) { return j < 0 || j >= steps ? 0.0 : phase.step_shift * side[j % 2]; };
+  const int stance = i % 2, other = 1 - stance;
+  if (u < phase.step_transfer) {
+    const double s = smoothstep(u / phase.step_transfer).s;
+    out.dy += pelvis(i - 1) + (pelvis(i) - pelvis(i - 1)) * s;
+    // the load leaves the sole that swings next and comes onto the one that just landed
+    if (i == 0) {
+      out.load[other] = 1 - s;
+    } else if (i == steps) {
+      out.load[stance] = s;  // the last swing's sole (steps - 1 stood on the other)
+    } else {
+      out.load[stance] = s;
+      out.load[other] = 1 - s;
+    }
+    return;
+  }
+  out.dy += pelvis(i);
+  out.load[other] = 0;
+  // the bump, plus v T x^3 (1 - x): lands at the touchdown speed v (the rate steps to 0 there)
+  const double x = (u - phase.step_transfer) / phase.step_swing;
+  out.lift[other] = bump(x, phase.step_height) +
+                    phase.step_landing_speed * phase.step_swing * x * x * x * (1 - x);
+}
+
 HumanoidOffset humanoidOffset(const HumanoidMotionOptions& o, const std::vector<int>& phase_start,
-                              const std::vector<int>& wave_index, double t) {
+                              const std::vector<int>& wave_index, const std::array<double, 2>& side,
+                              double t) {
   HumanoidOffset out;
   if (t < o.settle) return out;
   const double local_all = t - o.settle;
@@ -415,6 +487,7 @@ HumanoidOffset humanoidOffset(const HumanoidMotionOptions& o, const std::vector<
         wave_index[phase_start[index] + w],
         window * wave.amplitude * std::sin(2 * M_PI * wave.frequency * local + wave.phase));
   }
+  if (phase.step_height > 0) addSteps(phase, o.phase_duration, o.ramp, local, side, out);
   return out;
 }
 
@@ -518,19 +591,39 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     soles_world.emplace_back(Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(),
                              p);
   }
+  // stepping: which way (world y) each sole lies from the middle, which sole carries each point
+  bool stepping = false, landing_at_speed = false;
+  for (const auto& phase : options.phases) {
+    stepping = stepping || phase.step_height > 0;
+    landing_at_speed = landing_at_speed || (phase.step_height > 0 && phase.step_landing_speed > 0);
+  }
+  std::array<double, 2> side = {1, -1};
+  if (stepping) {
+    const double mid_y =
+        0.5 * (soles_world[0].translation().y() + soles_world[1].translation().y());
+    for (int f = 0; f < 2; ++f) side[f] = soles_world[f].translation().y() >= mid_y ? 1 : -1;
+    require(side[0] != side[1], "soles", "two soles side by side (different y)",
+            "the same y " + num(mid_y) + " m");
+  }
 
   // configurations on the grid t = -dt .. n dt, for central differences
   Eigen::MatrixXd qs(model.nq, n + 2);
+  std::vector<double> lift_sum(n + 2);  // how high the soles are, per column of qs
   Eigen::VectorXd q = posture;
   std::vector<pinocchio::SE3> targets(soles.size());
   for (int i = 0; i < n + 2; ++i) {
     const double t = (i - 1) * dt;
-    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, t);
+    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, side, t);
+    lift_sum[i] = o.lift[0] + o.lift[1];
     // joints other than the legs: posture plus waves (IK overwrites only the sole chains)
     q.tail(nu) = posture.tail(nu);
     for (const auto& [index, angle] : o.joints) q[index + 1] += angle;  // nq = nv + 1
     const pinocchio::SE3 base(Eigen::Matrix3d::Identity(), Eigen::Vector3d(0, o.dy, height + o.dz));
-    for (std::size_t f = 0; f < soles.size(); ++f) targets[f] = base.actInv(soles_world[f]);
+    for (std::size_t f = 0; f < soles.size(); ++f) {
+      pinocchio::SE3 sole = soles_world[f];
+      if (f < 2) sole.translation().z() += o.lift[f];  // a stepping sole rises flat
+      targets[f] = base.actInv(sole);
+    }
     if (!solveSoles(model, data, soles, targets, q)) {
       throw SolveError("humanoid reference: inverse kinematics did not converge at t = " + num(t) +
                        " s (pelvis shift " + num(o.dy) + " m, height " + num(height + o.dz) +
@@ -555,12 +648,28 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     ref.v.col(k) = (back + forward) / (2 * dt);
     ref.a.col(k) = (forward - back) / (dt * dt);
   }
+  // a sole landing at speed (step_landing_speed) makes the reference rate step to zero; the
+  // central differences turn that into an acceleration impulse, which the feed-forward would use
+  // to stop the foot itself: the samples whose stencil spans a landing keep the acceleration of
+  // the sample before, so the floor stops the foot (an impact, as when a real foot lands)
+  auto lands = [&](int i) { return lift_sum[i] > 0 && lift_sum[i + 1] == 0; };  // qs columns
+  for (int k = 1; k < n && landing_at_speed; ++k) {
+    if (lands(k) || lands(k + 1)) ref.a.col(k) = ref.a.col(k - 1);
+  }
 
-  // feed-forward: base rows balanced by point forces closest to an equal share of the weight
+  // feed-forward: base rows balanced by point forces closest to an equal share of the weight;
+  // while stepping, a sole's points carry its load, nothing in the air (as the quadruped trot)
   const int nc = static_cast<int>(contacts.size());
   const double weight = pinocchio::computeTotalMass(model) * 9.81;
-  Eigen::VectorXd f0(3 * nc);
-  for (int c = 0; c < nc; ++c) f0.segment<3>(3 * c) << 0, 0, weight / nc;
+  std::vector<int> sole_of(nc, -1);  // the sole (0, 1) on the same body as each point
+  for (int c = 0; c < nc; ++c) {
+    for (std::size_t f = 0; f < soles.size() && f < 2; ++f) {
+      if (model.frames[contacts[c]].parentJoint == model.frames[soles[f]].parentJoint) {
+        sole_of[c] = static_cast<int>(f);
+      }
+    }
+  }
+  Eigen::VectorXd w(nc);
   Eigen::MatrixXd Jc(3 * nc, model.nv);
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian(6, model.nv);
   for (int k = 0; k < n; ++k) {
@@ -578,10 +687,13 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
       skew << 0, -r.z(), r.y(), r.z(), 0, -r.x(), -r.y(), r.x(), 0;
       Jc.middleRows(3 * c, 3) = frame_jacobian.topRows<3>() - skew * frame_jacobian.bottomRows<3>();
     }
+    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, side, k * dt);
+    for (int c = 0; c < nc; ++c) {
+      w[c] = sole_of[c] < 0 ? 1.0 : o.load[sole_of[c]] * groundWeight(o.lift[sole_of[c]]);
+    }
+    // no ridge: the four points of one sole hold any wrench
     const Eigen::MatrixXd A = Jc.leftCols<6>().transpose();
-    const Eigen::VectorXd residual = tau_full.head<6>() - A * f0;
-    const Eigen::MatrixXd AAt = A * A.transpose();
-    const Eigen::VectorXd force = f0 + A.transpose() * AAt.ldlt().solve(residual);
+    const Eigen::VectorXd force = balancingForces(A, tau_full.head<6>(), w, weight, 0);
     ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
   }
   return ref;

@@ -255,6 +255,17 @@ std::vector<Scenario> makeScenarios() {
     s.humanoid.continuous = {{"arm_left_4_joint", 0.7, 1.0 / 3.0, 0}};
     s.duration = 18;
     list.push_back(s);
+    // the same curls with the dumbbell picked up at t = 6 s: a welded payload of 0 kg before
+    // (MuJoCo composes it into the forearm, which keeps its own mass), 5.4 kg after
+    Scenario step = s;
+    step.name = "talos-forearm-step";
+    step.description =
+        "TALOS picks up 5.4 kg on the left forearm at t = 6 s during elbow curls (0.7 rad, "
+        "0.333 Hz; online EKF paper): squats, weight shifts, torso twists, 14 s";
+    step.model.mass_variations.push_back(
+        {"payload", MassVariation::Waveform::Step, 0.0, 5.4, 0.0, 6.0});
+    step.duration = 14;
+    list.push_back(step);
   }
   {
     Scenario s = talosBase("talos-torso-mass-wave",
@@ -265,6 +276,32 @@ std::vector<Scenario> makeScenarios() {
     s.humanoid.phases = {s.humanoid.phases[1], s.humanoid.phases[0]};  // weight shifts, squats
     s.duration = 15;
     list.push_back(s);
+    // the paper's motion: stepping in place, ten steps of 1.25 s. The weight transfer is as fast
+    // as the soles allow: pelvis 0.058 m over the stance sole puts the COM 0.05 m out (0.03 m
+    // inside the sole's inner edge), and in 0.9 s the dynamic ZMP of the quintic stays 0.04 m
+    // inside the outer edge (0.8 s with 0.07 m put it past the edge: the robot rolled out)
+    Scenario step = s;
+    step.name = "talos-step-mass-wave";
+    step.description =
+        "TALOS torso mass a 0.2 Hz square wave 30 kg +/- 5 kg (online EKF paper Table I): "
+        "stepping in place, 10 steps lifting the feet 4 cm, 15 s";
+    HumanoidPhase stepping;
+    stepping.step_height = 0.04;
+    stepping.step_shift = 0.058;
+    stepping.step_transfer = 0.9;
+    stepping.step_swing = 0.35;
+    stepping.step_landing_speed = 0.3;
+    step.humanoid.phases = {stepping};
+    step.humanoid.phase_duration = 14;
+    step.humanoid.ramp = 0.25;
+    // a foot in the air gives the ankle roll its own inertia (0.0075 kg m^2): with kd = 30 the
+    // explicit 1 kHz PD (kd dt / m = 4 > 2) diverged as soon as a foot lifted
+    for (const std::string side : {"left", "right"}) {
+      for (int j : {5, 6}) {
+        step.joint_gains["leg_" + side + "_" + std::to_string(j) + "_joint"] = {kTalosLegKp, 10.0};
+      }
+    }
+    list.push_back(step);
   }
   {
     Scenario s;

@@ -112,12 +112,24 @@ void SimModelOptions::validate() const {
   }
   for (const auto& v : mass_variations) {
     require(!v.body.empty(), "mass_variations body", "a body or payload name", "\"\"");
+    const std::string field = "mass_variations[" + v.body + "]";
+    if (v.waveform == MassVariation::Waveform::Step) {
+      // a step may start or end at zero mass (a payload not yet picked up)
+      require(std::isfinite(v.offset) && v.offset >= 0, field + " offset",
+              "a finite mass >= 0 kg before the step", num(v.offset));
+      require(std::isfinite(v.amplitude) && v.offset + v.amplitude >= 0, field + " amplitude",
+              "a finite change with offset + amplitude >= 0 kg",
+              "offset " + num(v.offset) + ", amplitude " + num(v.amplitude));
+      require(std::isfinite(v.step_time) && v.step_time >= 0, field + " step_time",
+              "a finite time >= 0 s", num(v.step_time));
+      continue;
+    }
     require(
         std::isfinite(v.offset) && std::isfinite(v.amplitude) && std::abs(v.amplitude) < v.offset,
-        "mass_variations[" + v.body + "]", "offset > |amplitude| (a positive mass)",
+        field, "offset > |amplitude| (a positive mass)",
         "offset " + num(v.offset) + ", amplitude " + num(v.amplitude));
-    require(std::isfinite(v.frequency) && v.frequency > 0,
-            "mass_variations[" + v.body + "] frequency", "a value > 0 Hz", num(v.frequency));
+    require(std::isfinite(v.frequency) && v.frequency > 0, field + " frequency", "a value > 0 Hz",
+            num(v.frequency));
   }
   for (const auto& [joint, a] : actuators) {
     require(std::isfinite(a.gain) && a.gain > 0 && std::isfinite(a.saturation) && a.saturation >= 0,
@@ -383,6 +395,21 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
       throw InputError("mass_variations body: expected a payload or body name, got \"" + v.body +
                        "\"");
     }
+    // the inertia is scaled by m(t) / compiled mass; a body with a joint needs a positive mass
+    // (MuJoCo's mass matrix), a welded one is composed into its parent and may reach zero
+    const bool welded = model_->body_jntnum[b] == 0;
+    const bool reaches_zero = v.waveform == MassVariation::Waveform::Step &&
+                              std::min(v.offset, v.offset + v.amplitude) <= 0;
+    if (model_->body_mass[b] <= 0 || (reaches_zero && !welded)) {
+      const double compiled = model_->body_mass[b];
+      mj_deleteModel(model_);
+      model_ = nullptr;
+      throw InputError("mass_variations[" + v.body + "]: expected " +
+                       (compiled <= 0
+                            ? "a body with a positive compiled mass, got " + num(compiled) + " kg"
+                            : std::string("a mass > 0 kg for a body with a joint (only a welded "
+                                          "payload may reach 0 kg), got a step to 0 kg")));
+    }
     int owner = b;
     while (owner > 0 && model_->body_jntnum[owner] == 0) owner = model_->body_parentid[owner];
     int row = -1;
@@ -415,10 +442,16 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
 }
 
 double MassVariation::massAt(double t) const {
+  switch (waveform) {
+    case Waveform::Sine:
+      return offset + amplitude * std::sin(2 * M_PI * frequency * t);
+    case Waveform::Step:
+      return t < step_time ? offset : offset + amplitude;
+    case Waveform::Square:
+      break;
+  }
   // square: +1 over the first half of each period, -1 over the second
-  const double w = waveform == Waveform::Sine ? std::sin(2 * M_PI * frequency * t)
-                                              : (std::fmod(frequency * t, 1.0) < 0.5 ? 1.0 : -1.0);
-  return offset + amplitude * w;
+  return offset + amplitude * (std::fmod(frequency * t, 1.0) < 0.5 ? 1.0 : -1.0);
 }
 
 void SimModel::applyMassVariations(double t) {

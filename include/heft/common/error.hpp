@@ -1,5 +1,6 @@
 #pragma once
-/// \file Errors heft reports to its callers. A library never exits; the CLI maps these to exit codes.
+/// \file Errors heft reports to its callers. A library never exits; the CLI maps these to exit
+/// codes.
 #include <stdexcept>
 #include <string>
 

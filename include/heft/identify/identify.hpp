@@ -47,18 +47,18 @@ struct IdentifyResult {
   Status status = Status::NotRun;
   std::string message;
   ParameterLayout layout;
-  std::vector<std::string> names;   ///< linear layout
-  Eigen::VectorXd nominal;          ///< prior means / nominal model
+  std::vector<std::string> names;  ///< linear layout
+  Eigen::VectorXd nominal;         ///< prior means / nominal model
   Eigen::VectorXd estimate;
   Eigen::MatrixXd covariance;
   Eigen::VectorXd stddev;
-  BaseParameters base;              ///< of the method's linear regressor (torque or energy rows)
+  BaseParameters base;  ///< of the method's linear regressor (torque or energy rows)
   double condition_number = 0;
   std::vector<std::string> channel_names;
   Eigen::VectorXd channel_rms_before, channel_rms_after;
   int iterations = 0;
   int samples = 0, rows = 0;
-  std::optional<TruthErrors> truth;  ///< when the log has truth bodies
+  std::optional<TruthErrors> truth;                 ///< when the log has truth bodies
   std::optional<LeastSquaresResult> least_squares;  ///< the method's own result
   std::optional<MapResult> map;
   std::vector<std::string> warnings;

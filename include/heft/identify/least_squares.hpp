@@ -25,9 +25,9 @@ namespace heft::identify {
 /// Termination of a solve (shared by every method).
 enum class Status {
   NotRun,
-  Converged,       ///< a solution within tolerances
-  MaxIterations,   ///< stopped at the iteration limit; the estimate is the last consistent one
-  Failed,          ///< no trustworthy answer (message says why); the estimate is the last good one
+  Converged,      ///< a solution within tolerances
+  MaxIterations,  ///< stopped at the iteration limit; the estimate is the last consistent one
+  Failed,         ///< no trustworthy answer (message says why); the estimate is the last good one
 };
 std::string toString(Status status);
 
@@ -62,7 +62,7 @@ struct LeastSquaresResult {
   Eigen::MatrixXd covariance;      ///< n x n, on the identifiable subspace (zero on the null space)
   Eigen::VectorXd stddev;          ///< sqrt(diag(covariance))
   BaseParameters base;
-  double condition_number = 0;       ///< s_1 / s_r of the equilibrated regressor (identifiable part)
+  double condition_number = 0;  ///< s_1 / s_r of the equilibrated regressor (identifiable part)
   double full_condition_number = 0;  ///< s_1 / s_n (infinite when rank deficient)
   double sigma2 = 0;                 ///< residual variance (weighted: of the weighted residual)
   std::vector<std::string> channel_names;

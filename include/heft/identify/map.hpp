@@ -2,8 +2,10 @@
 /// \file Method 3: physically consistent maximum a posteriori identification by
 /// Levenberg-Marquardt over x = [theta_S, friction log-parameters, log armature]
 /// (docs/identify.md, "Method 3"):
-/// \f[ \min_x \tfrac12 \sum_r w_r^2 \big(A_r \pi(\theta) + G_r (\tau_f(v; \mu) + I_a a) - b_r\big)^2
-///     + \tfrac12 \|L_\pi^{-1}(\pi(\theta) - \bar\pi)\|^2 + \tfrac12 \|L_\mu^{-1}(\mu - \bar\mu)\|^2
+/// \f[ \min_x \tfrac12 \sum_r w_r^2 \big(A_r \pi(\theta) + G_r (\tau_f(v; \mu) + I_a a) -
+/// b_r\big)^2
+///     + \tfrac12 \|L_\pi^{-1}(\pi(\theta) - \bar\pi)\|^2 + \tfrac12 \|L_\mu^{-1}(\mu -
+///     \bar\mu)\|^2
 ///     + \tfrac12 \|(\log I_a - \log \bar I_a) / s_a\|^2 \f]
 /// subject to optional linear equalities E pi_S = e (total mass, left-right symmetry), enforced by
 /// a KKT step at every iteration. theta is log-Cholesky or exponential-eigenvalue
@@ -42,7 +44,7 @@ LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::st
 
 struct MapOptions {
   int max_iterations = 100;
-  double function_tolerance = 1e-9;  ///< stop when the relative cost decrease is below this
+  double function_tolerance = 1e-9;   ///< stop when the relative cost decrease is below this
   double step_tolerance = 1e-10;      ///< stop when |dx| <= tol (|x| + tol)
   double gradient_tolerance = 1e-10;  ///< stop when max |J^T r| <= tol
   double initial_lambda = 1e-4;       ///< LM damping, relative to diag(J^T J)
@@ -78,7 +80,9 @@ class MapProblem {
   int numResiduals() const { return rows_ + prior_rows_; }
   int numConstraints() const { return static_cast<int>(c_e_.size()); }
   /// Largest |e| of the constraints (1 when none): the scale of their rounding errors.
-  double constraintScale() const { return c_e_.size() > 0 ? std::max(1.0, c_e_.cwiseAbs().maxCoeff()) : 1.0; }
+  double constraintScale() const {
+    return c_e_.size() > 0 ? std::max(1.0, c_e_.cwiseAbs().maxCoeff()) : 1.0;
+  }
   int frictionParametersPerJoint() const { return friction_per_joint_; }
   /// x at the prior means.
   Eigen::VectorXd initial() const;
@@ -96,7 +100,8 @@ class MapProblem {
   std::vector<FrictionEstimate> friction(const Eigen::VectorXd& x,
                                          const Eigen::MatrixXd& covariance) const;
   Eigen::VectorXd armature(const Eigen::VectorXd& x) const;
-  /// Linear vector of the layout (pi, coulomb, viscous, armature) at x, to compare with methods 1-2.
+  /// Linear vector of the layout (pi, coulomb, viscous, armature) at x, to compare with methods
+  /// 1-2.
   Eigen::VectorXd linearVector(const Eigen::VectorXd& x) const;
   /// d linearVector / d x (linearDimension x dimension).
   Eigen::MatrixXd linearJacobian(const Eigen::VectorXd& x) const;
@@ -138,7 +143,7 @@ struct MapResult {
   Eigen::VectorXd pi_stddev;
   std::vector<FrictionEstimate> friction;
   Eigen::VectorXd armature, armature_std;
-  Eigen::VectorXd linear;  ///< linear-layout vector (pi, coulomb, viscous, armature)
+  Eigen::VectorXd linear;             ///< linear-layout vector (pi, coulomb, viscous, armature)
   Eigen::MatrixXd linear_covariance;  ///< its covariance, J_lin Cov_x J_lin^T
   ParameterLayout layout;
   std::vector<std::string> channel_names;

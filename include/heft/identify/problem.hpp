@@ -1,7 +1,8 @@
 #pragma once
 /// \file The stacked identification problem built once from prepared samples, shared by every
 /// method (docs/identify.md):
-/// \f[ P_k \big( Y_S(q_k, v_k, a_k)\, \pi_S + \tau_{nom,k} + S^T(\tau_{f}(v_k) + \mathrm{diag}(I_a) a_k)
+/// \f[ P_k \big( Y_S(q_k, v_k, a_k)\, \pi_S + \tau_{nom,k} + S^T(\tau_{f}(v_k) + \mathrm{diag}(I_a)
+/// a_k)
 ///     - S^T \hat\tau_k \big) = 0, \f]
 /// one block of rows per sample k. P_k is the identity (fixed base), or an orthonormal basis of
 /// null(J_c,k)^T (floating base, method 4: contact forces J_c^T f drop out because
@@ -33,8 +34,8 @@ FrictionForm parseFrictionForm(const std::string& name);  ///< "coulomb-viscous"
 
 /// Rows of each sample.
 enum class Projection {
-  Auto,      ///< None for a fixed base, ContactNullSpace for a free-flyer
-  None,      ///< every row of the dynamics (fixed base; a free-flyer only in flight)
+  Auto,                  ///< None for a fixed base, ContactNullSpace for a free-flyer
+  None,                  ///< every row of the dynamics (fixed base; a free-flyer only in flight)
   ContactNullSpace,      ///< method 4: N^T (...) with N an orthonormal basis of null(J_c)
   BaseContactNullSpace,  ///< method 4, base variant: the six base rows, forces projected out
 };
@@ -91,8 +92,8 @@ struct StackedProblem {
   Eigen::VectorXi sample;   ///< rows: sample index of the row
   Eigen::VectorXi channel;  ///< rows: channel (fixed base: joint; projected: row within block)
   std::vector<std::string> channel_names;
-  Eigen::MatrixXd v_joint;  ///< nj x N joint velocities
-  Eigen::MatrixXd a_joint;  ///< nj x N joint accelerations
+  Eigen::MatrixXd v_joint;     ///< nj x N joint velocities
+  Eigen::MatrixXd a_joint;     ///< nj x N joint accelerations
   Eigen::VectorXd nominal_pi;  ///< 10 nb, the robot's pi_S
   double coulomb_rate = 100;
   Projection projection = Projection::None;

@@ -81,18 +81,18 @@ struct PreparationOptions {
 /// Prepared samples on one uniform clock.
 struct Samples {
   bool free_flyer = false;
-  double dt = 0;                        ///< period between kept samples [s]
-  Eigen::VectorXd time;                 ///< N [s]
-  Eigen::MatrixXd q;                    ///< nq x N
-  Eigen::MatrixXd v;                    ///< nv x N
-  Eigen::MatrixXd a;                    ///< nv x N
-  Eigen::MatrixXd tau;                  ///< nj x N joint torques (model joint order)
-  std::vector<std::string> joint_names; ///< nj, model order
-  std::vector<int> joint_idx_v;         ///< nj, column of each joint in v
+  double dt = 0;                                   ///< period between kept samples [s]
+  Eigen::VectorXd time;                            ///< N [s]
+  Eigen::MatrixXd q;                               ///< nq x N
+  Eigen::MatrixXd v;                               ///< nv x N
+  Eigen::MatrixXd a;                               ///< nv x N
+  Eigen::MatrixXd tau;                             ///< nj x N joint torques (model joint order)
+  std::vector<std::string> joint_names;            ///< nj, model order
+  std::vector<int> joint_idx_v;                    ///< nj, column of each joint in v
   std::vector<pinocchio::JointIndex> joint_index;  ///< nj, Pinocchio joint index
   std::vector<std::string> contact_names;          ///< nc contact frames (free-flyer)
   Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic> contact;  ///< nc x N, 1 = contact
-  bool contacts_detected = false;       ///< flags from ContactDetectionOptions, not the log
+  bool contacts_detected = false;  ///< flags from ContactDetectionOptions, not the log
   std::vector<std::string> warnings;
   int size() const { return static_cast<int>(time.size()); }
   int numJoints() const { return static_cast<int>(joint_names.size()); }

@@ -43,6 +43,12 @@ struct JointSeries {
   /// N x 6 [vx vy vz wx wy wz], base velocity in the base frame (Pinocchio's free-flyer v), or 0 x
   /// 0.
   Eigen::MatrixXd base_twist;
+  /// True when every field is empty: the log has no joint group (allowed only for a log holding
+  /// nothing but metadata and estimates).
+  bool empty() const {
+    return time.size() == 0 && names.empty() && q.size() == 0 && v.size() == 0 && tau.size() == 0 &&
+           tau_cmd.size() == 0 && base_pose.size() == 0 && base_twist.size() == 0;
+  }
 };
 
 /// Inertial measurement unit, on its own time vector (M samples).
@@ -92,7 +98,25 @@ struct TruthSeries {
   Eigen::MatrixXd varying_body_pi;
 };
 
-/// A whole log. `joints` is required; the other groups are optional.
+/// Parameter estimates over time from an estimator (heft filter), on their own time vector (E
+/// samples, nb bodies). Estimates need not be physically consistent (a linear filter's may not be):
+/// validation checks shapes and finite values only.
+struct EstimateSeries {
+  std::string estimator;  ///< e.g. "log-cholesky-ekf", "linear-kf" (free text)
+  Eigen::VectorXd time;   ///< E, [s], strictly increasing (time the estimate refers to)
+  std::vector<std::string> body_names;  ///< nb estimated bodies (heft::model body names)
+  /// E x 10 nb, pi of body b in columns 10 b .. 10 b + 9, Pinocchio order [m, mcx, mcy, mcz, Ixx,
+  /// Ixy, Iyy, Ixz, Iyz, Izz], joint frame (as TruthSeries::varying_body_pi).
+  Eigen::MatrixXd body_pi;
+  Eigen::MatrixXd body_pi_std;  ///< E x 10 nb one-sigma of pi (linearized), >= 0, or 0 x 0
+  /// E normalized innovation squared, >= 0 (0 where the estimator made no update; never NaN), or
+  /// empty.
+  Eigen::VectorXd nis;
+  FlagMatrix status;  ///< E x 1 status code per sample (estimator-defined, 0..255), or 0 x 0
+};
+
+/// A whole log. `joints` is required, except in a log holding only metadata and `estimates`
+/// (joints.empty()); the other groups are optional.
 struct Log {
   Metadata meta;
   JointSeries joints;
@@ -100,6 +124,7 @@ struct Log {
   std::optional<MocapSeries> mocap;
   std::optional<ContactSeries> contacts;
   std::optional<TruthSeries> truth;
+  std::optional<EstimateSeries> estimates;
 };
 
 /// Empty string when `a` and `b` are identical (sizes and every value, bit for bit, NaN equal to

@@ -46,8 +46,8 @@ struct ResampleOptions {
 
 /// Resamples every time series of `log` onto the grid uniformGrid(joints.time(0), joints.time(N-1),
 /// rate): each group keeps the grid points inside its own time span and outside its long gaps.
-/// Vectors are interpolated linearly, quaternions by slerp, flags by zero-order hold. Truth bodies
-/// and metadata are copied. The log must be valid (validateLog).
+/// Vectors are interpolated linearly, quaternions by slerp, flags by zero-order hold. Truth bodies,
+/// estimates and metadata are copied. The log must be valid (validateLog) and hold joints.
 Log resample(const Log& log, const ResampleOptions& options);
 
 // ---- Savitzky-Golay ----------------------------------------------------------------------------

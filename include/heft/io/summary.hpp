@@ -14,7 +14,8 @@ struct SummaryOptions {
   void validate() const;
 };
 
-/// One time series ("joints", "imu", "mocap", "contacts", "truth").
+/// One time series ("joints", "imu", "mocap", "contacts", "truth", "estimates"; an estimates-only
+/// log has no "joints").
 struct GroupSummary {
   std::string name;
   long samples = 0;

@@ -34,15 +34,15 @@ struct Reference {
 struct StanceMotionOptions {
   /// Joint angles of the standing posture, one per actuated joint (Pinocchio order) [rad].
   Eigen::VectorXd posture;
-  double settle = 1.0;             ///< [s] standing still at the start
-  double phase_duration = 3.0;     ///< [s] per phase
-  double ramp = 0.5;               ///< [s] fade in / out of each phase
-  double roll_amplitude = 0.15;    ///< [rad]
-  double pitch_amplitude = 0.15;   ///< [rad]
-  double yaw_amplitude = 0.2;      ///< [rad]
-  double rotation_frequency = 0.5; ///< [Hz]
-  double squat_depth = 0.06;       ///< [m] peak lowering of the base
-  double squat_frequency = 0.5;    ///< [Hz]
+  double settle = 1.0;              ///< [s] standing still at the start
+  double phase_duration = 3.0;      ///< [s] per phase
+  double ramp = 0.5;                ///< [s] fade in / out of each phase
+  double roll_amplitude = 0.15;     ///< [rad]
+  double pitch_amplitude = 0.15;    ///< [rad]
+  double yaw_amplitude = 0.2;       ///< [rad]
+  double rotation_frequency = 0.5;  ///< [Hz]
+  double squat_depth = 0.06;        ///< [m] peak lowering of the base
+  double squat_frequency = 0.5;     ///< [Hz]
   /// Trot in place (a phase after the squats when > 0): the diagonal pairs of a four-footed robot
   /// (feet 0 and 3, then 1 and 2: FL RR / FR RL) lift their feet by up to this height [m] in turn.
   double trot_height = 0;
@@ -53,8 +53,8 @@ struct StanceMotionOptions {
   /// acceleration -g), the flight (ballistic base, every foot lifted by up to `hop_clearance`), a
   /// landing mirroring the push. As many whole hops as fit between the fades.
   double hop_flight = 0;
-  double hop_push = 0.3;         ///< [s]
-  double hop_clearance = 0.03;   ///< [m]
+  double hop_push = 0.3;        ///< [s]
+  double hop_clearance = 0.03;  ///< [m]
   /// Throws InputError naming the field (`nu` = actuated joints of the robot).
   void validate(int nu) const;
 };
@@ -77,23 +77,41 @@ struct JointWave {
   double phase = 0;      ///< [rad]
 };
 
-/// One phase of the humanoid's double-support motion: a pelvis squat (depth d, profile
-/// d (1 - cos(2 pi f t)) / 2), a lateral pelvis shift (amplitude sin(2 pi f t), the weight moves from
-/// foot to foot) and joint sinusoids (torso twists, arm swings).
+/// One phase of the humanoid's motion: a pelvis squat (depth d, profile
+/// d (1 - cos(2 pi f t)) / 2), a lateral pelvis shift (amplitude sin(2 pi f t), the weight moves
+/// from foot to foot), joint sinusoids (torso twists, arm swings) and stepping in place.
 struct HumanoidPhase {
-  double squat_depth = 0;      ///< [m]
-  double squat_frequency = 0.5;  ///< [Hz]
-  double shift_amplitude = 0;  ///< [m], pelvis y in the world
-  double shift_frequency = 0.25; ///< [Hz]
+  double squat_depth = 0;         ///< [m]
+  double squat_frequency = 0.5;   ///< [Hz]
+  double shift_amplitude = 0;     ///< [m], pelvis y in the world
+  double shift_frequency = 0.25;  ///< [Hz]
   std::vector<JointWave> joints;
+  /// Stepping in place (when > 0; two soles): as many whole steps as fit between the phase's
+  /// fades, centered in it. A step is a weight transfer of `step_transfer` s in double support
+  /// (the pelvis moves by a quintic smoothstep to `step_shift` towards the stance sole and the
+  /// feed-forward load moves onto that sole), then `step_swing` s of single support with the
+  /// pelvis at rest: the other sole rises flat by this height [m] and is put back where it stood,
+  /// along h b(x) + v T x^3 (1 - x), x = time / T in [0, 1], T = step_swing, b the quadruped
+  /// trot's bump 64 x^3 (1 - x)^3 (zero rate at lift-off) and v = `step_landing_speed`: the sole
+  /// reaches the floor at v (0: at rest), so each touchdown is an impact, which the floor and
+  /// not the feed-forward absorbs (the reference rate steps to 0 there and the acceleration is
+  /// held, without the finite-difference impulse). The apex is at most h + 0.11 v T.
+  /// soles[0] stands first, then the soles alternate; a last transfer brings the pelvis back to
+  /// the middle.
+  double step_height = 0;
+  double step_shift = 0.07;         ///< [m], pelvis y towards the stance sole in single support
+  double step_transfer = 0.8;       ///< [s]
+  double step_swing = 0.5;          ///< [s]
+  double step_landing_speed = 0.0;  ///< [m/s], >= 0
 };
 
-/// Humanoid motions with both feet planted flat (double support): inverse kinematics of the
-/// nominal model keeps each sole frame where the standing posture put it while the pelvis follows
-/// the phases; the other joints follow their posture plus the phase's sinusoids. After `settle`
+/// Humanoid motions with the feet flat on the floor: inverse kinematics of the nominal model keeps
+/// each sole frame where the standing posture put it (or lifted straight above it while it steps)
+/// while the pelvis follows the phases; the other joints follow their posture plus the phase's
+/// sinusoids. After `settle`
 /// seconds standing, the phases follow each other for `phase_duration` seconds each, faded in and
-/// out over `ramp` seconds, and the cycle repeats. `continuous` waves (elbow curls) run from the end
-/// of `settle` to the end, faded in once.
+/// out over `ramp` seconds, and the cycle repeats. `continuous` waves (elbow curls) run from the
+/// end of `settle` to the end, faded in once.
 struct HumanoidMotionOptions {
   std::map<std::string, double> posture;  ///< joint angles [rad]; joints not listed are 0
   std::vector<std::string> soles = {"left_sole_link", "right_sole_link"};
@@ -109,7 +127,10 @@ struct HumanoidMotionOptions {
 /// normal, the sole plane through their origin) on the floor z = 0. The contact points (sphere
 /// centers in frames of the legs) only serve the feed-forward: floating-base RNEA with the point
 /// forces that balance the base rows, closest (least squares) to an equal share of the weight per
-/// point. \throws InputError for bad options, SolveError when the inverse kinematics fails.
+/// point; while stepping, the points of a sole carry a share that moves off it during the weight
+/// transfer before its swing and back on after it, none in the air (weighted least squares, as
+/// the quadruped trot). \throws InputError for bad options, SolveError when the inverse kinematics
+/// fails.
 Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
                             const std::vector<std::string>& contact_frames,
                             const std::vector<Eigen::Vector3d>& contact_offsets, double duration,
@@ -118,12 +139,13 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
 /// Periodic excitation (Swevers et al. 1997): every actuated joint follows
 ///   q_i(t) = c_i + e(t) s_i sum_{l=1..L} a_il sin(l w t + phi_il),  w = 2 pi base_frequency,
 /// with random a_il (uniform in [-1, 1] / l) and phi_il from `coefficient_seed`, an envelope e(t)
-/// rising from 0 to 1 over `ramp` seconds (quintic smoothstep), and the largest scale s_i that keeps
-/// the joint within its limits shrunk by `limit_margin` (a fraction of the half range), its speed
-/// under `velocity_fraction` of the velocity limit and its acceleration under `max_acceleration`.
+/// rising from 0 to 1 over `ramp` seconds (quintic smoothstep), and the largest scale s_i that
+/// keeps the joint within its limits shrunk by `limit_margin` (a fraction of the half range), its
+/// speed under `velocity_fraction` of the velocity limit and its acceleration under
+/// `max_acceleration`.
 struct FourierExcitationOptions {
   int harmonics = 5;
-  double base_frequency = 0.1;     ///< [Hz], the period of the whole trajectory is 1 / this
+  double base_frequency = 0.1;  ///< [Hz], the period of the whole trajectory is 1 / this
   std::uint64_t coefficient_seed = 1;
   double limit_margin = 0.15;      ///< fraction of the half range kept free at each limit
   double velocity_fraction = 0.6;  ///< of the model's velocity limit (when finite and > 0)
@@ -137,8 +159,8 @@ struct FourierExcitationOptions {
 
 /// Reference for a fixed-base robot; feed-forward = RNEA of the nominal model.
 /// \throws InputError for a free-flyer model or bad options.
-Reference fourierReference(const model::RobotModel& nominal, const FourierExcitationOptions& options,
-                           double duration, double dt);
+Reference fourierReference(const model::RobotModel& nominal,
+                           const FourierExcitationOptions& options, double duration, double dt);
 
 /// Joint PD gains, one per actuated joint.
 struct PdGains {

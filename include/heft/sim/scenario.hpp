@@ -17,9 +17,10 @@
 namespace heft::sim {
 
 enum class Motion {
-  Stance,   ///< feet planted: stand, torso roll / pitch / yaw, squats (stanceReference)
-  Fourier,  ///< fixed base: Fourier-series excitation (fourierReference)
-  Humanoid, ///< double support: squats, weight shifts, torso twists, arm swings (humanoidReference)
+  Stance,    ///< feet planted: stand, torso roll / pitch / yaw, squats (stanceReference)
+  Fourier,   ///< fixed base: Fourier-series excitation (fourierReference)
+  Humanoid,  ///< soles flat: squats, weight shifts, torso twists, arm swings, stepping in
+             ///< place (humanoidReference)
 };
 
 /// Bounds that define a fall (free-flyer only): the run stops when the base leaves them.
@@ -58,8 +59,8 @@ const Scenario& findScenario(const std::string& name);
 
 /// How to run a scenario.
 struct SimulationOptions {
-  double duration = 0;      ///< [s]; 0 = the scenario's duration
-  std::uint64_t seed = 0;   ///< noise seed (the motion does not depend on it)
+  double duration = 0;            ///< [s]; 0 = the scenario's duration
+  std::uint64_t seed = 0;         ///< noise seed (the motion does not depend on it)
   std::string noise = "nominal";  ///< noise profile name (NoiseProfile::fromName)
   /// When set, used instead of `noise` (studies that sweep one sensor number).
   std::optional<NoiseProfile> profile;
@@ -81,8 +82,8 @@ struct SimulationSummary {
   Status status = Status::NotRun;
   std::string message;
   std::string scenario;
-  double duration = 0;            ///< requested [s]
-  double simulated_time = 0;      ///< [s]
+  double duration = 0;        ///< requested [s]
+  double simulated_time = 0;  ///< [s]
   long steps = 0;
   long mujoco_warnings = 0;       ///< in-simulation (mjData) plus mju_warning during the run
   double min_base_height = 0;     ///< [m] (free-flyer)

@@ -20,20 +20,20 @@ class SimModel;
 /// Truth at every physics step k (t_k = k dt), rows = samples. Filled by simulate().
 struct TruthRecord {
   double dt = 1e-3;
-  Eigen::VectorXd time;              ///< N [s]
-  Eigen::MatrixXd joint_q;           ///< N x nu joint positions [rad] / [m]
-  Eigen::MatrixXd joint_v;           ///< N x nu
-  Eigen::MatrixXd joint_a;           ///< N x nu
-  Eigen::MatrixXd tau;               ///< N x nu joint torque applied in MuJoCo [N m] / [N]
-  Eigen::MatrixXd tau_cmd;           ///< N x nu torque the controller commanded
-  Eigen::MatrixXd base_pose;         ///< N x 7 [x y z qx qy qz qw] (free-flyer), else 0 x 0
-  Eigen::MatrixXd base_twist;        ///< N x 6 Pinocchio's base v (base frame)
-  Eigen::MatrixXd base_acceleration; ///< N x 6 Pinocchio's base a
-  Eigen::MatrixXd contact_forces;    ///< N x 3 nc, world frame [N], on each contact sphere
-  io::FlagMatrix contact_flags;      ///< N x nc
-  Eigen::MatrixXd gyro;              ///< N x 3 IMU frame [rad/s] (free-flyer)
-  Eigen::MatrixXd accel;             ///< N x 3 IMU frame specific force [m/s^2]
-  Eigen::MatrixXd imu_orientation;   ///< N x 4 [qx qy qz qw] IMU-to-world
+  Eigen::VectorXd time;               ///< N [s]
+  Eigen::MatrixXd joint_q;            ///< N x nu joint positions [rad] / [m]
+  Eigen::MatrixXd joint_v;            ///< N x nu
+  Eigen::MatrixXd joint_a;            ///< N x nu
+  Eigen::MatrixXd tau;                ///< N x nu joint torque applied in MuJoCo [N m] / [N]
+  Eigen::MatrixXd tau_cmd;            ///< N x nu torque the controller commanded
+  Eigen::MatrixXd base_pose;          ///< N x 7 [x y z qx qy qz qw] (free-flyer), else 0 x 0
+  Eigen::MatrixXd base_twist;         ///< N x 6 Pinocchio's base v (base frame)
+  Eigen::MatrixXd base_acceleration;  ///< N x 6 Pinocchio's base a
+  Eigen::MatrixXd contact_forces;     ///< N x 3 nc, world frame [N], on each contact sphere
+  io::FlagMatrix contact_flags;       ///< N x nc
+  Eigen::MatrixXd gyro;               ///< N x 3 IMU frame [rad/s] (free-flyer)
+  Eigen::MatrixXd accel;              ///< N x 3 IMU frame specific force [m/s^2]
+  Eigen::MatrixXd imu_orientation;    ///< N x 4 [qx qy qz qw] IMU-to-world
   /// pi of the bodies whose mass varies (SimModel::variedTruthRows order, duplicates removed):
   /// N x 10 nvb, as MuJoCo had them at each step; rows of truthPi() named in varying_rows.
   std::vector<int> varying_rows;
@@ -51,34 +51,34 @@ struct TruthRecord {
 struct NoiseProfile {
   std::string name = "none";
   // joints, sampled at the physics rate
-  double encoder_noise = 0;       ///< std added before quantization [rad]
-  double encoder_resolution = 0;  ///< quantization step [rad] (0: none)
+  double encoder_noise = 0;               ///< std added before quantization [rad]
+  double encoder_resolution = 0;          ///< quantization step [rad] (0: none)
   bool velocity_by_differencing = false;  ///< v = backward difference of measured q, else true v
-  double torque_noise = 0;        ///< std [N m]
-  double torque_bias = 0;         ///< per-joint bias std [N m]
-  double joint_time_jitter = 0;   ///< timestamps t_k + U(-j, j) [s]
+  double torque_noise = 0;                ///< std [N m]
+  double torque_bias = 0;                 ///< per-joint bias std [N m]
+  double joint_time_jitter = 0;           ///< timestamps t_k + U(-j, j) [s]
   // IMU (free-flyer)
-  double imu_rate = 500;          ///< [Hz], must divide the physics rate
-  double gyro_noise = 0;          ///< std [rad/s]
-  double gyro_bias = 0;           ///< per-axis bias std [rad/s]
-  double accel_noise = 0;         ///< std [m/s^2]
-  double accel_bias = 0;          ///< per-axis bias std [m/s^2]
-  double orientation_noise = 0;   ///< std of a rotation-vector error [rad] per axis
-  double orientation_bias = 0;    ///< per-axis std of a constant rotation-vector error [rad]
-  double imu_time_jitter = 0;     ///< [s]
+  double imu_rate = 500;         ///< [Hz], must divide the physics rate
+  double gyro_noise = 0;         ///< std [rad/s]
+  double gyro_bias = 0;          ///< per-axis bias std [rad/s]
+  double accel_noise = 0;        ///< std [m/s^2]
+  double accel_bias = 0;         ///< per-axis bias std [m/s^2]
+  double orientation_noise = 0;  ///< std of a rotation-vector error [rad] per axis
+  double orientation_bias = 0;   ///< per-axis std of a constant rotation-vector error [rad]
+  double imu_time_jitter = 0;    ///< [s]
   // motion capture of the base (free-flyer)
-  double mocap_rate = 200;              ///< [Hz], must divide the physics rate
-  double mocap_position_noise = 0;      ///< std per axis [m]
-  double mocap_orientation_noise = 0;   ///< std per axis of a rotation-vector error [rad]
+  double mocap_rate = 200;             ///< [Hz], must divide the physics rate
+  double mocap_position_noise = 0;     ///< std per axis [m]
+  double mocap_orientation_noise = 0;  ///< std per axis of a rotation-vector error [rad]
   Eigen::Vector3d mocap_position_offset = Eigen::Vector3d::Zero();  ///< calibration [m], base frame
-  Eigen::Vector3d mocap_rpy_offset = Eigen::Vector3d::Zero();       ///< calibration roll pitch yaw [rad]
-  double mocap_dropout = 0;             ///< probability that one sample is missing
-  double mocap_burst_probability = 0;   ///< probability per sample that a burst of dropouts starts
-  double mocap_burst_duration = 0;      ///< longest burst [s]; a burst lasts U(0.2, 1) times this
-  double mocap_time_jitter = 0;         ///< [s]
+  Eigen::Vector3d mocap_rpy_offset = Eigen::Vector3d::Zero();  ///< calibration roll pitch yaw [rad]
+  double mocap_dropout = 0;            ///< probability that one sample is missing
+  double mocap_burst_probability = 0;  ///< probability per sample that a burst of dropouts starts
+  double mocap_burst_duration = 0;     ///< longest burst [s]; a burst lasts U(0.2, 1) times this
+  double mocap_time_jitter = 0;        ///< [s]
   // contact flags from a foot force sensor (robots with contact frames)
-  double contact_threshold = 15;  ///< flag = 1 when the measured normal force exceeds this [N]
-  double contact_force_noise = 0; ///< std on the normal force before the threshold [N]
+  double contact_threshold = 15;   ///< flag = 1 when the measured normal force exceeds this [N]
+  double contact_force_noise = 0;  ///< std on the normal force before the threshold [N]
 
   /// "none", "nominal" or "harsh". \throws InputError naming the accepted names.
   static NoiseProfile fromName(const std::string& name);

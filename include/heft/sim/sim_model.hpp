@@ -1,9 +1,10 @@
 #pragma once
 /// \file The MuJoCo model of a robot, built with mjSpec from the same Pinocchio model the estimator
 /// loads, so the kinematic tree and inertias match body for body: one MuJoCo body per Pinocchio
-/// joint (links on fixed joints are already lumped by Pinocchio), the body frame is the joint frame,
-/// the body's inertial is the Pinocchio inertia. What the scenario changes (link edits, payloads,
-/// joint friction) is applied to the MuJoCo model only; the estimator's nominal model stays as is.
+/// joint (links on fixed joints are already lumped by Pinocchio), the body frame is the joint
+/// frame, the body's inertial is the Pinocchio inertia. What the scenario changes (link edits,
+/// payloads, joint friction) is applied to the MuJoCo model only; the estimator's nominal model
+/// stays as is.
 ///
 /// Conventions at this boundary (docs/sim.md): Pinocchio q = [p, quat x y z w, joints] and
 /// v = [linear, angular in the base frame, joints]; MuJoCo's free joint stores quat w x y z and the
@@ -32,7 +33,7 @@ namespace heft::sim {
 struct JointFriction {
   double damping = 0;       ///< viscous coefficient [N m s/rad] (prismatic: [N s/m]), >= 0
   double frictionloss = 0;  ///< dry (Coulomb) friction [N m] (prismatic: [N]), >= 0
-  double armature = 0;      ///< inertia added to the joint's diagonal [kg m^2] (prismatic: [kg]), >= 0
+  double armature = 0;  ///< inertia added to the joint's diagonal [kg m^2] (prismatic: [kg]), >= 0
 };
 
 /// A change of one body's own inertial parameters, applied before payloads are attached.
@@ -53,29 +54,36 @@ struct PayloadSpec {
 
 /// A contact sphere away from a frame origin (e.g. the four corners of a humanoid sole).
 struct ContactPoint {
-  std::string name;                      ///< geom name and contact name in the log; unique
-  std::string frame;                     ///< Pinocchio frame that carries it
-  Vector3 offset = Vector3::Zero();      ///< sphere center in the frame [m]
+  std::string name;                  ///< geom name and contact name in the log; unique
+  std::string frame;                 ///< Pinocchio frame that carries it
+  Vector3 offset = Vector3::Zero();  ///< sphere center in the frame [m]
 };
 
 /// A mass that changes over time (MuJoCo body mass edited at run time, before every step):
-/// m(t) = offset + amplitude w(t), with w(t) = sin(2 pi f t) (Sine) or +1 over the first half of
-/// each period [k / f, (k + 1/2) / f) and -1 over the second (Square). The body's rotational inertia about its COM is scaled with the mass (a
-/// uniformly denser body); its COM stays.
+/// m(t) = offset + amplitude w(t), with
+/// - Square: w = +1 over the first half of each period [k / f, (k + 1/2) / f), -1 over the second;
+/// - Sine: w = sin(2 pi f t);
+/// - Step: w = 0 for t < step_time, 1 from step_time on (a payload picked up or put down; the
+///   frequency is not used).
+/// The body's rotational inertia about its COM is scaled with the mass (a uniformly denser body,
+/// scale m(t) / compiled mass); its COM stays. A mass of 0 is allowed only for a step of a welded
+/// body (a payload, no joint): MuJoCo composes it into its parent, which keeps a positive mass.
 struct MassVariation {
-  enum class Waveform { Square, Sine };
+  enum class Waveform { Square, Sine, Step };
   /// A payload name (PayloadSpec::name) or a robot body name: its own MuJoCo inertial, before
   /// lumping. The logged truth is the lumped body it belongs to.
   std::string body;
   Waveform waveform = Waveform::Square;
-  double offset = 0;     ///< [kg]
-  double amplitude = 0;  ///< [kg], |amplitude| < offset
-  double frequency = 0;  ///< [Hz], > 0
+  double offset = 0;     ///< [kg]; Square / Sine: > |amplitude|; Step: the mass before, >= 0
+  double amplitude = 0;  ///< [kg]; Step: the change at step_time, offset + amplitude >= 0
+  double frequency = 0;  ///< [Hz], > 0 (Square, Sine)
+  double step_time = 0;  ///< [s], >= 0 (Step): the first time with the mass offset + amplitude
   double massAt(double t) const;
 };
 
 /// Torque path of one joint from command to the joint (SPI-Active eq. 3 with a per-joint gain):
-/// tau = gain * kappa * tanh(tau_cmd / kappa); saturation kappa = 0 means none (tau = gain tau_cmd).
+/// tau = gain * kappa * tanh(tau_cmd / kappa); saturation kappa = 0 means none (tau = gain
+/// tau_cmd).
 struct ActuatorModel {
   double gain = 1;        ///< > 0
   double saturation = 0;  ///< kappa [N m] (prismatic: [N]), >= 0; 0 = no saturation
@@ -105,8 +113,8 @@ struct SimModelOptions {
   std::map<std::string, ActuatorModel> actuators;
   /// Sliding friction coefficient of the floor-foot pair (condim 3, pyramidal cone).
   double floor_friction = 0.9;
-  /// Frame of the IMU (origin and axes), free-flyer only; "" = the root body frame. A frame that does
-  /// not exist falls back to the root body frame only when `imu_frame_optional`.
+  /// Frame of the IMU (origin and axes), free-flyer only; "" = the root body frame. A frame that
+  /// does not exist falls back to the root body frame only when `imu_frame_optional`.
   std::string imu_frame = "imu";
   bool imu_frame_optional = true;
 
@@ -116,8 +124,9 @@ struct SimModelOptions {
 
 /// One IMU sample in the IMU frame.
 struct ImuSample {
-  Vector3 gyro = Vector3::Zero();   ///< angular velocity [rad/s], IMU frame
-  Vector3 accel = Vector3::Zero();  ///< specific force (acceleration minus gravity) [m/s^2], IMU frame
+  Vector3 gyro = Vector3::Zero();  ///< angular velocity [rad/s], IMU frame
+  Vector3 accel =
+      Vector3::Zero();  ///< specific force (acceleration minus gravity) [m/s^2], IMU frame
   Eigen::Quaterniond orientation = Eigen::Quaterniond::Identity();  ///< IMU-to-world
 };
 
@@ -125,7 +134,8 @@ struct ImuSample {
 class SimModel {
  public:
   /// Builds and compiles the MuJoCo model.
-  /// \throws InputError for invalid options, unknown bodies / joints / frames, unsupported joint types
+  /// \throws InputError for invalid options, unknown bodies / joints / frames, unsupported joint
+  /// types
   ///   (only free-flyer root, revolute, continuous and prismatic joints) or a MuJoCo compile error.
   SimModel(const model::RobotModel& nominal, SimModelOptions options = {});
   ~SimModel();
@@ -140,7 +150,8 @@ class SimModel {
   /// Sizes in Pinocchio's convention.
   int nq() const;
   int nv() const;
-  /// Actuated joints: every joint but the free-flyer, in Pinocchio order (one column each in a log).
+  /// Actuated joints: every joint but the free-flyer, in Pinocchio order (one column each in a
+  /// log).
   int nu() const { return static_cast<int>(joint_names_.size()); }
   const std::vector<std::string>& jointNames() const { return joint_names_; }
   /// Index of the first actuated velocity in Pinocchio's v (6 with a free-flyer, else 0).
@@ -217,17 +228,17 @@ class SimModel {
   model::RobotModel nominal_;
   SimModelOptions options_;
   mjModel* model_ = nullptr;
-  std::vector<int> joint_body_;          // Pinocchio joint -> MuJoCo body
-  std::vector<JointMap> joints_;         // actuated joints
+  std::vector<int> joint_body_;   // Pinocchio joint -> MuJoCo body
+  std::vector<JointMap> joints_;  // actuated joints
   std::vector<std::string> joint_names_;
   std::vector<std::string> contact_names_;
   std::vector<int> contact_geoms_;
   std::vector<int> payload_bodies_;
   std::vector<ContactPoint> contact_points_;
   std::vector<int> varied_bodies_, varied_rows_;
-  std::vector<double> varied_mass0_;       // compiled mass of each varied body
+  std::vector<double> varied_mass0_;  // compiled mass of each varied body
   std::vector<Eigen::Vector3d> varied_inertia0_;
-  std::vector<ActuatorModel> actuators_;   // per actuated joint
+  std::vector<ActuatorModel> actuators_;  // per actuated joint
   bool has_actuators_ = false;
   std::string imu_frame_;
   int gyro_adr_ = -1, accel_adr_ = -1, imu_site_ = -1;

@@ -1,0 +1,138 @@
+// Study behind docs/filter.md (label `long`): the two example filter jobs on MuJoCo logs of several
+// seeds and both noise profiles, the EKF next to the linear-KF baseline and next to itself without
+// gating. Rewrites studies/filter/results.md with what it measured; asserts only that every run
+// completed and that the log-Cholesky estimates stayed physically consistent (the study's numbers
+// are reported, not gated: the default suite's filter_job tests hold the issue's thresholds).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "heft/common/format.hpp"
+#include "heft/filter/job.hpp"
+#include "heft/io/atomic_file.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::filter {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string simulatedLog(const std::string& scenario, std::uint64_t seed, const std::string& noise,
+                         sim::SimulationSummary& summary) {
+  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "filter_long";
+  fs::create_directories(dir);
+  const fs::path path = dir / (scenario + "_" + noise + "_" + std::to_string(seed) + "_" +
+                               std::to_string(::getpid()) + ".h5");
+  sim::SimulationOptions options;
+  options.seed = seed;
+  options.noise = noise;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario(scenario), options);
+  summary = run.summary;
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, path.string(), write);
+  return path.string();
+}
+
+FilterJobConfig exampleConfig(const std::string& name, const std::string& log) {
+  FilterJobConfig config =
+      loadFilterJobConfig(std::string(HEFT_SOURCE_DIR) + "/data/examples/" + name);
+  config.log = log;
+  return config;
+}
+
+std::string f(double x, int precision = 3) { return formatNumber(x, precision); }
+std::string pct(double x) { return formatNumber(100 * x, 3) + " %"; }
+
+TEST(Studies, Filter) {
+  std::ostringstream forearm, wave;
+  forearm << "| noise | seed | EKF: settle within 3 % [s] | EKF: final mass [kg] (truth) | EKF: "
+             "mass RMS | EKF: inconsistent [s] | EKF: gated / overrides | KF on pi: settle [s] | "
+             "KF on pi: inconsistent [s] | update() median [us] "
+             "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  wave << "| noise | seed | gated: largest impact transient [kg] | ungated: largest impact "
+          "transient "
+          "[kg] | ratio | gated: mass RMS | ungated: mass RMS | gated: updates gated / overrides | "
+          "touchdowns | output caught up [s] | KF on pi: inconsistent [s] |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const std::string noise : {"nominal", "harsh"}) {
+    for (std::uint64_t seed : {0, 1, 2, 3}) {
+      sim::SimulationSummary summary;
+      {
+        const std::string log = simulatedLog("talos-forearm-step", seed, noise, summary);
+        ASSERT_TRUE(summary.ok()) << summary.report();
+        const FilterJobResult r = runFilterJob(exampleConfig("talos_forearm_filter.yaml", log));
+        const FilterRunSummary& ekf = r.summaries.at(0);
+        const FilterRunSummary& kf = r.summaries.at(1);
+        EXPECT_EQ(ekf.inconsistent_time, 0.0);
+        const BodyMetrics& m = ekf.bodies.at(0);
+        const BodyMetrics& mk = kf.bodies.at(0);
+        auto settle = [](const BodyMetrics& b) {
+          return b.steps.size() == 1 && b.steps[0].settle_time ? f(*b.steps[0].settle_time)
+                                                               : std::string("never");
+        };
+        forearm << "| " << noise << " | " << seed << " | " << settle(m) << " | " << f(m.final_mass)
+                << " (" << f(m.final_truth_mass) << ") | " << pct(m.mass_rms_relative) << " | "
+                << f(ekf.inconsistent_time) << " | " << ekf.counters.gated << " / "
+                << ekf.counters.overridden << " | " << settle(mk) << " | "
+                << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
+        fs::remove(log);
+      }
+      {
+        const std::string log = simulatedLog("talos-step-mass-wave", seed, noise, summary);
+        ASSERT_TRUE(summary.ok()) << summary.report();
+        FilterJobConfig config = exampleConfig("talos_step_mass_wave_filter.yaml", log);
+        const FilterJobResult gated = runFilterJob(config);
+        config.options.gating = false;
+        config.baseline = false;
+        const FilterJobResult ungated = runFilterJob(config);
+        const FilterRunSummary& g = gated.summaries.at(0);
+        const FilterRunSummary& u = ungated.summaries.at(0);
+        EXPECT_EQ(g.inconsistent_time, 0.0);
+        EXPECT_EQ(u.inconsistent_time, 0.0);
+        const BodyMetrics& mg = g.bodies.at(0);
+        const BodyMetrics& mu = u.bodies.at(0);
+        wave << "| " << noise << " | " << seed << " | " << f(mg.largest_impact_transient) << " | "
+             << f(mu.largest_impact_transient) << " | "
+             << f(mg.largest_impact_transient / mu.largest_impact_transient) << " | "
+             << pct(mg.mass_rms_relative) << " | " << pct(mu.mass_rms_relative) << " | "
+             << g.counters.gated << " / " << g.counters.overridden << " | " << mg.touchdowns
+             << " | " << (g.caught_up_time ? f(*g.caught_up_time) : std::string("never")) << " | "
+             << f(gated.summaries.at(1).inconsistent_time) << " |\n";
+        fs::remove(log);
+      }
+    }
+  }
+  std::ostringstream md;
+  md << "# Online inertial EKF: measured\n\n"
+        "Written by `Studies.Filter` (tests/filter_long_test.cpp, label `long`); docs/filter.md "
+        "explains the metrics, the defaults and how they were chosen. Each row: one MuJoCo run "
+        "(heft::sim, the given noise profile and seed) replayed through the example config in "
+        "data/examples, default filter options, base state and contact forces from the log's "
+        "truth group (heft has no state estimator or force-sensor model yet). The defaults were "
+        "tuned on seed 0 at nominal noise; the other rows were not looked at while tuning except "
+        "for seeds 1 and 2 as a check.\n\n"
+        "## talos-forearm-step: 5.4 kg appears on the forearm at t = 6 s (elbow curls)\n\n"
+        "Settle: from the step until the estimate that is available then (40 ms differentiation "
+        "delay included) is within 3 % of the truth mass for the rest of the run. Mass RMS: "
+        "relative, over every update after the start-up output ramp (also before the step, "
+        "where the forearm is 1.1 kg and 3 % is 33 g).\n\n"
+     << forearm.str()
+     << "\n## talos-step-mass-wave: torso_2_link mass 30 +- 5 kg square wave while stepping in "
+        "place\n\nLargest impact transient: over the touchdowns after the output caught up and "
+        "not within [-0.5 s, +1 s] of a truth step, the largest change of the mass estimate within "
+        "0.3 s after the touchdown. Ratio = gated / ungated (the issue asks for <= 0.5).\n\n"
+     << wave.str();
+  const std::string path = std::string(HEFT_SOURCE_DIR) + "/studies/filter/results.md";
+  fs::create_directories(fs::path(path).parent_path());
+  io::writeTextFileAtomically(path, md.str(), true);
+  std::cout << md.str();
+}
+
+}  // namespace
+}  // namespace heft::filter

@@ -1,0 +1,392 @@
+// heft::filter: the chi-square gate, the measurement against Pinocchio's RNEA (with external
+// forces through Pinocchio's own fext path), the delayed differentiator, the EKF's mechanics
+// (bias calibration, gating, rate limit, reset, determinism, no allocation, no exception on bad
+// input). What the filter estimates is checked on MuJoCo logs further down (different simulator,
+// payloads the filter does not know).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/filter/chi_square.hpp"
+#include "heft/filter/inertial_ekf.hpp"
+#include "heft/filter/measurement.hpp"
+#include "heft/filter/signal_window.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/model/model.hpp"
+#include "support/malloc_counter.hpp"
+
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using heft::filter::ContactPoint;
+using heft::filter::InertialEkf;
+using heft::filter::InertialEkfOptions;
+using heft::filter::MeasurementData;
+using heft::filter::MeasurementModel;
+using heft::filter::UpdateStatus;
+
+const heft::model::RobotModel& talos() {
+  static const heft::model::RobotModel robot = heft::model::loadRobot("talos");
+  return robot;
+}
+const heft::model::RobotModel& panda() {
+  static const heft::model::RobotModel robot = heft::model::loadRobot("panda");
+  return robot;
+}
+
+// the eight sole corners of the TALOS scenarios (docs/sim.md)
+std::vector<ContactPoint> talosSoleCorners() {
+  std::vector<ContactPoint> out;
+  for (const std::string side : {"left", "right"}) {
+    for (double x : {0.1, -0.1}) {
+      for (double y : {0.065, -0.065}) {
+        out.push_back({side + "_" + std::to_string(out.size()), side + "_sole_link",
+                       heft::Vector3(x, y, 0)});
+      }
+    }
+  }
+  return out;
+}
+
+struct State {
+  VectorXd q, v, a;
+};
+State randomState(const pinocchio::Model& model, std::mt19937& rng) {
+  std::normal_distribution<double> normal;
+  State s;
+  VectorXd step(model.nv);
+  for (int i = 0; i < model.nv; ++i) step[i] = 0.5 * normal(rng);
+  s.q = pinocchio::integrate(model, pinocchio::neutral(model), step);
+  s.v.resize(model.nv);
+  s.a.resize(model.nv);
+  for (int i = 0; i < model.nv; ++i) s.v[i] = normal(rng), s.a[i] = 2 * normal(rng);
+  return s;
+}
+
+// ---- chi-square -----------------------------------------------------------------------------------
+
+TEST(ChiSquare, QuantilesMatchTables) {
+  // NIST/SEMATECH e-Handbook, table of the chi-square distribution's upper critical values
+  EXPECT_NEAR(heft::filter::chiSquareQuantile(0.95, 1), 3.841, 1e-3);
+  EXPECT_NEAR(heft::filter::chiSquareQuantile(0.99, 8), 20.090, 1e-3);
+  EXPECT_NEAR(heft::filter::chiSquareQuantile(0.999, 12), 32.909, 1e-3);
+  EXPECT_NEAR(heft::filter::chiSquareQuantile(0.999, 100), 149.449, 1e-3);
+  for (int dof : {1, 2, 5, 12, 40}) {
+    for (double p : {0.01, 0.5, 0.9, 0.9999}) {
+      EXPECT_NEAR(heft::filter::chiSquareCdf(heft::filter::chiSquareQuantile(p, dof), dof), p,
+                  1e-10);
+    }
+  }
+  EXPECT_THROW(heft::filter::chiSquareQuantile(1.0, 3), heft::InputError);
+  EXPECT_THROW(heft::filter::chiSquareQuantile(0.5, 0), heft::InputError);
+  EXPECT_THROW(heft::filter::chiSquareCdf(-1, 3), heft::InputError);
+}
+
+// ---- measurement ----------------------------------------------------------------------------------
+
+TEST(Measurement, RowsAreTheSupportOfTheEstimatedBodies) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const auto torso = model.getJointId("torso_2_joint");
+  const MeasurementModel mm(model, {torso}, {});
+  std::vector<int> expected{0, 1, 2, 3, 4, 5, model.idx_vs[model.getJointId("torso_1_joint")],
+                            model.idx_vs[torso]};
+  EXPECT_EQ(mm.rows(), expected);
+  EXPECT_TRUE(mm.isBaseRow(5));
+  EXPECT_FALSE(mm.isBaseRow(6));
+}
+
+// Y_S pi_S + tau_nom = RNEA of the full model on every row, and the contact term is Pinocchio's
+// own external-force path: rnea(q, v, a, fext) = rnea(q, v, a) - sum J^T f.
+TEST(Measurement, EqualsInverseDynamicsWithContactForces) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const std::vector<pinocchio::JointIndex> bodies{model.getJointId("arm_left_4_joint"),
+                                                  model.getJointId("torso_2_joint")};
+  const auto contacts = talosSoleCorners();
+  const MeasurementModel mm(model, bodies, contacts);
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 5; ++trial) {
+    const State s = randomState(model, rng);
+    VectorXd forces(3 * contacts.size());
+    for (int i = 0; i < forces.size(); ++i) forces[i] = 100 * normal(rng);
+    // external forces in the joint frames, as rnea's fext wants them
+    pinocchio::forwardKinematics(model, data, s.q);
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (std::size_t c = 0; c < contacts.size(); ++c) {
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(contacts[c].frame)];
+      const heft::Vector3 point_in_joint = frame.placement.act(contacts[c].offset);
+      const heft::Vector3 f_local =
+          data.oMi[frame.parentJoint].rotation().transpose() * forces.segment<3>(3 * c);
+      fext[frame.parentJoint] += pinocchio::Force(f_local, point_in_joint.cross(f_local));
+    }
+    const VectorXd tau_obs = pinocchio::rnea(model, data, s.q, s.v, s.a, fext);
+    heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau_obs, forces);
+    const VectorXd predicted = md.Y * mm.nominalParameters();
+    const double scale = md.delta_tau.cwiseAbs().maxCoeff();
+    EXPECT_LT((md.delta_tau - predicted).cwiseAbs().maxCoeff(), 1e-10 * scale)
+        << "trial " << trial << "\n"
+        << md.delta_tau.transpose() << "\n"
+        << predicted.transpose();
+  }
+}
+
+TEST(Measurement, FixedBaseArmWithoutContacts) {
+  const pinocchio::Model& model = panda().pinocchio();
+  const auto link7 = model.getJointId("panda_joint7");
+  const MeasurementModel mm(model, {link7}, {});
+  EXPECT_EQ(mm.numRows(), 7);  // joints 1-7; the fingers do not support link 7
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(5);
+  const State s = randomState(model, rng);
+  const VectorXd tau = pinocchio::rnea(model, data, s.q, s.v, s.a);
+  heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau, VectorXd());
+  EXPECT_LT((md.delta_tau - md.Y * mm.nominalParameters()).cwiseAbs().maxCoeff(),
+            1e-10 * md.delta_tau.cwiseAbs().maxCoeff());
+}
+
+TEST(Measurement, BadBodiesAndContactsAreInputErrors) {
+  const pinocchio::Model& model = talos().pinocchio();
+  EXPECT_THROW(MeasurementModel(model, {}, {}), heft::InputError);
+  EXPECT_THROW(MeasurementModel(model, {1000}, {}), heft::InputError);
+  EXPECT_THROW(MeasurementModel(model, {3, 3}, {}), heft::InputError);
+  EXPECT_THROW(MeasurementModel(model, {3}, {{"foot", "no_such_frame", heft::Vector3::Zero()}}),
+               heft::InputError);
+}
+
+// ---- delayed differentiator -----------------------------------------------------------------------
+
+// For v(t) quadratic the least-squares slope over a symmetric window is the derivative at its
+// centre, exactly; every output refers to the centre sample, h samples ago.
+TEST(SignalWindow, SlopeOfAQuadraticIsTheDerivativeAtTheCentre) {
+  const int h = 4;
+  heft::filter::SignalWindow window(1, 1, 0, h, 0.1);
+  const double dt = 1e-3;
+  auto v = [](double t) { return 2 + 3 * t - 7 * t * t; };
+  for (int k = 0; k < 30; ++k) {
+    const double t = 0.2 + k * dt;
+    const auto result = window.push(t, VectorXd::Constant(1, t), VectorXd::Constant(1, v(t)),
+                                    VectorXd::Constant(1, 5.0), VectorXd());
+    if (k < 2 * h) {
+      EXPECT_EQ(result, heft::filter::SignalWindow::Push::Filling);
+      continue;
+    }
+    ASSERT_EQ(result, heft::filter::SignalWindow::Push::Ready);
+    const double centre = t - h * dt;
+    EXPECT_NEAR(window.time, centre, 1e-15);
+    EXPECT_NEAR(window.q[0], centre, 1e-15);
+    EXPECT_NEAR(window.a[0], 3 - 14 * centre, 1e-8);
+    EXPECT_DOUBLE_EQ(window.tau[0], 5.0);
+  }
+}
+
+TEST(SignalWindow, RejectsBadSamplesAndRestartsAfterAGap) {
+  heft::filter::SignalWindow window(1, 1, 0, 1, 0.01);
+  const VectorXd one = VectorXd::Ones(1);
+  using Push = heft::filter::SignalWindow::Push;
+  EXPECT_EQ(window.push(0.0, one, one, one, VectorXd()), Push::Filling);
+  EXPECT_EQ(window.push(0.0, one, one, one, VectorXd()), Push::Rejected);  // not after
+  EXPECT_EQ(window.push(0.001, one * NAN, one, one, VectorXd()), Push::Rejected);
+  EXPECT_EQ(window.push(0.001, one, one, one, VectorXd()), Push::Filling);
+  EXPECT_EQ(window.push(0.002, one, one, one, VectorXd()), Push::Ready);
+  EXPECT_EQ(window.push(0.5, one, one, one, VectorXd()), Push::Filling);  // gap: starts over
+  EXPECT_THROW(heft::filter::SignalWindow(1, 1, 0, 0, 0.01), heft::InputError);
+}
+
+// ---- the filter's mechanics -----------------------------------------------------------------------
+
+// A stream for the panda's last link from Pinocchio's RNEA with a heavier link 7 after `switch_time`.
+// Only for mechanics (status codes, allocation, determinism): estimates are validated on MuJoCo.
+struct PandaStream {
+  std::vector<double> time;
+  std::vector<VectorXd> q, v, tau;
+};
+PandaStream pandaStream(double duration, double switch_time, double added_mass) {
+  const pinocchio::Model& nominal = panda().pinocchio();
+  pinocchio::Model heavy = nominal;
+  const auto link7 = nominal.getJointId("panda_joint7");
+  heavy.inertias[link7] = heavy.inertias[link7] +
+                          pinocchio::Inertia::FromSphere(added_mass, 0.05)
+                              .se3Action(pinocchio::SE3(Eigen::Matrix3d::Identity(),
+                                                        Eigen::Vector3d(0.02, 0.0, 0.08)));
+  pinocchio::Data dn(nominal), dh(heavy);
+  PandaStream s;
+  const double dt = 1e-3;
+  for (double t = 0; t < duration; t += dt) {
+    VectorXd q(nominal.nq), v(nominal.nv), a(nominal.nv);
+    for (int j = 0; j < nominal.nv; ++j) {
+      const double w = 2 * M_PI * (0.3 + 0.11 * j), amp = 0.5;
+      q[j] = amp * std::sin(w * t + j);
+      v[j] = amp * w * std::cos(w * t + j);
+      a[j] = -amp * w * w * std::sin(w * t + j);
+    }
+    s.time.push_back(t);
+    s.q.push_back(q);
+    s.v.push_back(v);
+    s.tau.push_back(t < switch_time ? pinocchio::rnea(nominal, dn, q, v, a)
+                                    : pinocchio::rnea(heavy, dh, q, v, a));
+  }
+  return s;
+}
+
+InertialEkf pandaFilter(const InertialEkfOptions& options) {
+  const pinocchio::Model& model = panda().pinocchio();
+  const auto link7 = model.getJointId("panda_joint7");
+  return InertialEkf(model, {link7}, {}, heft::filter::MeasurementModel(model, {link7}, {})
+                                             .nominalParameters(),
+                     options);
+}
+
+TEST(InertialEkf, StatusSequenceCalibrationThenUpdates) {
+  InertialEkfOptions options;
+  options.difference_half_width = 3;
+  options.calibration_duration = 0.05;
+  InertialEkf filter = pandaFilter(options);
+  const PandaStream s = pandaStream(0.2, 10, 0);
+  std::vector<UpdateStatus> seen;
+  for (std::size_t k = 0; k < s.time.size(); ++k)
+    seen.push_back(filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd()));
+  for (int k = 0; k < 6; ++k) EXPECT_EQ(seen[k], UpdateStatus::Filling) << k;
+  EXPECT_EQ(seen[6], UpdateStatus::Calibrating);
+  EXPECT_EQ(seen[6 + 50], UpdateStatus::Updated);
+  // the centre sample is h = 3 samples old
+  EXPECT_NEAR(filter.estimateTime(), s.time.back() - 3e-3, 1e-12);
+  // the stream is the nominal model: the bias is the finite-difference error only, small
+  EXPECT_LT(filter.bias().cwiseAbs().maxCoeff(), 0.05);
+  const auto& c = filter.counters();
+  EXPECT_EQ(c.samples, static_cast<long>(s.time.size()));
+  EXPECT_EQ(c.rejected, 0);
+  EXPECT_EQ(c.failures, 0);
+}
+
+TEST(InertialEkf, BadInputIsAStatusNotAnException) {
+  InertialEkf filter = pandaFilter({});
+  const PandaStream s = pandaStream(0.05, 10, 0);
+  VectorXd q = s.q[0];
+  q[2] = NAN;
+  EXPECT_EQ(filter.update(0, q, s.v[0], s.tau[0], VectorXd()), UpdateStatus::RejectedInput);
+  EXPECT_EQ(filter.update(0, s.q[0].head(3), s.v[0], s.tau[0], VectorXd()),
+            UpdateStatus::RejectedInput);
+  EXPECT_EQ(filter.update(0, s.q[0], s.v[0], s.tau[0], VectorXd::Zero(3)),
+            UpdateStatus::RejectedInput);
+  EXPECT_EQ(filter.counters().rejected, 3);
+}
+
+TEST(InertialEkf, OptionsAndPriorAreValidated) {
+  InertialEkfOptions bad;
+  bad.gate_probability = 1.5;
+  EXPECT_THROW(bad.validate(), heft::InputError);
+  bad = {};
+  bad.joint_torque_std = 0;
+  EXPECT_THROW(bad.validate(), heft::InputError);
+  const pinocchio::Model& model = panda().pinocchio();
+  const auto link7 = model.getJointId("panda_joint7");
+  heft::Vector10 inconsistent = model.inertias[link7].toDynamicParameters();
+  inconsistent[4] = -1;  // I_xx < 0
+  EXPECT_THROW(InertialEkf(model, {link7}, {}, inconsistent), heft::InputError);
+  EXPECT_THROW(InertialEkf(model, {link7}, {}, VectorXd::Zero(7)), heft::InputError);
+}
+
+// Same samples, same numbers, bit for bit; reset() restarts from the prior.
+TEST(InertialEkf, DeterministicAndResettable) {
+  const PandaStream s = pandaStream(0.6, 0.3, 2.0);
+  auto run = [&](InertialEkf& f) {
+    for (std::size_t k = 0; k < s.time.size(); ++k)
+      f.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd());
+    return VectorXd(f.estimate());
+  };
+  InertialEkfOptions options;
+  options.calibration_duration = 0.1;
+  InertialEkf a = pandaFilter(options), b = pandaFilter(options);
+  const VectorXd first = run(a);
+  EXPECT_EQ(first, run(b));
+  a.reset();
+  EXPECT_EQ(a.estimate(), pandaFilter(options).estimate());
+  EXPECT_EQ(run(a), first);
+}
+
+// update() allocates nothing, in every branch it takes (filling, calibrating, updating, gating).
+TEST(InertialEkf, UpdateDoesNotAllocate) {
+#if !defined(HEFT_CAN_COUNT_MALLOCS)
+  GTEST_SKIP() << "malloc cannot be counted on this C library";
+#endif
+  const PandaStream s = pandaStream(0.6, 0.3, 3.0);
+  for (const auto state : {InertialEkfOptions::State::LogCholesky,
+                           InertialEkfOptions::State::LinearPi}) {
+    InertialEkfOptions options;
+    options.state = state;
+    options.calibration_duration = 0.1;
+    options.gate_threshold = 2;  // so that some updates are gated
+    InertialEkf filter = pandaFilter(options);
+    long statuses[8] = {0};
+    const long mallocs = heft::test::countMallocs([&] {
+      for (std::size_t k = 0; k < s.time.size(); ++k)
+        ++statuses[static_cast<int>(filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd()))];
+    });
+    EXPECT_EQ(mallocs, 0) << heft::filter::toString(state);
+    for (auto st : {UpdateStatus::Filling, UpdateStatus::Calibrating, UpdateStatus::Updated,
+                    UpdateStatus::Gated}) {
+      EXPECT_GT(statuses[static_cast<int>(st)], 0) << heft::filter::toString(st);
+    }
+  }
+}
+
+// The log-Cholesky state keeps every estimate consistent even when the data push hard (a gain
+// far too high, a wrong prior): the baseline on pi is allowed to leave the set, this one is not.
+TEST(InertialEkf, LogCholeskyEstimateIsAlwaysConsistent) {
+  const PandaStream s = pandaStream(1.0, 0.2, 4.0);
+  InertialEkfOptions options;
+  options.calibration_duration = 0.05;
+  options.process_std_log = 5;
+  options.process_std_length = 0.5;
+  options.joint_torque_std = 0.01;
+  options.gating = false;
+  InertialEkf filter = pandaFilter(options);
+  for (std::size_t k = 0; k < s.time.size(); ++k) {
+    filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd());
+    ASSERT_TRUE(heft::inertia::checkConsistency(filter.estimate().head<10>()).consistent) << k;
+    ASSERT_TRUE(heft::inertia::checkConsistency(filter.filterEstimate().head<10>()).consistent)
+        << k;
+  }
+}
+
+// Output rate limit: the output mass moves at most max_mass_rate dt per update until it first
+// reaches the filter's estimate.
+TEST(InertialEkf, OutputMassRateIsLimited) {
+  const PandaStream s = pandaStream(1.0, 0.1, 3.0);
+  InertialEkfOptions options;
+  options.calibration_duration = 0.05;
+  options.max_mass_rate = 1.0;
+  options.rate_limit_always = true;
+  options.process_std_log = 2;
+  InertialEkf filter = pandaFilter(options);
+  double last_mass = filter.estimate()[0], last_time = 0;
+  bool limited = false;
+  for (std::size_t k = 0; k < s.time.size(); ++k) {
+    const auto st = filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd());
+    if (st == UpdateStatus::Filling || st == UpdateStatus::Calibrating) {
+      last_time = filter.estimateTime();
+      continue;
+    }
+    const double dt = filter.estimateTime() - last_time;
+    EXPECT_LE(std::abs(filter.estimate()[0] - last_mass), 1.0 * dt + 1e-12) << k;
+    limited = limited || std::abs(filter.estimate()[0] - filter.filterEstimate()[0]) > 1e-6;
+    last_mass = filter.estimate()[0];
+    last_time = filter.estimateTime();
+  }
+  EXPECT_TRUE(limited) << "the test should exercise the limiter";
+}
+
+}  // namespace
