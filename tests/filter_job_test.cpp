@@ -15,6 +15,7 @@
 #include "heft/filter/job.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/simulated_log.hpp"
 
 namespace heft::filter {
 namespace {
@@ -33,12 +34,9 @@ fs::path scratch(const std::string& name) {
 std::string simulatedLog(const std::string& scenario, std::uint64_t seed) {
   const fs::path path =
       scratch(scenario + "_" + std::to_string(seed) + "_" + std::to_string(::getpid()) + ".h5");
-  sim::SimulationOptions options;
-  options.seed = seed;
-  options.noise = "nominal";
-  const sim::SimulationResult run = sim::simulate(sim::findScenario(scenario), options);
-  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
-  io::writeLog(run.log, path.string());
+  const sim::SimulationSummary summary =
+      test::writeSimulatedLog(scenario, seed, "nominal", path.string());
+  EXPECT_TRUE(summary.ok()) << summary.report();
   return path.string();
 }
 

@@ -16,6 +16,7 @@
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/simulated_log.hpp"
 
 namespace heft::filter {
 namespace {
@@ -28,14 +29,7 @@ std::string simulatedLog(const std::string& scenario, std::uint64_t seed, const 
   fs::create_directories(dir);
   const fs::path path = dir / (scenario + "_" + noise + "_" + std::to_string(seed) + "_" +
                                std::to_string(::getpid()) + ".h5");
-  sim::SimulationOptions options;
-  options.seed = seed;
-  options.noise = noise;
-  const sim::SimulationResult run = sim::simulate(sim::findScenario(scenario), options);
-  summary = run.summary;
-  io::WriteOptions write;
-  write.overwrite = true;
-  io::writeLog(run.log, path.string(), write);
+  summary = test::writeSimulatedLog(scenario, seed, noise, path.string());
   return path.string();
 }
 

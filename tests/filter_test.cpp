@@ -49,8 +49,8 @@ std::vector<ContactPoint> talosSoleCorners() {
   for (const std::string side : {"left", "right"}) {
     for (double x : {0.1, -0.1}) {
       for (double y : {0.065, -0.065}) {
-        out.push_back({side + "_" + std::to_string(out.size()), side + "_sole_link",
-                       heft::Vector3(x, y, 0)});
+        out.push_back(
+            {side + "_" + std::to_string(out.size()), side + "_sole_link", heft::Vector3(x, y, 0)});
       }
     }
   }
@@ -72,7 +72,8 @@ State randomState(const pinocchio::Model& model, std::mt19937& rng) {
   return s;
 }
 
-// ---- chi-square -----------------------------------------------------------------------------------
+// ---- chi-square
+// -----------------------------------------------------------------------------------
 
 TEST(ChiSquare, QuantilesMatchTables) {
   // NIST/SEMATECH e-Handbook, table of the chi-square distribution's upper critical values
@@ -91,14 +92,15 @@ TEST(ChiSquare, QuantilesMatchTables) {
   EXPECT_THROW(heft::filter::chiSquareCdf(-1, 3), heft::InputError);
 }
 
-// ---- measurement ----------------------------------------------------------------------------------
+// ---- measurement
+// ----------------------------------------------------------------------------------
 
 TEST(Measurement, RowsAreTheSupportOfTheEstimatedBodies) {
   const pinocchio::Model& model = talos().pinocchio();
   const auto torso = model.getJointId("torso_2_joint");
   const MeasurementModel mm(model, {torso}, {});
-  std::vector<int> expected{0, 1, 2, 3, 4, 5, model.idx_vs[model.getJointId("torso_1_joint")],
-                            model.idx_vs[torso]};
+  std::vector<int> expected{
+      0, 1, 2, 3, 4, 5, model.idx_vs[model.getJointId("torso_1_joint")], model.idx_vs[torso]};
   EXPECT_EQ(mm.rows(), expected);
   EXPECT_TRUE(mm.isBaseRow(5));
   EXPECT_FALSE(mm.isBaseRow(6));
@@ -166,7 +168,8 @@ TEST(Measurement, BadBodiesAndContactsAreInputErrors) {
                heft::InputError);
 }
 
-// ---- delayed differentiator -----------------------------------------------------------------------
+// ---- delayed differentiator
+// -----------------------------------------------------------------------
 
 // For v(t) quadratic the least-squares slope over a symmetric window is the derivative at its
 // centre, exactly; every output refers to the centre sample, h samples ago.
@@ -205,10 +208,12 @@ TEST(SignalWindow, RejectsBadSamplesAndRestartsAfterAGap) {
   EXPECT_THROW(heft::filter::SignalWindow(1, 1, 0, 0, 0.01), heft::InputError);
 }
 
-// ---- the filter's mechanics -----------------------------------------------------------------------
+// ---- the filter's mechanics
+// -----------------------------------------------------------------------
 
-// A stream for the panda's last link from Pinocchio's RNEA with a heavier link 7 after `switch_time`.
-// Only for mechanics (status codes, allocation, determinism): estimates are validated on MuJoCo.
+// A stream for the panda's last link from Pinocchio's RNEA with a heavier link 7 after
+// `switch_time`. Only for mechanics (status codes, allocation, determinism): estimates are
+// validated on MuJoCo.
 struct PandaStream {
   std::vector<double> time;
   std::vector<VectorXd> q, v, tau;
@@ -217,10 +222,10 @@ PandaStream pandaStream(double duration, double switch_time, double added_mass) 
   const pinocchio::Model& nominal = panda().pinocchio();
   pinocchio::Model heavy = nominal;
   const auto link7 = nominal.getJointId("panda_joint7");
-  heavy.inertias[link7] = heavy.inertias[link7] +
-                          pinocchio::Inertia::FromSphere(added_mass, 0.05)
-                              .se3Action(pinocchio::SE3(Eigen::Matrix3d::Identity(),
-                                                        Eigen::Vector3d(0.02, 0.0, 0.08)));
+  heavy.inertias[link7] =
+      heavy.inertias[link7] +
+      pinocchio::Inertia::FromSphere(added_mass, 0.05)
+          .se3Action(pinocchio::SE3(Eigen::Matrix3d::Identity(), Eigen::Vector3d(0.02, 0.0, 0.08)));
   pinocchio::Data dn(nominal), dh(heavy);
   PandaStream s;
   const double dt = 1e-3;
@@ -244,8 +249,8 @@ PandaStream pandaStream(double duration, double switch_time, double added_mass) 
 InertialEkf pandaFilter(const InertialEkfOptions& options) {
   const pinocchio::Model& model = panda().pinocchio();
   const auto link7 = model.getJointId("panda_joint7");
-  return InertialEkf(model, {link7}, {}, heft::filter::MeasurementModel(model, {link7}, {})
-                                             .nominalParameters(),
+  return InertialEkf(model, {link7}, {},
+                     heft::filter::MeasurementModel(model, {link7}, {}).nominalParameters(),
                      options);
 }
 
@@ -323,8 +328,8 @@ TEST(InertialEkf, UpdateDoesNotAllocate) {
   GTEST_SKIP() << "malloc cannot be counted on this C library";
 #endif
   const PandaStream s = pandaStream(0.6, 0.3, 3.0);
-  for (const auto state : {InertialEkfOptions::State::LogCholesky,
-                           InertialEkfOptions::State::LinearPi}) {
+  for (const auto state :
+       {InertialEkfOptions::State::LogCholesky, InertialEkfOptions::State::LinearPi}) {
     InertialEkfOptions options;
     options.state = state;
     options.calibration_duration = 0.1;
@@ -333,7 +338,8 @@ TEST(InertialEkf, UpdateDoesNotAllocate) {
     long statuses[8] = {0};
     const long mallocs = heft::test::countMallocs([&] {
       for (std::size_t k = 0; k < s.time.size(); ++k)
-        ++statuses[static_cast<int>(filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd()))];
+        ++statuses[static_cast<int>(
+            filter.update(s.time[k], s.q[k], s.v[k], s.tau[k], VectorXd()))];
     });
     EXPECT_EQ(mallocs, 0) << heft::filter::toString(state);
     for (auto st : {UpdateStatus::Filling, UpdateStatus::Calibrating, UpdateStatus::Updated,

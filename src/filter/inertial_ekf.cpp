@@ -13,15 +13,6 @@
 namespace heft::filter {
 namespace {
 
-void requirePositive(double value, const std::string& field, const std::string& unit) {
-  require(std::isfinite(value) && value > 0, "filter option " + field, "a positive value" + unit,
-          formatNumber(value));
-}
-void requireNonNegative(double value, const std::string& field, const std::string& unit) {
-  require(std::isfinite(value) && value >= 0, "filter option " + field, "a value >= 0" + unit,
-          formatNumber(value));
-}
-
 // A log-Cholesky theta whose exponentials stay far from overflow (e^{2 alpha} kg, e^{d} scales):
 // |alpha|, |d_i| <= 20 covers masses from 4e-18 to 2e17 kg.
 bool saneLogCholesky(const Eigen::Ref<const Eigen::VectorXd>& theta) {
@@ -37,21 +28,21 @@ void InertialEkfOptions::validate() const {
   require(difference_half_width >= 1 && difference_half_width <= 1000,
           "filter option difference_half_width", "an integer in [1, 1000]",
           std::to_string(difference_half_width));
-  requirePositive(max_sample_gap, "max_sample_gap", " [s]");
-  requireNonNegative(calibration_duration, "calibration_duration", " [s]");
-  requirePositive(prior_std_log, "prior_std_log", "");
-  requirePositive(prior_std_length, "prior_std_length", " [m]");
-  requireNonNegative(process_std_log, "process_std_log", " [1/sqrt(s)]");
-  requireNonNegative(process_std_length, "process_std_length", " [m/sqrt(s)]");
-  requirePositive(joint_torque_std, "joint_torque_std", " [N m]");
-  requirePositive(base_force_std, "base_force_std", " [N]");
-  requirePositive(base_moment_std, "base_moment_std", " [N m]");
+  requirePositive(max_sample_gap, "filter option max_sample_gap", " [s]");
+  requireNonNegative(calibration_duration, "filter option calibration_duration", " [s]");
+  requirePositive(prior_std_log, "filter option prior_std_log", "");
+  requirePositive(prior_std_length, "filter option prior_std_length", " [m]");
+  requireNonNegative(process_std_log, "filter option process_std_log", " [1/sqrt(s)]");
+  requireNonNegative(process_std_length, "filter option process_std_length", " [m/sqrt(s)]");
+  requirePositive(joint_torque_std, "filter option joint_torque_std", " [N m]");
+  requirePositive(base_force_std, "filter option base_force_std", " [N]");
+  requirePositive(base_moment_std, "filter option base_moment_std", " [N m]");
   require(gate_probability > 0 && gate_probability < 1, "filter option gate_probability",
           "a probability in (0, 1)", formatNumber(gate_probability));
-  requireNonNegative(gate_threshold, "gate_threshold", " (0: from gate_probability)");
+  requireNonNegative(gate_threshold, "filter option gate_threshold", " (0: from gate_probability)");
   require(gate_max_consecutive >= 0, "filter option gate_max_consecutive", "an integer >= 0",
           std::to_string(gate_max_consecutive));
-  requireNonNegative(max_mass_rate, "max_mass_rate", " [kg/s] (0: no limit)");
+  requireNonNegative(max_mass_rate, "filter option max_mass_rate", " [kg/s] (0: no limit)");
 }
 
 std::string toString(InertialEkfOptions::State state) {

@@ -55,22 +55,12 @@ using io::located;
 
 JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source,
                          const std::string& base_dir) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (!root || !root.IsMap())
-    throw InputError(source + ": expected a YAML mapping with robot, log, method, identify, ...");
+  const YAML::Node root =
+      io::loadYamlMapping(yaml_text, source, "robot, log, method, identify, ...");
 
   JobConfig config;
   config.source = source;
-  auto resolve = [&](const std::string& path) {
-    if (path.empty() || fs::path(path).is_absolute()) return path;
-    const fs::path candidate = fs::path(base_dir) / path;
-    return candidate.lexically_normal().string();
-  };
+  auto resolve = [&](const std::string& path) { return io::resolveConfigPath(base_dir, path); };
 
   Section top(root, "", source);
   if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as go2, or a path)");

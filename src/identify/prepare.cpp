@@ -27,10 +27,6 @@ namespace {
 
 std::string num(double x) { return formatNumber(x, 6); }
 
-void requirePositiveFinite(double x, const std::string& what) {
-  require(std::isfinite(x) && x > 0, what, "a finite value > 0", num(x));
-}
-
 // Columns of `x` (N x m, rows = time) smoothed or differentiated; window 1 = unchanged.
 Eigen::MatrixXd filterRows(const Eigen::MatrixXd& x, const io::SavitzkyGolayOptions& sg,
                            int derivative, double dt) {
@@ -137,8 +133,8 @@ Projection parseProjection(const std::string& name) {
 void ContactDetectionOptions::validate() const {
   require(std::isfinite(ground_height), "contact.ground_height", "a finite value",
           num(ground_height));
-  requirePositiveFinite(height, "contact.height");
-  requirePositiveFinite(speed, "contact.speed");
+  requirePositive(height, "contact.height");
+  requirePositive(speed, "contact.speed");
 }
 
 void PreparationOptions::validate() const {
@@ -157,9 +153,9 @@ void PreparationOptions::validate() const {
 }
 
 void ProblemOptions::validate() const {
-  requirePositiveFinite(coulomb_rate, "coulomb_rate");
-  requirePositiveFinite(armature_prior_median, "armature_prior_median");
-  requirePositiveFinite(armature_prior_log_std, "armature_prior_log_std");
+  requirePositive(coulomb_rate, "coulomb_rate");
+  requirePositive(armature_prior_median, "armature_prior_median");
+  requirePositive(armature_prior_log_std, "armature_prior_log_std");
   require(std::isfinite(contact_offset), "contact_offset", "a finite value", num(contact_offset));
   require(std::isfinite(min_speed) && min_speed >= 0, "min_speed", "a finite value >= 0",
           num(min_speed));

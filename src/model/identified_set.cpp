@@ -15,10 +15,6 @@ namespace {
 
 std::string num(double x) { return formatNumber(x, 6); }
 
-void requirePositive(double x, const std::string& what, const std::string& unit = "") {
-  require(std::isfinite(x) && x > 0, what, "a finite value > 0" + unit, num(x));
-}
-
 // A covariance must be finite, symmetric and positive definite (its inverse weights a residual).
 template <typename Matrix>
 void requireCovariance(const Matrix& S, const std::string& what) {

@@ -24,13 +24,6 @@ namespace {
 
 std::string num(double x) { return formatNumber(x, 6); }
 
-void requirePositive(double x, const std::string& field, const std::string& unit) {
-  require(std::isfinite(x) && x > 0, field, "a finite value > 0" + unit, num(x));
-}
-void requireNonNegative(double x, const std::string& field, const std::string& unit) {
-  require(std::isfinite(x) && x >= 0, field, "a finite value >= 0" + unit, num(x));
-}
-
 // Quintic smoothstep on [0, 1] (value, first and second derivative w.r.t. x).
 struct Smooth {
   double s = 0, ds = 0, dds = 0;

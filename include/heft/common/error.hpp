@@ -24,4 +24,9 @@ class SolveError : public std::runtime_error {
 void require(bool condition, const std::string& what, const std::string& expected,
              const std::string& got);
 
+/// require() for a number that must be finite and > 0 (>= 0): "<what>: expected a finite value > 0
+/// <unit>, got <x>". `unit` is appended as is, e.g. " [s]".
+void requirePositive(double x, const std::string& what, const std::string& unit = "");
+void requireNonNegative(double x, const std::string& what, const std::string& unit = "");
+
 }  // namespace heft

@@ -5,6 +5,7 @@
 /// option).
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -75,8 +76,7 @@ class YamlSection {
     if (!node_ || !node_.IsMap()) return;
     for (const auto& kv : node_) {
       const std::string key = kv.first.as<std::string>();
-      if (!used_.count(key))
-        fail(kv.first, field(key), "unknown key (" + docs_ + " lists them)");
+      if (!used_.count(key)) fail(kv.first, field(key), "unknown key (" + docs_ + " lists them)");
     }
   }
 
@@ -130,6 +130,27 @@ auto located(YamlSection& section, const std::string& key, F&& parse) {
   } catch (const InputError& e) {
     section.fail(n, section.field(key), e.what());
   }
+}
+
+/// A whole config file's text as a YAML mapping. \throws InputError "<source>:<line>: not valid
+/// YAML: ..." or "<source>: expected a YAML mapping with <keys_hint>".
+inline YAML::Node loadYamlMapping(const std::string& text, const std::string& source,
+                                  const std::string& keys_hint) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root || !root.IsMap())
+    throw InputError(source + ": expected a YAML mapping with " + keys_hint);
+  return root;
+}
+
+/// A path from a config: absolute or empty as is, else relative to the config's folder.
+inline std::string resolveConfigPath(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).lexically_normal().string();
 }
 
 }  // namespace heft::io

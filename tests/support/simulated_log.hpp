@@ -1,0 +1,27 @@
+#pragma once
+/// \file A MuJoCo run of a named scenario (heft::sim) written to an HDF5 log, for the tests and
+/// studies that replay logs through a job. The including test file must itself include
+/// "heft/sim/..." and "heft/io/..." so that CMake links those modules (tests/CMakeLists.txt).
+#include <cstdint>
+#include <string>
+
+#include "heft/io/log_io.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::test {
+
+/// Simulates `scenario` (its whole duration) with this noise profile and seed, writes the log to
+/// `path` (replacing it) and returns the simulation's summary.
+inline sim::SimulationSummary writeSimulatedLog(const std::string& scenario, std::uint64_t seed,
+                                                const std::string& noise, const std::string& path) {
+  sim::SimulationOptions options;
+  options.seed = seed;
+  options.noise = noise;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario(scenario), options);
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, path, write);
+  return run.summary;
+}
+
+}  // namespace heft::test
