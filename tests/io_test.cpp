@@ -220,6 +220,26 @@ std::string errors(const Log& log, const ValidationOptions& options = {}) {
   return ::testing::AssertionSuccess();
 }
 
+// A CSV text without the column named `column` (header and every row lose it).
+std::string withoutColumn(const std::string& csv, const std::string& column) {
+  std::istringstream lines(csv);
+  std::string line, out;
+  std::size_t drop = 0;
+  bool header = true;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> fields;
+    std::stringstream s(line);
+    std::string f;
+    while (std::getline(s, f, ',')) fields.push_back(f);
+    if (header) drop = std::find(fields.begin(), fields.end(), column) - fields.begin();
+    header = false;
+    fields.erase(fields.begin() + drop);
+    for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+    out += "\n";
+  }
+  return out;
+}
+
 template <typename F>
 std::string inputErrorOf(F&& f) {
   try {
@@ -743,25 +763,7 @@ TEST_F(IoTest, CsvReaderErrorsNameFileLineAndColumn) {
   EXPECT_TRUE(
       mentions(inputErrorOf([&] { readLog(dir); }), {"joints.csv:41:", "fields (as the header)"}));
   // a column whose partner is missing: header and rows both lack v/j2
-  text.clear();
-  {
-    std::istringstream lines(original);
-    std::string line;
-    std::size_t drop = 0;
-    bool header = true;
-    while (std::getline(lines, line)) {
-      std::vector<std::string> fields;
-      std::stringstream s(line);
-      std::string f;
-      while (std::getline(s, f, ',')) fields.push_back(f);
-      if (header) drop = std::find(fields.begin(), fields.end(), "v/j2") - fields.begin();
-      header = false;
-      fields.erase(fields.begin() + drop);
-      for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
-      text += "\n";
-    }
-  }
-  rewrite(text);
+  rewrite(withoutColumn(original, "v/j2"));
   EXPECT_TRUE(
       mentions(inputErrorOf([&] { readLog(dir); }), {"joints.csv", "column \"v/j2\" missing"}));
   // a stray column
@@ -853,26 +855,7 @@ TEST_F(IoTest, EstimatesReaderErrorsNameFileAndPlace) {
   EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
                        {"estimates.csv:3:", "column status", "expected an integer 0 to 255"}));
   // a std block missing one body's column: the header and the rows lose it
-  text.clear();
-  {
-    std::istringstream lines(original);
-    std::string line;
-    std::size_t drop = 0;
-    bool header = true;
-    while (std::getline(lines, line)) {
-      std::vector<std::string> fields;
-      std::stringstream s(line);
-      std::string f;
-      while (std::getline(s, f, ',')) fields.push_back(f);
-      if (header)
-        drop = std::find(fields.begin(), fields.end(), "body_pi_std/j3/Iyy") - fields.begin();
-      header = false;
-      fields.erase(fields.begin() + drop);
-      for (std::size_t i = 0; i < fields.size(); ++i) text += (i ? "," : "") + fields[i];
-      text += "\n";
-    }
-  }
-  rewrite(text);
+  rewrite(withoutColumn(original, "body_pi_std/j3/Iyy"));
   EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv")); }),
                        {"estimates.csv", "column \"body_pi_std/j3/Iyy\" missing"}));
   // NaN is read, then validation names field and row (row 6 is on line 8)

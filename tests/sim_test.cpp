@@ -130,10 +130,11 @@ double tiltAt(const heft::io::TruthSeries& truth, int k) {
   return std::acos(std::min(1.0, zz));
 }
 
-// Base rows of RNEA(q, v, a) - tau - sum J^T f at truth sample k with the model's pi (contact
-// wrench at the sphere bottom): zero when the model's inertias are what MuJoCo simulated.
-Eigen::Matrix<double, 6, 1> baseResidual(const heft::io::Log& log, const sim::Scenario& scenario,
-                                         const model::RobotModel& robot, int k) {
+// RNEA(q, v, a) - sum J^T f at truth sample k with the robot's current pi (contact wrench at the
+// sphere bottom), all nv rows: the base rows are zero when the model's inertias are what MuJoCo
+// simulated; the joint rows are the applied torques.
+Eigen::VectorXd residualWithContacts(const heft::io::Log& log, const sim::Scenario& scenario,
+                                     const model::RobotModel& robot, int k) {
   const auto& truth = *log.truth;
   const pinocchio::Model& pm = robot.pinocchio();
   pinocchio::Data pd(pm);
@@ -151,13 +152,20 @@ Eigen::Matrix<double, 6, 1> baseResidual(const heft::io::Log& log, const sim::Sc
     J.setZero();
     pinocchio::getFrameJacobian(pm, pd, frame, pinocchio::LOCAL_WORLD_ALIGNED, J);
     const Eigen::Vector3d f = truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+    // the force acts at the sphere bottom: center (frame offset) minus the radius in z
     const Eigen::Vector3d r_c = pd.oMf[frame].rotation() * point.offset -
                                 Eigen::Vector3d(0, 0, scenario.model.contact_radius);
     Eigen::Matrix<double, 6, 1> wrench;
     wrench << f, r_c.cross(f);
     r -= J.transpose() * wrench;
   }
-  return r.head<6>();
+  return r;
+}
+
+// Base rows of residualWithContacts: zero when the model's inertias are what MuJoCo simulated.
+Eigen::Matrix<double, 6, 1> baseResidual(const heft::io::Log& log, const sim::Scenario& scenario,
+                                         const model::RobotModel& robot, int k) {
+  return residualWithContacts(log, scenario, robot, k).head<6>();
 }
 
 // The scenario's reference (what the controller tracked), recomputed on the nominal model.
@@ -439,38 +447,15 @@ TEST(Truth, TimeVaryingMassIsWhatMujocoHad) {
     robot.setPi(robot.pinocchio().getJointId(truth.body_names[b]),
                 truth.body_pi.row(b).transpose());
   }
-  const pinocchio::Model& pm = robot.pinocchio();
-  pinocchio::Data pd(pm);
   const int nj = static_cast<int>(log.joints.names.size());
   auto residual = [&](int k) {
-    Eigen::VectorXd q(pm.nq), v(pm.nv), a(pm.nv);
-    q << truth.base_pose.row(k).transpose(), truth.q.row(k).transpose();
-    v << truth.base_twist.row(k).transpose(), truth.v.row(k).transpose();
-    a << truth.base_acceleration.row(k).transpose(), truth.a.row(k).transpose();
-    Eigen::VectorXd r = pinocchio::rnea(pm, pd, q, v, a);
+    Eigen::VectorXd r = residualWithContacts(log, scenario, robot, k);
     r.tail(nj) -= log.joints.tau_cmd.row(k).transpose();
-    pinocchio::computeJointJacobians(pm, pd, q);
-    pinocchio::updateFramePlacements(pm, pd);
-    for (std::size_t c = 0; c < truth.contact_names.size(); ++c) {
-      const auto& point = scenario.model.contact_points[c];
-      const auto frame = pm.getFrameId(point.frame);
-      Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
-      J.setZero();
-      pinocchio::getFrameJacobian(pm, pd, frame, pinocchio::LOCAL_WORLD_ALIGNED, J);
-      const Eigen::Vector3d f = truth.contact_forces.row(k).segment<3>(3 * c).transpose();
-      // the force acts at the sphere bottom: center (frame offset) minus the radius in z
-      const Eigen::Vector3d r_c = pd.oMf[frame].rotation() * point.offset -
-                                  Eigen::Vector3d(0, 0, scenario.model.contact_radius);
-      Eigen::Matrix<double, 6, 1> wrench;
-      wrench << f, r_c.cross(f);
-      r -= J.transpose() * wrench;
-    }
     return r;
   };
   double worst_true = 0, worst_constant = 0;
   for (int k = 2600; k < truth.time.size(); k += 50) {
     robot.setPi(torso, truth.varying_body_pi.row(k).transpose());
-    pd = pinocchio::Data(pm);
     worst_true = std::max(worst_true, residual(k).head<6>().cwiseAbs().maxCoeff());
     robot.setPi(torso, truth.varying_body_pi.row(0).transpose());
     worst_constant = std::max(worst_constant, residual(k).head<6>().cwiseAbs().maxCoeff());
