@@ -321,6 +321,15 @@ std::vector<Scenario> makeScenarios() {
     s.duration = 15;
     s.max_tracking_error = 0.2;
     list.push_back(s);
+    // The same motion with an unknown 0.15 kg weight near the tip of link 2 (+45 % of its mass):
+    // the fixed-base case of heft::estimation's tests.
+    Scenario payload = s;
+    payload.name = "double-pendulum-payload";
+    payload.description =
+        "double pendulum with a 0.15 kg weight on link 2, Fourier excitation, 15 s";
+    payload.model.payloads.push_back(
+        {"payload", "joint2", box(0.15, Vector3(0.0, 0, 0.18), 0.03, 0.03, 0.03)});
+    list.push_back(payload);
   }
   return list;
 }

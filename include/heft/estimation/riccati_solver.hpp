@@ -1,0 +1,201 @@
+#pragma once
+/// \file Parametrized multiple-shooting Riccati solver for Problem (multi-contact paper, sec. V).
+///
+/// Gauss-Newton on the whitened residuals. Each iteration:
+///  1. derivatives: every stage's calc + calcDiff at the current guess, the gaps
+///     fbar_{k+1} = f_k(x_k, w_k; theta) ⊖ x_{k+1};
+///  2. backward pass: the action-value expansion Q (eq. 23, with the gap deflection of V_x and
+///     V_theta) and the policy dw = k + K dx + K_theta dtheta (eq. 25, with the signs folded into
+///     k, K, K_theta), value V_xx, V_xtheta, V_thetatheta, V_x, V_theta (eq. 27);
+///  3. arrival node: the arrival prior and the parameter prior are added to V at k = 0 and the
+///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
+///     information of theta given the data (its inverse is the posterior covariance). Directions
+///     of S below `nullspace_tolerance` are the nullspace of eq. 31: no step along them and
+///     infinite variance (reported, excluded from the covariance);
+///  4. a linear rollout of the step gives dx_k, dw_k and the expected change of the cost
+///     (its first and second order terms d1, d2, exactly the quadratic model along the step);
+///  5. forward pass: single shooting, feasibility-driven (eq. 33) or multiple shooting (eq. 34),
+///     merit phi = cost + nu sum_k |fbar_k|_1 (eq. 37) with nu updated by eq. 38, nonmonotone
+///     Armijo backtracking, Levenberg-Marquardt regularization mu on the decision Hessians.
+/// Sign choices and where the paper's printed equations needed fixing: docs/estimation.md.
+///
+/// No heap allocation inside an iteration when every running stage has the same nw and nr (all
+/// buffers are sized at construction).
+#include <chrono>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+
+#include "heft/estimation/problem.hpp"
+
+namespace heft::estimation {
+
+enum class Rollout {
+  SingleShooting,     ///< gaps closed at every trial: x_{k+1} = f(x_k, w_k; theta)
+  FeasibilityDriven,  ///< eq. 33: nonlinear rollout that keeps (1 - alpha) of each gap
+  MultipleShooting,   ///< eq. 34: linear update of every node, gaps from nonlinear shots
+};
+std::string toString(Rollout rollout);
+/// "single" / "feasibility-driven" / "multiple-shooting"; throws InputError otherwise.
+Rollout parseRollout(const std::string& name);
+
+struct RiccatiOptions {
+  Rollout rollout = Rollout::MultipleShooting;
+  int max_iterations = 100;
+  /// Converged when the expected decrease |d1| <= tolerance (1 + cost) and every gap is below
+  /// gap_tolerance (infinity norm, tangent space).
+  double tolerance = 1e-9;
+  double gap_tolerance = 1e-8;
+  double armijo = 1e-4;        ///< sufficient-decrease fraction c1 in (0, 1)
+  int nonmonotone_memory = 4;  ///< Armijo against the largest merit of the last this-many accepted
+  double min_step = 1.0 / 1024;
+  /// Levenberg-Marquardt: mu added to Q_ww and to the arrival node's diagonal.
+  double regularization = 1e-9;
+  double min_regularization = 1e-12;
+  double max_regularization = 1e9;
+  double regularization_factor = 10;
+  /// Merit penalty (eq. 38): nu <- max(penalty_decrease nu, d(1) / ((1 - penalty_rho)
+  /// sum|fbar|_1)).
+  double penalty = 1.0;
+  double penalty_decrease = 0.9;
+  double penalty_rho = 0.3;
+  /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
+  /// its nullspace (eq. 31).
+  double nullspace_tolerance = 1e-10;
+  std::ostream* progress = nullptr;  ///< one line per iteration when set
+
+  /// Throws InputError naming the field.
+  void validate() const;
+};
+
+struct RiccatiSummary {
+  enum class Status {
+    NotRun,
+    Converged,
+    MaxIterations,     ///< not converged; the last accepted iterate is kept
+    LineSearchFailed,  ///< no step decreased the merit even at max regularization
+    NumericalFailure,  ///< NaN in the derivatives at the current iterate
+  };
+  Status status = Status::NotRun;
+  std::string message;
+  int iterations = 0;
+  std::vector<double> cost_history;  ///< cost of the iterate at the start of each iteration + final
+  std::vector<double> gap_history;   ///< max |gap| (same points)
+  std::vector<double> step_history;  ///< accepted alpha per iteration (0 when rejected)
+  double cost = 0;
+  double max_gap = 0;
+  int nullspace_dimension = 0;  ///< of the theta Schur complement at the last iteration
+  double derivative_seconds = 0, backward_seconds = 0, forward_seconds = 0, total_seconds = 0;
+  bool ok() const { return status == Status::Converged; }
+  std::string report() const;
+};
+std::string toString(RiccatiSummary::Status status);
+
+class RiccatiSolver {
+ public:
+  /// Sizes every buffer. \throws InputError on invalid options.
+  RiccatiSolver(std::shared_ptr<const Problem> problem, const RiccatiOptions& options = {});
+
+  /// Sets the initial guess (N+1 states, N decisions, theta). \throws InputError on sizes or
+  /// non-finite values.
+  void setInitialGuess(const std::vector<Eigen::VectorXd>& xs,
+                       const std::vector<Eigen::VectorXd>& ws, const Eigen::VectorXd& theta);
+  /// Initial guess from the arrival prior's means and a single-shooting rollout with w = 0.
+  void setInitialGuessFromRollout(const Eigen::VectorXd& theta);
+
+  /// Runs until convergence or a stop; the iterate is always the last accepted one.
+  const RiccatiSummary& solve();
+
+  /// One direction at the current guess (derivatives, backward pass, arrival, linear rollout), no
+  /// step taken. For tests: compare with the dense KKT solution.
+  /// \return false if the backward pass failed (Q_ww not positive definite at this mu).
+  bool computeDirection();
+
+  const std::vector<Eigen::VectorXd>& xs() const { return cur_.xs; }
+  const std::vector<Eigen::VectorXd>& ws() const { return cur_.ws; }
+  const Eigen::VectorXd& theta() const { return cur_.theta; }
+  const std::vector<Eigen::VectorXd>& directionX() const { return dxs_; }
+  const std::vector<Eigen::VectorXd>& directionW() const { return dws_; }
+  const Eigen::VectorXd& directionTheta() const { return dtheta_; }
+  /// Gaps of the current guess, gap(k) = f_{k-1} ⊖ x_k for k >= 1 (index 0 is zero).
+  const std::vector<Eigen::VectorXd>& gaps() const { return cur_.gaps; }
+  /// Posterior covariance of theta (np x np) at the last direction: pseudo-inverse of the Schur
+  /// complement on its range.
+  const Eigen::MatrixXd& thetaCovariance() const { return theta_covariance_; }
+  /// Basis of the unobservable directions of theta (np x nullity) at the last direction.
+  Eigen::MatrixXd thetaNullspace() const;
+  /// Cost of the current guess (from the last evaluation).
+  double cost() const { return cur_.cost; }
+  const RiccatiSummary& summary() const { return summary_; }
+  const RiccatiOptions& options() const { return options_; }
+  void setRegularization(double mu) { mu_ = mu; }
+
+ private:
+  struct Trajectory {
+    std::vector<Eigen::VectorXd> xs, ws, gaps;
+    Eigen::VectorXd theta;
+    double cost = 0, gap_norm1 = 0, max_gap = 0;
+  };
+  void resizeTrajectory(Trajectory& traj) const;
+  void evaluate(Trajectory& traj);  // calc everywhere: gaps and cost
+  bool computeDerivatives();        // calc + calcDiff at cur_; false on NaN
+  bool backwardPass();              // false if Q_ww is not positive definite
+  bool solveArrival();              // false if the arrival Hessian is not positive definite
+  void linearRollout();             // dxs_, dws_, d1_, d2_
+  void rolloutTrial(double alpha);  // trial_ from cur_ and the direction
+  double arrivalCost(const Trajectory& traj);
+  void printProgress(int iteration, double alpha) const;
+
+  std::shared_ptr<const Problem> problem_;
+  RiccatiOptions options_;
+  RiccatiSummary summary_;
+  int N_ = 0, nx_ = 0, ndx_ = 0, np_ = 0, nw_max_ = 0, nr_max_ = 0;
+  double mu_ = 0;
+  double penalty_ = 0;
+
+  // The current guess and a trial point of the line search, each with its evaluation.
+  Trajectory cur_, trial_;
+  std::vector<std::unique_ptr<StageData>> datas_;
+  std::unique_ptr<StageData> terminal_data_;
+
+  // Policy, per running stage.
+  std::vector<Eigen::VectorXd> k_;
+  std::vector<Eigen::MatrixXd> K_, K_theta_;
+  // Value function at the next and the current knot.
+  Eigen::MatrixXd Vxx_, Vxt_, Vtt_, Vxx_next_, Vxt_next_, Vtt_next_;
+  Eigen::VectorXd Vx_, Vt_, Vx_next_, Vt_next_;
+  // Action-value expansion and temporaries.
+  Eigen::MatrixXd Qxx_, Qxw_, Qww_, Qxt_, Qwt_, Qtt_, FxV_, FwV_, G_;
+  Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;
+  Eigen::LLT<Eigen::MatrixXd> Qww_llt_;
+  // Arrival node.
+  Eigen::VectorXd arrival_r_, prior_r_, theta_diff_, gx_, gt_, gs_;
+  Eigen::MatrixXd arrival_J_, J_unused_, J_next_unused_, Hxx_, Hxt_, Htt_, HxxInvHxt_, S_;
+  Eigen::VectorXd HxxInvGx_;
+  Eigen::LLT<Eigen::MatrixXd> Hxx_llt_;
+  // Eigen-decomposition of S without allocation: tridiagonalize, form Q with a preallocated
+  // workspace, diagonalize the tridiagonal matrix (SelfAdjointEigenSolver::compute allocates
+  // when it forms Q).
+  Eigen::Tridiagonalization<Eigen::MatrixXd> S_tri_;
+  Eigen::MatrixXd S_Q_, S_vectors_;
+  Eigen::VectorXd S_diag_, S_subdiag_, S_workspace_;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> S_eig_;
+  Eigen::MatrixXd theta_covariance_;
+  int nullity_ = 0;
+  // Direction and its expected change of the cost.
+  std::vector<Eigen::VectorXd> dxs_, dws_;
+  Eigen::VectorXd dtheta_, e_, tangent_;
+  double d1_ = 0, d2_ = 0;
+  double costate_max_ =
+      0;  ///< max_k |V_x at k+1, deflected by the gap|_inf of the last backward pass
+  std::vector<std::pair<double, double>>
+      merit_memory_;  ///< (cost, sum |gap|_1) of accepted iterates
+};
+
+}  // namespace heft::estimation

@@ -1,0 +1,632 @@
+#include "heft/estimation/riccati_solver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <ostream>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+
+namespace heft::estimation {
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string toString(Rollout rollout) {
+  switch (rollout) {
+    case Rollout::SingleShooting:
+      return "single";
+    case Rollout::FeasibilityDriven:
+      return "feasibility-driven";
+    case Rollout::MultipleShooting:
+      return "multiple-shooting";
+  }
+  return "unknown";
+}
+
+Rollout parseRollout(const std::string& name) {
+  for (Rollout r : {Rollout::SingleShooting, Rollout::FeasibilityDriven, Rollout::MultipleShooting})
+    if (toString(r) == name) return r;
+  throw InputError(
+      "rollout: expected one of single, feasibility-driven, multiple-shooting, got \"" + name +
+      "\"");
+}
+
+std::string toString(RiccatiSummary::Status status) {
+  switch (status) {
+    case RiccatiSummary::Status::NotRun:
+      return "not run";
+    case RiccatiSummary::Status::Converged:
+      return "converged";
+    case RiccatiSummary::Status::MaxIterations:
+      return "maximum iterations";
+    case RiccatiSummary::Status::LineSearchFailed:
+      return "line search failed";
+    case RiccatiSummary::Status::NumericalFailure:
+      return "numerical failure";
+  }
+  return "unknown";
+}
+
+void RiccatiOptions::validate() const {
+  require(max_iterations >= 0, "max_iterations", ">= 0", std::to_string(max_iterations));
+  requirePositive(tolerance, "tolerance");
+  requirePositive(gap_tolerance, "gap_tolerance");
+  require(armijo > 0 && armijo < 1, "armijo", "in (0, 1)", std::to_string(armijo));
+  require(nonmonotone_memory >= 1, "nonmonotone_memory", ">= 1",
+          std::to_string(nonmonotone_memory));
+  require(min_step > 0 && min_step <= 1, "min_step", "in (0, 1]", std::to_string(min_step));
+  requireNonNegative(regularization, "regularization");
+  requireNonNegative(min_regularization, "min_regularization");
+  require(max_regularization >= std::max(regularization, min_regularization), "max_regularization",
+          ">= regularization and min_regularization", std::to_string(max_regularization));
+  require(regularization_factor > 1, "regularization_factor", "> 1",
+          std::to_string(regularization_factor));
+  requirePositive(penalty, "penalty");
+  require(penalty_decrease > 0 && penalty_decrease <= 1, "penalty_decrease", "in (0, 1]",
+          std::to_string(penalty_decrease));
+  require(penalty_rho > 0 && penalty_rho < 1, "penalty_rho", "in (0, 1)",
+          std::to_string(penalty_rho));
+  require(nullspace_tolerance >= 0 && nullspace_tolerance < 1, "nullspace_tolerance", "in [0, 1)",
+          std::to_string(nullspace_tolerance));
+}
+
+std::string RiccatiSummary::report() const {
+  std::ostringstream out;
+  out << "riccati solver: " << toString(status);
+  if (!message.empty()) out << " (" << message << ")";
+  out << "\n  iterations " << iterations << ", cost ";
+  if (!cost_history.empty()) out << cost_history.front() << " -> ";
+  out << cost << ", max gap " << max_gap << ", theta nullspace dimension " << nullspace_dimension
+      << "\n  time " << total_seconds << " s (derivatives " << derivative_seconds << ", backward "
+      << backward_seconds << ", forward " << forward_seconds << ")\n";
+  return out.str();
+}
+
+RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const RiccatiOptions& options)
+    : problem_(std::move(problem)), options_(options) {
+  require(problem_ != nullptr, "RiccatiSolver problem", "non-null", "null");
+  options_.validate();
+  N_ = problem_->horizon();
+  nx_ = problem_->nx();
+  ndx_ = problem_->ndx();
+  np_ = problem_->np();
+  nr_max_ = problem_->terminal().nr();
+  for (int k = 0; k < N_; ++k) {
+    nw_max_ = std::max(nw_max_, problem_->running(k).nw());
+    nr_max_ = std::max(nr_max_, problem_->running(k).nr());
+  }
+  mu_ = options_.regularization;
+  penalty_ = options_.penalty;
+
+  resizeTrajectory(cur_);
+  resizeTrajectory(trial_);
+  datas_.reserve(N_);
+  for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createData());
+  terminal_data_ = problem_->terminal().createData();
+
+  k_.resize(N_);
+  K_.resize(N_);
+  K_theta_.resize(N_);
+  dws_.resize(N_);
+  for (int k = 0; k < N_; ++k) {
+    const int nw = problem_->running(k).nw();
+    k_[k] = Eigen::VectorXd::Zero(nw);
+    K_[k] = Eigen::MatrixXd::Zero(nw, ndx_);
+    K_theta_[k] = Eigen::MatrixXd::Zero(nw, np_);
+    dws_[k] = Eigen::VectorXd::Zero(nw);
+  }
+  dxs_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
+  for (Eigen::MatrixXd* m : {&Vxx_, &Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
+  for (Eigen::MatrixXd* m : {&Vxt_, &Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
+  for (Eigen::MatrixXd* m : {&Vtt_, &Vtt_next_, &Qtt_}) m->setZero(np_, np_);
+  for (Eigen::VectorXd* v : {&Vx_, &Vx_next_, &Qx_, &vx_plus_, &gx_, &HxxInvGx_}) v->setZero(ndx_);
+  for (Eigen::VectorXd* v : {&Vt_, &Vt_next_, &Qt_, &gt_, &gs_, &dtheta_, &theta_diff_})
+    v->setZero(np_);
+  Qxw_.setZero(ndx_, nw_max_);
+  Qww_.setZero(nw_max_, nw_max_);
+  Qwt_.setZero(nw_max_, np_);
+  FwV_.setZero(nw_max_, ndx_);
+  Qw_.setZero(nw_max_);
+  Qww_llt_ = Eigen::LLT<Eigen::MatrixXd>(nw_max_);
+  arrival_r_.setZero(ndx_);
+  prior_r_.setZero(np_);
+  arrival_J_.setZero(ndx_, ndx_);
+  J_unused_.setZero(ndx_, ndx_);
+  J_next_unused_.setZero(ndx_, ndx_);
+  Hxx_.setZero(ndx_, ndx_);
+  Hxt_.setZero(ndx_, np_);
+  Htt_.setZero(np_, np_);
+  HxxInvHxt_.setZero(ndx_, np_);
+  S_.setZero(np_, np_);
+  Hxx_llt_ = Eigen::LLT<Eigen::MatrixXd>(ndx_);
+  if (np_ > 0) {
+    S_tri_ = Eigen::Tridiagonalization<Eigen::MatrixXd>(np_);
+    S_eig_ = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(np_);
+    S_Q_.setZero(np_, np_);
+    S_vectors_.setZero(np_, np_);
+    S_diag_.setZero(np_);
+    S_subdiag_.setZero(std::max(np_ - 1, 0));
+    S_workspace_.setZero(np_);
+  }
+  theta_covariance_.setZero(np_, np_);
+  e_.setZero(std::max({nr_max_, ndx_, np_}));
+  tangent_.setZero(ndx_);
+  merit_memory_.reserve(options_.nonmonotone_memory);
+}
+
+void RiccatiSolver::resizeTrajectory(Trajectory& traj) const {
+  traj.xs.assign(N_ + 1, Eigen::VectorXd::Zero(nx_));
+  traj.gaps.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
+  traj.ws.resize(N_);
+  for (int k = 0; k < N_; ++k) traj.ws[k] = Eigen::VectorXd::Zero(problem_->running(k).nw());
+  traj.theta = Eigen::VectorXd::Zero(np_);
+}
+
+void RiccatiSolver::setInitialGuess(const std::vector<Eigen::VectorXd>& xs,
+                                    const std::vector<Eigen::VectorXd>& ws,
+                                    const Eigen::VectorXd& theta) {
+  require(static_cast<int>(xs.size()) == N_ + 1, "initial guess states",
+          std::to_string(N_ + 1) + " (horizon + 1)", std::to_string(xs.size()));
+  require(static_cast<int>(ws.size()) == N_, "initial guess decisions", std::to_string(N_),
+          std::to_string(ws.size()));
+  require(theta.size() == np_, "initial guess theta size", std::to_string(np_),
+          std::to_string(theta.size()));
+  require(theta.allFinite(), "initial guess theta", "finite values", "NaN or infinity");
+  for (int k = 0; k <= N_; ++k) {
+    require(xs[k].size() == nx_ && xs[k].allFinite(), "initial guess state " + std::to_string(k),
+            std::to_string(nx_) + " finite values",
+            std::to_string(xs[k].size()) + " values" + (xs[k].allFinite() ? "" : " with NaN"));
+    cur_.xs[k] = xs[k];
+  }
+  for (int k = 0; k < N_; ++k) {
+    const int nw = problem_->running(k).nw();
+    require(ws[k].size() == nw && ws[k].allFinite(), "initial guess decision " + std::to_string(k),
+            std::to_string(nw) + " finite values", std::to_string(ws[k].size()) + " values");
+    cur_.ws[k] = ws[k];
+  }
+  cur_.theta = theta;
+  evaluate(cur_);
+}
+
+void RiccatiSolver::setInitialGuessFromRollout(const Eigen::VectorXd& theta) {
+  require(theta.size() == np_, "initial guess theta size", std::to_string(np_),
+          std::to_string(theta.size()));
+  cur_.theta = theta;
+  cur_.xs[0] = problem_->arrival().x_mean;
+  for (int k = 0; k < N_; ++k) {
+    cur_.ws[k].setZero();
+    problem_->running(k).calc(*datas_[k], cur_.xs[k], cur_.ws[k], cur_.theta);
+    cur_.xs[k + 1] = datas_[k]->xnext;
+  }
+  evaluate(cur_);
+}
+
+double RiccatiSolver::arrivalCost(const Trajectory& traj) {
+  const ArrivalPrior& arrival = problem_->arrival();
+  problem_->state().difference(arrival.x_mean, traj.xs[0], tangent_);
+  arrival_r_.noalias() = arrival.x_sqrt_info * tangent_;
+  theta_diff_ = traj.theta - arrival.theta_mean;
+  prior_r_.noalias() = arrival.theta_sqrt_info * theta_diff_;
+  return 0.5 * arrival_r_.squaredNorm() + 0.5 * prior_r_.squaredNorm();
+}
+
+void RiccatiSolver::evaluate(Trajectory& traj) {
+  double cost = arrivalCost(traj);
+  double norm1 = 0, max_gap = 0;
+  for (int k = 0; k < N_; ++k) {
+    problem_->running(k).calc(*datas_[k], traj.xs[k], traj.ws[k], traj.theta);
+    cost += datas_[k]->cost;
+    problem_->state().difference(traj.xs[k + 1], datas_[k]->xnext, traj.gaps[k + 1]);
+    norm1 += traj.gaps[k + 1].lpNorm<1>();
+    max_gap = std::max(max_gap, traj.gaps[k + 1].lpNorm<Eigen::Infinity>());
+  }
+  problem_->terminal().calc(*terminal_data_, traj.xs[N_], Eigen::VectorXd(), traj.theta);
+  cost += terminal_data_->cost;
+  traj.cost = cost;
+  traj.gap_norm1 = norm1;
+  traj.max_gap = max_gap;
+}
+
+bool RiccatiSolver::computeDerivatives() {
+  bool finite = true;
+  for (int k = 0; k < N_; ++k) {
+    const StageModel& stage = problem_->running(k);
+    StageData& d = *datas_[k];
+    stage.calc(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+    stage.calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+    finite = finite && d.r.allFinite() && d.R_x.allFinite() && d.R_w.allFinite() &&
+             d.R_theta.allFinite() && d.F_x.allFinite() && d.F_w.allFinite() &&
+             d.F_theta.allFinite() && d.xnext.allFinite();
+  }
+  problem_->terminal().calc(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
+  problem_->terminal().calcDiff(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
+  const StageData& t = *terminal_data_;
+  finite = finite && t.r.allFinite() && t.R_x.allFinite() && t.R_theta.allFinite();
+  // The arrival residual's Jacobian w.r.t. x_0 (tangent space at x_0).
+  const ArrivalPrior& arrival = problem_->arrival();
+  problem_->state().differenceJacobians(arrival.x_mean, cur_.xs[0], J_unused_, J_next_unused_);
+  arrival_J_.noalias() = arrival.x_sqrt_info * J_next_unused_;
+  arrivalCost(cur_);  // arrival_r_ and prior_r_ at the current guess
+  return finite;
+}
+
+bool RiccatiSolver::backwardPass() {
+  costate_max_ = 0;
+  const StageData& t = *terminal_data_;
+  Vxx_next_.noalias() = t.R_x.transpose() * t.R_x;
+  Vxt_next_.noalias() = t.R_x.transpose() * t.R_theta;
+  Vtt_next_.noalias() = t.R_theta.transpose() * t.R_theta;
+  Vx_next_.noalias() = t.R_x.transpose() * t.r;
+  Vt_next_.noalias() = t.R_theta.transpose() * t.r;
+  for (int k = N_ - 1; k >= 0; --k) {
+    const StageData& d = *datas_[k];
+    const int nw = problem_->running(k).nw();
+    const Eigen::VectorXd& fbar = cur_.gaps[k + 1];
+    auto Qxw = Qxw_.leftCols(nw);
+    auto Qww = Qww_.topLeftCorner(nw, nw);
+    auto Qwt = Qwt_.topRows(nw);
+    auto Qw = Qw_.head(nw);
+    auto FwV = FwV_.topRows(nw);
+
+    // Value gradients deflected by the gap: V at dx' = (linear part) + fbar.
+    vx_plus_ = Vx_next_;
+    vx_plus_.noalias() += Vxx_next_ * fbar;
+    costate_max_ = std::max(costate_max_, vx_plus_.lpNorm<Eigen::Infinity>());
+    Vt_next_.noalias() += Vxt_next_.transpose() * fbar;
+    G_ = Vxt_next_;  // V_xx' F_theta + V_xtheta'
+    G_.noalias() += Vxx_next_ * d.F_theta;
+    FxV_.noalias() = d.F_x.transpose() * Vxx_next_;
+    FwV.noalias() = d.F_w.transpose() * Vxx_next_;
+
+    Qxx_.noalias() = d.R_x.transpose() * d.R_x;
+    Qxx_.noalias() += FxV_ * d.F_x;
+    Qxw.noalias() = d.R_x.transpose() * d.R_w;
+    Qxw.noalias() += FxV_ * d.F_w;
+    Qww.noalias() = d.R_w.transpose() * d.R_w;
+    Qww.noalias() += FwV * d.F_w;
+    Qww.diagonal().array() += mu_;
+    Qxt_.noalias() = d.R_x.transpose() * d.R_theta;
+    Qxt_.noalias() += d.F_x.transpose() * G_;
+    Qwt.noalias() = d.R_w.transpose() * d.R_theta;
+    Qwt.noalias() += d.F_w.transpose() * G_;
+    // Both cross terms F_theta' V_xtheta' and V_xtheta'^T F_theta: eq. 23 prints only one.
+    Qtt_ = Vtt_next_;
+    Qtt_.noalias() += d.R_theta.transpose() * d.R_theta;
+    Qtt_.noalias() += d.F_theta.transpose() * G_;
+    Qtt_.noalias() += Vxt_next_.transpose() * d.F_theta;
+    Qx_.noalias() = d.R_x.transpose() * d.r;
+    Qx_.noalias() += d.F_x.transpose() * vx_plus_;
+    Qw.noalias() = d.R_w.transpose() * d.r;
+    Qw.noalias() += d.F_w.transpose() * vx_plus_;
+    Qt_ = Vt_next_;
+    Qt_.noalias() += d.R_theta.transpose() * d.r;
+    Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
+
+    Qww_llt_.compute(Qww);
+    if (Qww_llt_.info() != Eigen::Success) return false;
+    k_[k] = -Qw;
+    Qww_llt_.solveInPlace(k_[k]);
+    K_[k] = -Qxw.transpose();
+    Qww_llt_.solveInPlace(K_[k]);
+    K_theta_[k] = -Qwt;
+    Qww_llt_.solveInPlace(K_theta_[k]);
+
+    Vxx_ = Qxx_;
+    Vxx_.noalias() += Qxw * K_[k];
+    Vxt_ = Qxt_;
+    Vxt_.noalias() += Qxw * K_theta_[k];
+    Vtt_ = Qtt_;
+    Vtt_.noalias() += Qwt.transpose() * K_theta_[k];
+    Vx_ = Qx_;
+    Vx_.noalias() += Qxw * k_[k];
+    Vt_ = Qt_;
+    Vt_.noalias() += Qwt.transpose() * k_[k];
+    Vxx_.swap(Vxx_next_);
+    Vxt_.swap(Vxt_next_);
+    Vtt_.swap(Vtt_next_);
+    Vx_.swap(Vx_next_);
+    Vt_.swap(Vt_next_);
+  }
+  return true;
+}
+
+bool RiccatiSolver::solveArrival() {
+  const ArrivalPrior& arrival = problem_->arrival();
+  Hxx_ = Vxx_next_;
+  Hxx_.noalias() += arrival_J_.transpose() * arrival_J_;
+  Hxx_.diagonal().array() += mu_;
+  Hxt_ = Vxt_next_;
+  Htt_ = Vtt_next_;
+  Htt_.noalias() += arrival.theta_sqrt_info.transpose() * arrival.theta_sqrt_info;
+  Htt_.diagonal().array() += mu_;
+  gx_ = Vx_next_;
+  gx_.noalias() += arrival_J_.transpose() * arrival_r_;
+  gt_ = Vt_next_;
+  gt_.noalias() += arrival.theta_sqrt_info.transpose() * prior_r_;
+
+  Hxx_llt_.compute(Hxx_);
+  if (Hxx_llt_.info() != Eigen::Success) return false;
+  HxxInvGx_ = gx_;
+  Hxx_llt_.solveInPlace(HxxInvGx_);
+  dtheta_.setZero();
+  theta_covariance_.setZero();
+  nullity_ = 0;
+  if (np_ > 0) {
+    HxxInvHxt_ = Hxt_;
+    Hxx_llt_.solveInPlace(HxxInvHxt_);
+    // Schur complement in theta after eliminating dx_0: the information of theta.
+    S_ = Htt_;
+    S_.noalias() -= Hxt_.transpose() * HxxInvHxt_;
+    gs_ = gt_;
+    gs_.noalias() -= Hxt_.transpose() * HxxInvGx_;
+    S_tri_.compute(S_);
+    S_diag_ = S_tri_.diagonal();
+    S_subdiag_ = S_tri_.subDiagonal();
+    S_tri_.matrixQ().evalTo(S_Q_, S_workspace_);
+    S_eig_.computeFromTridiagonal(S_diag_, S_subdiag_, Eigen::ComputeEigenvectors);
+    if (S_eig_.info() != Eigen::Success) return false;
+    S_vectors_.noalias() = S_Q_ * S_eig_.eigenvectors();
+    const Eigen::VectorXd& lambda = S_eig_.eigenvalues();
+    const Eigen::MatrixXd& V = S_vectors_;
+    const double threshold = std::max(options_.nullspace_tolerance * lambda.maxCoeff(),
+                                      std::numeric_limits<double>::min());
+    for (int i = 0; i < np_; ++i) {
+      if (lambda(i) <= threshold) {
+        ++nullity_;  // eq. 31: no step along an unobservable direction
+        continue;
+      }
+      dtheta_.noalias() -= (V.col(i).dot(gs_) / lambda(i)) * V.col(i);
+      theta_covariance_.noalias() += (1.0 / lambda(i)) * V.col(i) * V.col(i).transpose();
+    }
+    dxs_[0] = -HxxInvGx_;
+    dxs_[0].noalias() -= HxxInvHxt_ * dtheta_;
+  } else {
+    dxs_[0] = -HxxInvGx_;
+  }
+  return true;
+}
+
+Eigen::MatrixXd RiccatiSolver::thetaNullspace() const {
+  if (np_ == 0 || nullity_ == 0) return Eigen::MatrixXd(np_, 0);
+  // Eigenvalues are ascending: the nullspace is the first nullity_ eigenvectors.
+  return S_vectors_.leftCols(nullity_);
+}
+
+void RiccatiSolver::linearRollout() {
+  const ArrivalPrior& arrival = problem_->arrival();
+  d1_ = 0;
+  d2_ = 0;
+  auto ea = e_.head(ndx_);
+  ea.noalias() = arrival_J_ * dxs_[0];
+  d1_ += arrival_r_.dot(ea);
+  d2_ += ea.squaredNorm();
+  if (np_ > 0) {
+    auto ep = e_.head(np_);
+    ep.noalias() = arrival.theta_sqrt_info * dtheta_;
+    d1_ += prior_r_.dot(ep);
+    d2_ += ep.squaredNorm();
+  }
+  for (int k = 0; k < N_; ++k) {
+    const StageData& d = *datas_[k];
+    const int nr = problem_->running(k).nr();
+    dws_[k] = k_[k];
+    dws_[k].noalias() += K_[k] * dxs_[k];
+    dws_[k].noalias() += K_theta_[k] * dtheta_;
+    auto e = e_.head(nr);
+    e.noalias() = d.R_x * dxs_[k];
+    e.noalias() += d.R_w * dws_[k];
+    e.noalias() += d.R_theta * dtheta_;
+    d1_ += d.r.dot(e);
+    d2_ += e.squaredNorm();
+    dxs_[k + 1] = cur_.gaps[k + 1];
+    dxs_[k + 1].noalias() += d.F_x * dxs_[k];
+    dxs_[k + 1].noalias() += d.F_w * dws_[k];
+    dxs_[k + 1].noalias() += d.F_theta * dtheta_;
+  }
+  const StageData& t = *terminal_data_;
+  auto e = e_.head(problem_->terminal().nr());
+  e.noalias() = t.R_x * dxs_[N_];
+  e.noalias() += t.R_theta * dtheta_;
+  d1_ += t.r.dot(e);
+  d2_ += e.squaredNorm();
+}
+
+bool RiccatiSolver::computeDirection() {
+  computeDerivatives();
+  if (!backwardPass()) return false;
+  if (!solveArrival()) return false;
+  linearRollout();
+  return true;
+}
+
+void RiccatiSolver::rolloutTrial(double alpha) {
+  const StateManifold& state = problem_->state();
+  trial_.theta = cur_.theta;
+  trial_.theta.noalias() += alpha * dtheta_;
+  if (options_.rollout == Rollout::MultipleShooting) {
+    for (int k = 0; k <= N_; ++k) {
+      tangent_ = alpha * dxs_[k];
+      state.integrate(cur_.xs[k], tangent_, trial_.xs[k]);
+    }
+    for (int k = 0; k < N_; ++k) {
+      trial_.ws[k] = cur_.ws[k];
+      trial_.ws[k].noalias() += alpha * dws_[k];
+    }
+    evaluate(trial_);
+    return;
+  }
+  // Single shooting and feasibility-driven: a nonlinear rollout under the feedback policy.
+  tangent_ = alpha * dxs_[0];
+  state.integrate(cur_.xs[0], tangent_, trial_.xs[0]);
+  double cost = arrivalCost(trial_);
+  double norm1 = 0, max_gap = 0;
+  const double keep = options_.rollout == Rollout::FeasibilityDriven ? 1 - alpha : 0;
+  for (int k = 0; k < N_; ++k) {
+    state.difference(cur_.xs[k], trial_.xs[k], tangent_);
+    trial_.ws[k] = cur_.ws[k];
+    trial_.ws[k].noalias() += alpha * k_[k];
+    trial_.ws[k].noalias() += alpha * K_theta_[k] * dtheta_;
+    trial_.ws[k].noalias() += K_[k] * tangent_;
+    problem_->running(k).calc(*datas_[k], trial_.xs[k], trial_.ws[k], trial_.theta);
+    cost += datas_[k]->cost;
+    if (keep > 0) {
+      tangent_ = -keep * cur_.gaps[k + 1];
+      state.integrate(datas_[k]->xnext, tangent_, trial_.xs[k + 1]);
+      state.difference(trial_.xs[k + 1], datas_[k]->xnext, trial_.gaps[k + 1]);
+    } else {
+      trial_.xs[k + 1] = datas_[k]->xnext;
+      trial_.gaps[k + 1].setZero();
+    }
+    norm1 += trial_.gaps[k + 1].lpNorm<1>();
+    max_gap = std::max(max_gap, trial_.gaps[k + 1].lpNorm<Eigen::Infinity>());
+  }
+  problem_->terminal().calc(*terminal_data_, trial_.xs[N_], Eigen::VectorXd(), trial_.theta);
+  trial_.cost = cost + terminal_data_->cost;
+  trial_.gap_norm1 = norm1;
+  trial_.max_gap = max_gap;
+}
+
+void RiccatiSolver::printProgress(int iteration, double alpha) const {
+  if (!options_.progress) return;
+  std::ostream& out = *options_.progress;
+  if (iteration == 0)
+    out << "iter        cost     max gap          d1       step        mu  nullity\n";
+  out << std::setw(4) << iteration << ' ' << std::scientific << std::setprecision(4)
+      << std::setw(11) << cur_.cost << ' ' << std::setw(11) << cur_.max_gap << ' ' << std::setw(11)
+      << d1_ << ' ' << std::setw(10) << std::defaultfloat << std::setprecision(3) << alpha << ' '
+      << std::setw(9) << std::scientific << std::setprecision(1) << mu_ << std::defaultfloat << ' '
+      << std::setw(8) << nullity_ << '\n';
+}
+
+const RiccatiSummary& RiccatiSolver::solve() {
+  const auto start = std::chrono::steady_clock::now();
+  summary_ = RiccatiSummary();
+  summary_.cost_history.reserve(options_.max_iterations + 1);
+  summary_.gap_history.reserve(options_.max_iterations + 1);
+  summary_.step_history.reserve(options_.max_iterations);
+  merit_memory_.clear();
+  if (options_.rollout == Rollout::SingleShooting) {
+    // Single shooting needs a feasible guess: close every gap by rolling the dynamics out.
+    for (int k = 0; k < N_; ++k) {
+      problem_->running(k).calc(*datas_[k], cur_.xs[k], cur_.ws[k], cur_.theta);
+      cur_.xs[k + 1] = datas_[k]->xnext;
+    }
+  }
+  evaluate(cur_);
+  summary_.status = RiccatiSummary::Status::MaxIterations;
+  for (int iteration = 0; iteration < options_.max_iterations; ++iteration) {
+    summary_.iterations = iteration;
+    summary_.cost_history.push_back(cur_.cost);
+    summary_.gap_history.push_back(cur_.max_gap);
+
+    auto t0 = std::chrono::steady_clock::now();
+    const bool finite = computeDerivatives();
+    summary_.derivative_seconds += secondsSince(t0);
+    if (!finite) {
+      summary_.status = RiccatiSummary::Status::NumericalFailure;
+      summary_.message = "NaN or infinity in the residuals or derivatives at iteration " +
+                         std::to_string(iteration);
+      break;
+    }
+    t0 = std::chrono::steady_clock::now();
+    bool direction = false;
+    while (!direction) {
+      direction = backwardPass() && solveArrival();
+      if (!direction) {
+        if (mu_ >= options_.max_regularization) break;
+        mu_ = std::max(mu_ * options_.regularization_factor,
+                       std::max(options_.min_regularization, 1e-12));
+      }
+    }
+    if (!direction) {
+      summary_.backward_seconds += secondsSince(t0);
+      summary_.status = RiccatiSummary::Status::NumericalFailure;
+      summary_.message = "Hessian not positive definite at the largest regularization";
+      break;
+    }
+    linearRollout();
+    summary_.backward_seconds += secondsSince(t0);
+
+    if (std::abs(d1_) <= options_.tolerance * (1 + cur_.cost) &&
+        cur_.max_gap <= options_.gap_tolerance) {
+      summary_.status = RiccatiSummary::Status::Converged;
+      printProgress(iteration, 0);
+      break;
+    }
+
+    // Merit penalty (eq. 38) and the nonmonotone reference.
+    const double gap1 = options_.rollout == Rollout::SingleShooting ? 0 : cur_.gap_norm1;
+    if (gap1 > 0) {
+      // Eq. 38, and never below the largest costate: an l1 penalty smaller than the multipliers
+      // of the dynamics lets the line search trade gaps for cost (exact-penalty condition).
+      penalty_ = std::max({options_.penalty_decrease * penalty_,
+                           (d1_ + 0.5 * d2_) / ((1 - options_.penalty_rho) * gap1), costate_max_});
+    }
+    const double merit = cur_.cost + penalty_ * gap1;
+    const double cost_before = cur_.cost;
+    // Nonmonotone reference: the largest merit of the last accepted iterates, at today's penalty.
+    double reference = merit;
+    for (const auto& [cost, gaps] : merit_memory_)
+      reference = std::max(reference, cost + penalty_ * gaps);
+
+    t0 = std::chrono::steady_clock::now();
+    double accepted = 0;
+    for (double alpha = 1; alpha >= options_.min_step; alpha *= 0.5) {
+      rolloutTrial(alpha);
+      const double trial_gap1 = options_.rollout == Rollout::SingleShooting ? 0 : trial_.gap_norm1;
+      const double trial_merit = trial_.cost + penalty_ * trial_gap1;
+      const double predicted =
+          std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
+      if (std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&
+          trial_merit < reference) {
+        accepted = alpha;
+        break;
+      }
+    }
+    summary_.forward_seconds += secondsSince(t0);
+    summary_.step_history.push_back(accepted);
+    printProgress(iteration, accepted);
+    if (accepted > 0) {
+      std::swap(cur_.xs, trial_.xs);
+      std::swap(cur_.ws, trial_.ws);
+      std::swap(cur_.gaps, trial_.gaps);
+      cur_.theta.swap(trial_.theta);
+      cur_.cost = trial_.cost;
+      cur_.gap_norm1 = trial_.gap_norm1;
+      cur_.max_gap = trial_.max_gap;
+      if (static_cast<int>(merit_memory_.size()) == options_.nonmonotone_memory)
+        merit_memory_.erase(merit_memory_.begin());
+      merit_memory_.emplace_back(cost_before, gap1);
+      if (accepted == 1)
+        mu_ = std::max(options_.min_regularization, mu_ / options_.regularization_factor);
+    } else {
+      if (mu_ >= options_.max_regularization) {
+        summary_.status = RiccatiSummary::Status::LineSearchFailed;
+        summary_.message = "no step decreased the merit at regularization " + std::to_string(mu_);
+        break;
+      }
+      mu_ = std::min(options_.max_regularization,
+                     std::max(mu_ * options_.regularization_factor, 1e-12));
+    }
+    summary_.iterations = iteration + 1;
+  }
+  summary_.cost = cur_.cost;
+  summary_.max_gap = cur_.max_gap;
+  summary_.cost_history.push_back(cur_.cost);
+  summary_.gap_history.push_back(cur_.max_gap);
+  summary_.nullspace_dimension = nullity_;
+  summary_.total_seconds = secondsSince(start);
+  if (summary_.status == RiccatiSummary::Status::MaxIterations)
+    summary_.message =
+        "not converged in " + std::to_string(options_.max_iterations) + " iterations";
+  return summary_;
+}
+
+}  // namespace heft::estimation
