@@ -2,10 +2,50 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
 
 namespace heft::estimation {
+namespace {
+
+// Index of the sample of `time` nearest to t (time strictly increasing, non-empty).
+int nearestSample(const Eigen::VectorXd& time, double t) {
+  const double* begin = time.data();
+  const double* end = begin + time.size();
+  const double* it = std::lower_bound(begin, end, t);
+  if (it == end) return static_cast<int>(time.size()) - 1;
+  if (it != begin && t - *(it - 1) < *it - t) --it;
+  return static_cast<int>(it - begin);
+}
+
+// For every knot, the sample of `time` nearest to it if within half a step, else -1; a sample is
+// used by one knot at most.
+std::vector<int> samplesAtKnots(const Eigen::VectorXd& time, const Eigen::VectorXd& knots,
+                                double dt) {
+  std::vector<int> out(knots.size(), -1);
+  if (time.size() == 0) return out;
+  for (int k = 0; k < knots.size(); ++k) {
+    const int i = nearestSample(time, knots(k));
+    if (std::abs(time(i) - knots(k)) <= 0.5 * dt) out[k] = i;
+  }
+  return out;
+}
+
+Eigen::Quaterniond quaternionRow(const Eigen::MatrixXd& m, int row) {
+  return Eigen::Quaterniond(m(row, 3), m(row, 0), m(row, 1), m(row, 2)).normalized();
+}
+
+pinocchio::FrameIndex frameIndex(const pinocchio::Model& model, const std::string& name,
+                                 const std::string& what) {
+  require(model.existFrame(name), what, "a frame of the robot model", "\"" + name + "\"");
+  return model.getFrameId(name);
+}
+
+}  // namespace
 
 void LogProblemOptions::validate() const {
   require(!identified_bodies.empty(), "identified_bodies", "at least one body name", "none");
@@ -13,23 +53,27 @@ void LogProblemOptions::validate() const {
   require(knots >= 1, "knots", ">= 1", std::to_string(knots));
   require(stride >= 1, "stride", ">= 1", std::to_string(stride));
   requirePositive(torque_std, "torque_std", " [N m]");
+  requirePositive(base_force_std, "base_force_std", " [N]");
+  requirePositive(base_moment_std, "base_moment_std", " [N m]");
   requirePositive(configuration_std, "configuration_std", " [rad]");
+  requireNonNegative(contact_damping, "contact_damping", " [1/s]");
   requirePositive(encoder_std, "encoder_std", " [rad]");
   requirePositive(velocity_std, "velocity_std", " [rad/s]");
+  requirePositive(gyro_std, "gyro_std", " [rad/s]");
+  requirePositive(imu_orientation_std, "imu_orientation_std", " [rad]");
+  requirePositive(mocap_position_std, "mocap_position_std", " [m]");
+  requirePositive(mocap_orientation_std, "mocap_orientation_std", " [rad]");
   requirePositive(theta_prior_std, "theta_prior_std");
 }
 
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
                            const LogProblemOptions& options) {
   options.validate();
-  require(!robot.hasFreeFlyer(), "log problem robot " + robot.displayName(),
-          "a fixed-base robot (floating bases need contact phases and IMU residuals, not "
-          "implemented yet)",
-          "a free-flyer model");
+  const bool floating = robot.hasFreeFlyer();
   const io::JointSeries& joints = log.joints;
   const pinocchio::Model& pin = robot.pinocchio();
-  const int nv = pin.nv, nq = pin.nq;
-  const int last = options.first_sample + options.knots * options.stride;
+  const int nv = pin.nv, nq = pin.nq, N = options.knots;
+  const int last = options.first_sample + N * options.stride;
   require(last < joints.time.size(), "log joint samples",
           "at least " + std::to_string(last + 1) + " (first_sample + knots * stride + 1)",
           std::to_string(joints.time.size()));
@@ -42,18 +86,25 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
   p.state = std::make_shared<MultibodyState>(p.model);
 
   // Log column of every one-dimensional joint of the model, in joint order.
-  std::vector<pinocchio::JointIndex> measured;
+  auto sensors = std::make_shared<MultibodySensors>();
   std::vector<int> column;
-  for (pinocchio::JointIndex j = 1; j < pin.joints.size(); ++j) {
+  for (pinocchio::JointIndex j = floating ? 2 : 1; j < pin.joints.size(); ++j) {
     require(pin.joints[j].nq() == 1 && pin.joints[j].nv() == 1, "joint " + pin.names[j],
             "one position and one velocity coordinate", "another joint type");
     const auto it = std::find(joints.names.begin(), joints.names.end(), pin.names[j]);
     require(it != joints.names.end(), "log joints/names", "the joint " + pin.names[j],
             "no such column");
-    measured.push_back(j);
+    sensors->encoders.push_back(j);
     column.push_back(static_cast<int>(it - joints.names.begin()));
   }
-  const int nj = static_cast<int>(measured.size());
+  const int nj = static_cast<int>(column.size());
+  sensors->joint_velocities = options.use_logged_velocity;
+  sensors->encoder_std = options.encoder_std;
+  sensors->joint_velocity_std = options.velocity_std;
+  sensors->gyro_std = options.gyro_std;
+  sensors->imu_orientation_std = options.imu_orientation_std;
+  sensors->mocap_position_std = options.mocap_position_std;
+  sensors->mocap_orientation_std = options.mocap_orientation_std;
 
   const double period = joints.time(1) - joints.time(0);
   for (int s = options.first_sample; s < last; ++s) {
@@ -63,57 +114,178 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
             "uniform sampling at " + std::to_string(period) + " s", std::to_string(step) + " s");
   }
   p.dt = options.stride * period;
-
-  auto sampleOf = [&](int k) { return options.first_sample + k * options.stride; };
+  p.time.resize(N + 1);
+  for (int k = 0; k <= N; ++k) {
+    p.samples.push_back(options.first_sample + k * options.stride);
+    p.time(k) = joints.time(p.samples.back());
+  }
   auto jointRow = [&](const Eigen::MatrixXd& m, int s) {
     Eigen::VectorXd out(nj);
     for (int i = 0; i < nj; ++i) out(i) = m(s, column[i]);
     return out;
   };
-  auto stateAt = [&](int k) {
-    // Encoders and central differences over one step (one-sided at the window's ends if needed).
-    const int s = sampleOf(k);
-    const int lo = std::max(0, s - options.stride);
-    const int hi = std::min<int>(joints.time.size() - 1, s + options.stride);
+
+  // Floating base: sensors, the base's initial guess from the motion capture, contact phases.
+  std::vector<int> imu_at, mocap_at;
+  pinocchio::SE3 mocap_in_base = pinocchio::SE3::Identity();
+  pinocchio::FrameIndex mocap_frame = 0;
+  if (floating) {
+    require(log.mocap.has_value() && log.mocap->time.size() > 0, "log mocap group",
+            "motion capture of the base (the base's initial guess; IMU-only initialization is "
+            "not implemented)",
+            "none");
+    const std::string name = log.mocap->frame.empty() ? robot.body(1).name : log.mocap->frame;
+    mocap_frame = frameIndex(pin, name, "log mocap frame");
+    require(pin.frames[mocap_frame].parentJoint == 1, "log mocap frame " + name,
+            "a frame on the floating base", "a frame on another body");
+    mocap_in_base = pin.frames[mocap_frame].placement;
+    if (options.use_mocap) {
+      sensors->mocap_frame = mocap_frame;
+      mocap_at = samplesAtKnots(log.mocap->time, p.time, p.dt);
+    }
+    if (options.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
+      const std::string imu = log.imu->frame.empty() ? robot.body(1).name : log.imu->frame;
+      sensors->imu_frame = frameIndex(pin, imu, "log imu frame");
+      imu_at = samplesAtKnots(log.imu->time, p.time, p.dt);
+    }
+  }
+  p.sensors = sensors;
+
+  // Initial guess: configurations, then central-difference velocities on the manifold.
+  std::vector<Eigen::VectorXd> qs(N + 1, Eigen::VectorXd::Zero(nq));
+  for (int k = 0; k <= N; ++k) {
+    Eigen::VectorXd& q = qs[k];
+    if (floating) {
+      // The tracked frame's pose interpolated at the knot (linear position, slerp): the motion
+      // capture is slower than the joints, and a held pose would make spiky velocities.
+      const io::MocapSeries& mocap = *log.mocap;
+      const double t = p.time(k);
+      int a = nearestSample(mocap.time, t);
+      if (mocap.time(a) > t && a > 0) --a;
+      const int b = std::min<int>(a + 1, mocap.time.size() - 1);
+      const double span = mocap.time(b) - mocap.time(a);
+      const double s = span > 0 ? std::clamp((t - mocap.time(a)) / span, 0.0, 1.0) : 0.0;
+      const Eigen::Vector3d position =
+          (1 - s) * mocap.position.row(a).transpose() + s * mocap.position.row(b).transpose();
+      const Eigen::Quaterniond orientation =
+          quaternionRow(mocap.orientation, a).slerp(s, quaternionRow(mocap.orientation, b));
+      const pinocchio::SE3 oMf(orientation.toRotationMatrix(), position);
+      const pinocchio::SE3 oMb = oMf * mocap_in_base.inverse();
+      const Eigen::Quaterniond quat(oMb.rotation());
+      q.head<3>() = oMb.translation();
+      q.segment<4>(3) = quat.coeffs();  // x, y, z, w as Pinocchio stores it
+    }
+    const Eigen::VectorXd encoders = jointRow(joints.q, p.samples[k]);
+    for (int i = 0; i < nj; ++i) q(pin.joints[sensors->encoders[i]].idx_q()) = encoders(i);
+  }
+  // Joint velocities by central differences over one knot; the base's linear velocity over
+  // +-20 ms (differencing the motion capture's 0.5 mm noise over 5 ms would give 0.1 m/s) and its
+  // angular velocity from the gyro when there is one (differenced orientation noise is worse).
+  const int base_span = std::max(1, static_cast<int>(std::lround(0.02 / p.dt)));
+  Eigen::VectorXd dq(nv);
+  for (int k = 0; k <= N; ++k) {
     Eigen::VectorXd x(nq + nv);
-    const Eigen::VectorXd q = jointRow(joints.q, s);
-    for (int i = 0; i < nj; ++i) x(pin.joints[measured[i]].idx_q()) = q(i);
-    const Eigen::VectorXd dq =
-        (jointRow(joints.q, hi) - jointRow(joints.q, lo)) / (joints.time(hi) - joints.time(lo));
-    for (int i = 0; i < nj; ++i) x(nq + pin.joints[measured[i]].idx_v()) = dq(i);
-    return x;
+    x.head(nq) = qs[k];
+    int lo = std::max(0, k - 1), hi = std::min(N, k + 1);
+    pinocchio::difference(pin, qs[lo], qs[hi], dq);
+    x.tail(nv) = dq / (p.time(hi) - p.time(lo));
+    if (floating) {
+      lo = std::max(0, k - base_span);
+      hi = std::min(N, k + base_span);
+      pinocchio::difference(pin, qs[lo], qs[hi], dq);
+      x.segment<6>(nq) = dq.head<6>() / (p.time(hi) - p.time(lo));
+      if (!imu_at.empty()) {
+        const int i = nearestSample(log.imu->time, p.time(k));
+        x.segment<3>(nq + 3) =
+            pin.frames[sensors->imu_frame].placement.rotation() * log.imu->gyro.row(i).transpose();
+      }
+    }
+    p.xs.push_back(x);
+  }
+  p.ws.assign(N, Eigen::VectorXd::Zero(2 * nv));
+
+  // Contact set of every knot from the flags (nearest sample at or before the knot).
+  std::map<std::vector<bool>, std::shared_ptr<const dynamics::ContactDynamicsModel>> phases;
+  auto contactAt = [&](int k) -> std::shared_ptr<const dynamics::ContactDynamicsModel> {
+    if (!floating || !log.contacts.has_value() || log.contacts->time.size() == 0) return nullptr;
+    const io::ContactSeries& c = *log.contacts;
+    int i = nearestSample(c.time, p.time(k));
+    if (c.time(i) > p.time(k) + 1e-9 && i > 0) --i;
+    std::vector<bool> flags(c.names.size());
+    std::vector<dynamics::ContactSpec> specs;
+    for (std::size_t j = 0; j < c.names.size(); ++j) {
+      flags[j] = c.flags(i, j) != 0;
+      if (flags[j]) {
+        frameIndex(pin, c.names[j], "log contacts/names");
+        specs.push_back(
+            {c.names[j], dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+      }
+    }
+    if (specs.empty()) return nullptr;
+    auto& model = phases[flags];
+    if (!model) {
+      dynamics::ContactOptions contact_options;
+      contact_options.baumgarte_kd = options.contact_damping;
+      model = std::make_shared<dynamics::ContactDynamicsModel>(
+          *p.model, specs, p.identified, options.parametrization, contact_options);
+    }
+    return model;
   };
 
-  const Eigen::VectorXd x0 = stateAt(0);
   MultibodyNoise noise;
-  noise.generalized_force = Eigen::VectorXd::Constant(nv, options.torque_std);
   noise.configuration = Eigen::VectorXd::Constant(nv, options.configuration_std);
-  noise.encoder_position = options.encoder_std;
-  noise.encoder_velocity = options.velocity_std;
+  noise.generalized_force = Eigen::VectorXd::Constant(nv, options.torque_std);
+  if (floating) {
+    noise.generalized_force.head<3>().setConstant(options.base_force_std);
+    noise.generalized_force.segment<3>(3).setConstant(options.base_moment_std);
+  }
 
   std::vector<std::shared_ptr<const StageModel>> running;
-  running.reserve(options.knots);
-  p.time.resize(options.knots + 1);
-  for (int k = 0; k <= options.knots; ++k) {
-    const int s = sampleOf(k);
-    p.time(k) = joints.time(s);
+  running.reserve(N);
+  const dynamics::ContactDynamicsModel* previous = nullptr;
+  for (int k = 0; k <= N; ++k) {
+    const int s = p.samples[k];
     MultibodyMeasurement z;
     z.joint_q = jointRow(joints.q, s);
     if (options.use_logged_velocity) z.joint_v = jointRow(joints.v, s);
-    const bool terminal = k == options.knots;
+    if (!imu_at.empty() && imu_at[k] >= 0) {
+      const io::ImuSeries& imu = *log.imu;
+      z.has_gyro = true;
+      z.gyro = imu.gyro.row(imu_at[k]).transpose();
+      if (imu.orientation.rows() > 0) {
+        z.has_imu_orientation = true;
+        z.imu_orientation = quaternionRow(imu.orientation, imu_at[k]);
+      }
+    }
+    if (!mocap_at.empty() && mocap_at[k] >= 0) {
+      z.has_mocap = true;
+      z.mocap_position = log.mocap->position.row(mocap_at[k]).transpose();
+      z.mocap_orientation = quaternionRow(log.mocap->orientation, mocap_at[k]);
+    }
+    const bool terminal = k == N;
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
     if (!terminal) {
       z.tau = Eigen::VectorXd::Zero(nv);
       const Eigen::VectorXd tau = jointRow(joints.tau, s);
-      for (int i = 0; i < nj; ++i) z.tau(pin.joints[measured[i]].idx_v()) = tau(i);
+      for (int i = 0; i < nj; ++i) z.tau(pin.joints[sensors->encoders[i]].idx_v()) = tau(i);
+      contact = contactAt(k);
+      if (k > 0 && contact.get() != previous) ++p.contact_phases;
+      previous = contact.get();
     }
-    auto stage = std::make_shared<MultibodyStageModel>(p.dynamics, p.state, measured, noise,
+    auto stage = std::make_shared<MultibodyStageModel>(p.dynamics, contact, p.state, sensors, noise,
                                                        std::move(z), p.dt, terminal);
     if (terminal) {
       ArrivalPrior arrival;
-      arrival.x_mean = x0;
+      arrival.x_mean = p.xs[0];
       arrival.x_sqrt_info = Eigen::MatrixXd::Zero(2 * nv, 2 * nv);
-      arrival.x_sqrt_info.diagonal().head(nv).setConstant(1 / options.encoder_std);
-      arrival.x_sqrt_info.diagonal().tail(nv).setConstant(1 / options.velocity_std);
+      Eigen::VectorXd sd(2 * nv);
+      sd.head(nv).setConstant(options.encoder_std);
+      if (floating) {
+        sd.head<3>().setConstant(options.mocap_position_std);
+        sd.segment<3>(3).setConstant(options.mocap_orientation_std);
+      }
+      sd.tail(nv).setConstant(options.velocity_std);
+      arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();
       p.theta = p.dynamics->nominalTheta();
       arrival.theta_mean = p.theta;
       arrival.theta_sqrt_info =
@@ -123,8 +295,6 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
       running.push_back(stage);
     }
   }
-  for (int k = 0; k <= options.knots; ++k) p.xs.push_back(stateAt(k));
-  p.ws.assign(options.knots, Eigen::VectorXd::Zero(2 * nv));
   return p;
 }
 

@@ -1,15 +1,35 @@
 #include "heft/estimation/multibody_stage.hpp"
 
-#include <pinocchio/algorithm/joint-configuration.hpp>
 #include <string>
+
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
 
 namespace heft::estimation {
 namespace {
 
-int residualRows(int ndx, int joints, bool with_velocity, bool terminal) {
-  return (terminal ? 0 : ndx) + joints + (with_velocity ? joints : 0);
+// Residual rows of the sensors in `sensors` (without the process-noise rows).
+int sensorRows(const MultibodySensors& sensors) {
+  const int nj = static_cast<int>(sensors.encoders.size());
+  return nj + (sensors.joint_velocities ? nj : 0) + (sensors.imu_frame > 0 ? 6 : 0) +
+         (sensors.mocap_frame > 0 ? 6 : 0);
+}
+
+void requireOnFloatingBase(const pinocchio::Model& model, pinocchio::FrameIndex frame,
+                           const std::string& what) {
+  require(frame < model.frames.size(), what,
+          "a frame index < " + std::to_string(model.frames.size()), std::to_string(frame));
+  require(
+      model.joints.size() > 1 && model.joints[1].nv() == 6 && model.frames[frame].parentJoint == 1,
+      what + " " + model.frames[frame].name, "a frame on the floating base (joint 1, a free flyer)",
+      "a frame on joint " + std::to_string(model.frames[frame].parentJoint));
+}
+
+Eigen::Matrix3d baseRotation(const Eigen::Ref<const Eigen::VectorXd>& x) {
+  // Pinocchio's free-flyer quaternion is stored x, y, z, w at q[3..6].
+  return Eigen::Quaterniond(x(6), x(3), x(4), x(5)).normalized().toRotationMatrix();
 }
 
 }  // namespace
@@ -25,81 +45,188 @@ void MultibodyNoise::validate(int ndx) const {
     requirePositive(generalized_force(i),
                     "generalized force noise std [" + std::to_string(i) + "]");
   }
-  requirePositive(encoder_position, "encoder_position std");
-  requirePositive(encoder_velocity, "encoder_velocity std");
 }
 
 MultibodyStageModel::MultibodyStageModel(
     std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
-    std::shared_ptr<const MultibodyState> state,
-    const std::vector<pinocchio::JointIndex>& measured_joints, const MultibodyNoise& noise,
-    MultibodyMeasurement measurement, double dt, bool terminal)
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
+    std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
+    const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt, bool terminal)
     : StageModel(state ? state->nx() : 1, state ? state->ndx() : 1,
                  terminal ? 0 : (state ? state->ndx() : 1),
-                 residualRows(state ? state->ndx() : 0, static_cast<int>(measured_joints.size()),
-                              measurement.joint_v.size() > 0, terminal),
+                 (terminal || !state ? 0 : state->ndx()) + (sensors ? sensorRows(*sensors) : 0),
                  dynamics ? dynamics->numParameters() : 0, !terminal),
       dynamics_(std::move(dynamics)),
+      contact_(std::move(contact)),
       state_(std::move(state)),
+      sensors_(std::move(sensors)),
       measurement_(std::move(measurement)),
       dt_(dt) {
-  require(dynamics_ != nullptr && state_ != nullptr, "multibody stage", "dynamics and state",
-          "null");
+  require(dynamics_ != nullptr && state_ != nullptr && sensors_ != nullptr, "multibody stage",
+          "dynamics, state and sensors", "null");
   const pinocchio::Model& model = dynamics_->model();
   require(state_->nq() == model.nq && state_->nv() == model.nv, "multibody stage state",
           "the dynamics model's nq, nv",
           std::to_string(state_->nq()) + ", " + std::to_string(state_->nv()));
+  if (contact_) {
+    require(contact_->nv() == model.nv && contact_->numParameters() == dynamics_->numParameters() &&
+                contact_->parametrization() == dynamics_->parametrization(),
+            "multibody stage contact model", "the dynamics' robot, S and parametrization",
+            "a different one");
+  }
   noise.validate(ndx());
-  const int nj = static_cast<int>(measured_joints.size());
-  for (pinocchio::JointIndex j : measured_joints) {
-    require(j >= 1 && j < model.joints.size(), "measured joint index",
+  const MultibodySensors& s = *sensors_;
+  const int nj = static_cast<int>(s.encoders.size());
+  for (pinocchio::JointIndex j : s.encoders) {
+    require(j >= 1 && j < model.joints.size(), "encoder joint index",
             "in [1, " + std::to_string(model.joints.size()) + ")", std::to_string(j));
     require(model.joints[j].nq() == 1 && model.joints[j].nv() == 1,
-            "measured joint " + model.names[j], "one position and one velocity coordinate",
+            "encoder joint " + model.names[j], "one position and one velocity coordinate",
             std::to_string(model.joints[j].nq()) + " and " + std::to_string(model.joints[j].nv()));
     q_index_.push_back(model.joints[j].idx_q());
     v_index_.push_back(model.joints[j].idx_v());
   }
+  for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
+                    s.mocap_position_std, s.mocap_orientation_std})
+    requirePositive(sd, "multibody sensor std");
+  if (s.imu_frame > 0) requireOnFloatingBase(model, s.imu_frame, "IMU frame");
+  if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
+
   require(measurement_.joint_q.size() == nj, "measured joint positions", std::to_string(nj),
           std::to_string(measurement_.joint_q.size()));
-  require(measurement_.joint_v.size() == 0 || measurement_.joint_v.size() == nj,
-          "measured joint velocities", "0 or " + std::to_string(nj),
-          std::to_string(measurement_.joint_v.size()));
-  require(measurement_.joint_q.allFinite() && measurement_.joint_v.allFinite(),
-          "measured joint positions and velocities", "finite values", "NaN or infinity");
+  require(measurement_.joint_v.size() == (s.joint_velocities ? nj : 0), "measured joint velocities",
+          std::to_string(s.joint_velocities ? nj : 0), std::to_string(measurement_.joint_v.size()));
+  require(measurement_.joint_q.allFinite() && measurement_.joint_v.allFinite() &&
+              measurement_.gyro.allFinite() && measurement_.imu_orientation.coeffs().allFinite() &&
+              measurement_.mocap_position.allFinite() &&
+              measurement_.mocap_orientation.coeffs().allFinite(),
+          "stage measurements", "finite values", "NaN or infinity");
   if (!terminal) {
     requirePositive(dt_, "stage dt", " [s]");
     require(measurement_.tau.size() == model.nv, "stage tau", std::to_string(model.nv) + " (nv)",
             std::to_string(measurement_.tau.size()));
     require(measurement_.tau.allFinite(), "stage tau", "finite values", "NaN or infinity");
   }
+  measurement_.imu_orientation.normalize();
+  measurement_.mocap_orientation.normalize();
   process_info_.resize(ndx());
   process_info_ << noise.configuration.cwiseInverse(), noise.generalized_force.cwiseInverse();
-  position_info_ = 1 / noise.encoder_position;
-  velocity_info_ = 1 / noise.encoder_velocity;
-  nw_rows_ = terminal ? 0 : ndx();
+
+  int row = terminal ? 0 : ndx();
+  encoder_row_ = row;
+  row += nj;
+  if (s.joint_velocities) {
+    velocity_row_ = row;
+    row += nj;
+  }
+  if (s.imu_frame > 0) {
+    gyro_row_ = row;
+    imu_row_ = row + 3;
+    row += 6;
+    gyro_info_ = measurement_.has_gyro ? 1 / s.gyro_std : 0;
+    imu_info_ = measurement_.has_imu_orientation ? 1 / s.imu_orientation_std : 0;
+  }
+  if (s.mocap_frame > 0) {
+    mocap_row_ = row;
+    row += 6;
+    mocap_position_info_ = measurement_.has_mocap ? 1 / s.mocap_position_std : 0;
+    mocap_orientation_info_ = measurement_.has_mocap ? 1 / s.mocap_orientation_std : 0;
+  }
 }
 
-MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model,
-                                       const dynamics::ForwardDynamicsModel& dyn)
-    : StageData(model.nx(), model.ndx(), model.nw(), model.nr(), model.np(), model.hasDynamics()),
-      dynamics(dyn) {
+MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
+    : StageData(model.nx(), model.ndx(), model.nw(), model.nr(), model.np(), model.hasDynamics()) {
+  const dynamics::ForwardDynamicsModel& dyn = *model.dynamics_;
+  if (model.contact_)
+    contact = std::make_unique<dynamics::ContactDynamicsData>(*model.contact_);
+  else
+    free = std::make_unique<dynamics::ForwardDynamicsData>(dyn);
   const int nv = dyn.nv(), nq = dyn.nq(), ndx = model.ndx(), np = model.np();
   tau.setZero(nv);
   v_next.setZero(nv);
-  dv_dw.setZero(nv, nv);
-  dq_dw.setZero(nv, nv);
   q_next.setZero(nq);
   dq.setZero(nv);
   dv_dx.setZero(nv, ndx);
   dq_dx.setZero(nv, ndx);
+  dv_dw.setZero(nv, nv);
+  dq_dw.setZero(nv, nv);
   dv_dtheta.setZero(nv, np);
   dq_dtheta.setZero(nv, np);
   for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
-  return std::make_unique<MultibodyStageData>(*this, *dynamics_);
+  return std::make_unique<MultibodyStageData>(*this);
+}
+
+void MultibodyStageModel::sensorResiduals(StageData& d,
+                                          const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nq = model.nq;
+  const auto q = x.head(nq);
+  const auto v = x.tail(model.nv);
+  const MultibodySensors& s = *sensors_;
+  const int nj = static_cast<int>(q_index_.size());
+  for (int i = 0; i < nj; ++i) {
+    d.r(encoder_row_ + i) = (q(q_index_[i]) - measurement_.joint_q(i)) / s.encoder_std;
+    if (velocity_row_ >= 0)
+      d.r(velocity_row_ + i) = (v(v_index_[i]) - measurement_.joint_v(i)) / s.joint_velocity_std;
+  }
+  if (gyro_row_ >= 0 || mocap_row_ >= 0) {
+    const Eigen::Matrix3d R_wb = baseRotation(x);
+    if (gyro_row_ >= 0) {
+      const Eigen::Matrix3d& R_bi = model.frames[s.imu_frame].placement.rotation();
+      d.r.segment<3>(gyro_row_) =
+          gyro_info_ * (R_bi.transpose() * v.segment<3>(3) - measurement_.gyro);
+      const Eigen::Matrix3d E =
+          measurement_.imu_orientation.toRotationMatrix().transpose() * R_wb * R_bi;
+      d.r.segment<3>(imu_row_) = imu_info_ * pinocchio::log3(E);
+    }
+    if (mocap_row_ >= 0) {
+      const pinocchio::SE3& bMf = model.frames[s.mocap_frame].placement;
+      d.r.segment<3>(mocap_row_) = mocap_position_info_ * (q.head<3>() + R_wb * bMf.translation() -
+                                                           measurement_.mocap_position);
+      const Eigen::Matrix3d E =
+          measurement_.mocap_orientation.toRotationMatrix().transpose() * R_wb * bMf.rotation();
+      d.r.segment<3>(mocap_row_ + 3) = mocap_orientation_info_ * pinocchio::log3(E);
+    }
+  }
+}
+
+void MultibodyStageModel::sensorJacobians(StageData& d,
+                                          const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nv = model.nv;
+  const MultibodySensors& s = *sensors_;
+  const int nj = static_cast<int>(q_index_.size());
+  d.R_x.setZero();
+  for (int i = 0; i < nj; ++i) {
+    d.R_x(encoder_row_ + i, v_index_[i]) = 1 / s.encoder_std;
+    if (velocity_row_ >= 0) d.R_x(velocity_row_ + i, nv + v_index_[i]) = 1 / s.joint_velocity_std;
+  }
+  if (gyro_row_ < 0 && mocap_row_ < 0) return;
+  // Free-flyer tangent: dx = (dp, domega) in the base frame, p' = p + R dp, R' = R Exp(domega).
+  const Eigen::Matrix3d R_wb = baseRotation(x);
+  Eigen::Matrix3d Jlog;
+  if (gyro_row_ >= 0) {
+    const Eigen::Matrix3d& R_bi = model.frames[s.imu_frame].placement.rotation();
+    d.R_x.block<3, 3>(gyro_row_, nv + 3) = gyro_info_ * R_bi.transpose();
+    const Eigen::Matrix3d E =
+        measurement_.imu_orientation.toRotationMatrix().transpose() * R_wb * R_bi;
+    pinocchio::Jlog3(E, Jlog);
+    d.R_x.block<3, 3>(imu_row_, 3) = imu_info_ * Jlog * R_bi.transpose();
+  }
+  if (mocap_row_ >= 0) {
+    const pinocchio::SE3& bMf = model.frames[s.mocap_frame].placement;
+    d.R_x.block<3, 3>(mocap_row_, 0) = mocap_position_info_ * R_wb;
+    d.R_x.block<3, 3>(mocap_row_, 3) =
+        -mocap_position_info_ * R_wb * pinocchio::skew(bMf.translation());
+    const Eigen::Matrix3d E =
+        measurement_.mocap_orientation.toRotationMatrix().transpose() * R_wb * bMf.rotation();
+    pinocchio::Jlog3(E, Jlog);
+    d.R_x.block<3, 3>(mocap_row_ + 3, 3) =
+        mocap_orientation_info_ * Jlog * bMf.rotation().transpose();
+  }
 }
 
 void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -113,20 +240,16 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
   if (hasDynamics()) {
     d.tau = measurement_.tau + w.tail(nv);
     const Eigen::VectorXd& a =
-        dynamics::forwardDynamics(*dynamics_, d.dynamics, q, v, d.tau, theta);
+        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, v, d.tau, theta)
+                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, v, d.tau, theta);
     d.v_next = v + dt_ * a;
     d.dq = dt_ * d.v_next;
     pinocchio::integrate(model, q, d.dq, d.q_next);
     pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
     d.xnext.tail(nv) = d.v_next;
-    d.r.head(nw_rows_) = process_info_.cwiseProduct(w);
+    d.r.head(ndx()) = process_info_.cwiseProduct(w);
   }
-  const int nj = static_cast<int>(q_index_.size());
-  for (int i = 0; i < nj; ++i) {
-    d.r(nw_rows_ + i) = position_info_ * (q(q_index_[i]) - measurement_.joint_q(i));
-    if (measurement_.joint_v.size() > 0)
-      d.r(nw_rows_ + nj + i) = velocity_info_ * (v(v_index_[i]) - measurement_.joint_v(i));
-  }
+  sensorResiduals(d, x);
   d.cost = 0.5 * d.r.squaredNorm();
 }
 
@@ -138,26 +261,31 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   const int nq = model.nq, nv = model.nv;
   const auto q = x.head(nq);
   const auto v = x.tail(nv);
-  const int nj = static_cast<int>(q_index_.size());
-  // Encoder rows: constant Jacobians (measured joints are one-dimensional).
-  d.R_x.setZero();
-  for (int i = 0; i < nj; ++i) {
-    d.R_x(nw_rows_ + i, v_index_[i]) = position_info_;
-    if (measurement_.joint_v.size() > 0)
-      d.R_x(nw_rows_ + nj + i, nv + v_index_[i]) = velocity_info_;
-  }
+  sensorJacobians(d, x);
   if (!hasDynamics()) return;
   d.R_w.setZero();
-  d.R_w.topRows(nw_rows_).diagonal() = process_info_;
+  d.R_w.topRows(ndx()).diagonal() = process_info_;
 
-  dynamics::computeForwardDynamicsDerivatives(*dynamics_, d.dynamics, q, v, d.tau, theta);
-  const dynamics::ForwardDynamicsData& fd = d.dynamics;
+  const Eigen::MatrixXd *da_dq, *da_dv, *da_dtau, *da_dtheta;
+  if (contact_) {
+    dynamics::computeContactDynamicsDerivatives(*contact_, *d.contact, q, v, d.tau, theta);
+    da_dq = &d.contact->da_dq;
+    da_dv = &d.contact->da_dv;
+    da_dtau = &d.contact->da_dtau;
+    da_dtheta = &d.contact->da_dtheta;
+  } else {
+    dynamics::computeForwardDynamicsDerivatives(*dynamics_, *d.free, q, v, d.tau, theta);
+    da_dq = &d.free->da_dq;
+    da_dv = &d.free->da_dv;
+    da_dtau = &d.free->da_dtau;
+    da_dtheta = &d.free->da_dtheta;
+  }
   // v' = v + dt a
-  d.dv_dx.leftCols(nv) = dt_ * fd.da_dq;
-  d.dv_dx.rightCols(nv) = dt_ * fd.da_dv;
+  d.dv_dx.leftCols(nv) = dt_ * *da_dq;
+  d.dv_dx.rightCols(nv) = dt_ * *da_dv;
   d.dv_dx.rightCols(nv).diagonal().array() += 1;
-  d.dv_dtheta = dt_ * fd.da_dtheta;
-  d.dv_dw = dt_ * fd.da_dtau;
+  d.dv_dtheta = dt_ * *da_dtheta;
+  d.dv_dw = dt_ * *da_dtau;
   // q' = q ⊕ dt v'
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);

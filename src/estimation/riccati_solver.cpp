@@ -123,6 +123,13 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
     dws_[k] = Eigen::VectorXd::Zero(nw);
   }
   dxs_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
+  lin_gaps_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
+  D0_.setZero(ndx_, ndx_);
+  D1_.setZero(ndx_, ndx_);
+  DF_x_.setZero(ndx_, ndx_);
+  DF_w_.setZero(ndx_, nw_max_);
+  DF_t_.setZero(ndx_, np_);
+  D0_lu_ = Eigen::PartialPivLU<Eigen::MatrixXd>(ndx_);
   for (Eigen::MatrixXd* m : {&Vxx_, &Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
   for (Eigen::MatrixXd* m : {&Vxt_, &Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
   for (Eigen::MatrixXd* m : {&Vtt_, &Vtt_next_, &Qtt_}) m->setZero(np_, np_);
@@ -241,6 +248,22 @@ bool RiccatiSolver::computeDerivatives() {
     StageData& d = *datas_[k];
     stage.calc(d, cur_.xs[k], cur_.ws[k], cur_.theta);
     stage.calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+    // The gap's exact linearization (see lin_gaps_): F <- -D0^{-1} D1 F, fbar <- -D0^{-1} fbar.
+    problem_->state().difference(cur_.xs[k + 1], d.xnext, cur_.gaps[k + 1]);
+    problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
+    D0_lu_.compute(D0_);
+    DF_x_.noalias() = D1_ * d.F_x;
+    d.F_x.noalias() = D0_lu_.solve(DF_x_);
+    d.F_x = -d.F_x;
+    auto DF_w = DF_w_.leftCols(stage.nw());
+    DF_w.noalias() = D1_ * d.F_w;
+    d.F_w.noalias() = D0_lu_.solve(DF_w);
+    d.F_w = -d.F_w;
+    DF_t_.noalias() = D1_ * d.F_theta;
+    d.F_theta.noalias() = D0_lu_.solve(DF_t_);
+    d.F_theta = -d.F_theta;
+    lin_gaps_[k + 1].noalias() = D0_lu_.solve(cur_.gaps[k + 1]);
+    lin_gaps_[k + 1] = -lin_gaps_[k + 1];
     finite = finite && d.r.allFinite() && d.R_x.allFinite() && d.R_w.allFinite() &&
              d.R_theta.allFinite() && d.F_x.allFinite() && d.F_w.allFinite() &&
              d.F_theta.allFinite() && d.xnext.allFinite();
@@ -258,7 +281,6 @@ bool RiccatiSolver::computeDerivatives() {
 }
 
 bool RiccatiSolver::backwardPass() {
-  costate_max_ = 0;
   const StageData& t = *terminal_data_;
   Vxx_next_.noalias() = t.R_x.transpose() * t.R_x;
   Vxt_next_.noalias() = t.R_x.transpose() * t.R_theta;
@@ -268,7 +290,7 @@ bool RiccatiSolver::backwardPass() {
   for (int k = N_ - 1; k >= 0; --k) {
     const StageData& d = *datas_[k];
     const int nw = problem_->running(k).nw();
-    const Eigen::VectorXd& fbar = cur_.gaps[k + 1];
+    const Eigen::VectorXd& fbar = lin_gaps_[k + 1];
     auto Qxw = Qxw_.leftCols(nw);
     auto Qww = Qww_.topLeftCorner(nw, nw);
     auto Qwt = Qwt_.topRows(nw);
@@ -278,7 +300,6 @@ bool RiccatiSolver::backwardPass() {
     // Value gradients deflected by the gap: V at dx' = (linear part) + fbar.
     vx_plus_ = Vx_next_;
     vx_plus_.noalias() += Vxx_next_ * fbar;
-    costate_max_ = std::max(costate_max_, vx_plus_.lpNorm<Eigen::Infinity>());
     Vt_next_.noalias() += Vxt_next_.transpose() * fbar;
     G_ = Vxt_next_;  // V_xx' F_theta + V_xtheta'
     G_.noalias() += Vxx_next_ * d.F_theta;
@@ -425,7 +446,7 @@ void RiccatiSolver::linearRollout() {
     e.noalias() += d.R_theta * dtheta_;
     d1_ += d.r.dot(e);
     d2_ += e.squaredNorm();
-    dxs_[k + 1] = cur_.gaps[k + 1];
+    dxs_[k + 1] = lin_gaps_[k + 1];
     dxs_[k + 1].noalias() += d.F_x * dxs_[k];
     dxs_[k + 1].noalias() += d.F_w * dws_[k];
     dxs_[k + 1].noalias() += d.F_theta * dtheta_;
@@ -564,10 +585,8 @@ const RiccatiSummary& RiccatiSolver::solve() {
     // Merit penalty (eq. 38) and the nonmonotone reference.
     const double gap1 = options_.rollout == Rollout::SingleShooting ? 0 : cur_.gap_norm1;
     if (gap1 > 0) {
-      // Eq. 38, and never below the largest costate: an l1 penalty smaller than the multipliers
-      // of the dynamics lets the line search trade gaps for cost (exact-penalty condition).
-      penalty_ = std::max({options_.penalty_decrease * penalty_,
-                           (d1_ + 0.5 * d2_) / ((1 - options_.penalty_rho) * gap1), costate_max_});
+      penalty_ = std::max(options_.penalty_decrease * penalty_,
+                          (d1_ + 0.5 * d2_) / ((1 - options_.penalty_rho) * gap1));
     }
     const double merit = cur_.cost + penalty_ * gap1;
     const double cost_before = cur_.cost;
@@ -579,7 +598,12 @@ const RiccatiSummary& RiccatiSolver::solve() {
     t0 = std::chrono::steady_clock::now();
     double accepted = 0;
     for (double alpha = 1; alpha >= options_.min_step; alpha *= 0.5) {
-      rolloutTrial(alpha);
+      try {
+        rolloutTrial(alpha);
+      } catch (const InputError&) {
+        // A trial theta outside the parametrization's finite range (exp overflow): too long.
+        continue;
+      }
       const double trial_gap1 = options_.rollout == Rollout::SingleShooting ? 0 : trial_.gap_norm1;
       const double trial_merit = trial_.cost + penalty_ * trial_gap1;
       const double predicted =
@@ -616,6 +640,12 @@ const RiccatiSummary& RiccatiSolver::solve() {
                      std::max(mu_ * options_.regularization_factor, 1e-12));
     }
     summary_.iterations = iteration + 1;
+  }
+  // The posterior covariance at the returned iterate (the loop's is one step behind).
+  if (summary_.status != RiccatiSummary::Status::NumericalFailure && np_ > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    computeDirection();
+    summary_.backward_seconds += secondsSince(t0);
   }
   summary_.cost = cur_.cost;
   summary_.max_gap = cur_.max_gap;

@@ -1,16 +1,16 @@
 #pragma once
-/// \file A fixed-base estimation problem from a log: one knot per joint sample (every `stride`-th),
-/// the logged torque as the dynamics input, encoders as measurements, the nominal model as the
-/// prior and the initial guess (docs/estimation.md, "From a log").
-///
-/// Floating-base logs need contact phases and IMU residuals, which do not exist yet: they are
-/// rejected with an InputError that says so.
+/// \file An estimation problem from a log: one knot per joint sample (every `stride`-th), the
+/// logged torque as the dynamics input, encoders (and, on a floating base, the IMU's gyro and
+/// orientation and the motion capture) as measurements, the contact set of each knot from the
+/// log's contact flags, the nominal model as the prior and the initial guess
+/// (docs/estimation.md, "From a log").
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/problem.hpp"
@@ -27,11 +27,23 @@ struct LogProblemOptions {
   int knots = 1000;          ///< N: running stages (N + 1 knots)
   int stride = 1;            ///< samples per step: dt = stride * the log's period
   double torque_std = 0.05;  ///< joint-torque noise [N m]: the generalized-force process noise
-  /// Configuration process noise per step [rad]: what semi-implicit Euler misses over one step.
+  /// Floating base: unmodelled force and moment on the base (contact-model mismatch) [N, N m].
+  double base_force_std = 2.0;
+  double base_moment_std = 0.5;
+  /// Floating base: Baumgarte damping of the contact points' velocity [1/s] (0: none). MuJoCo's
+  /// contacts are soft; rigid contacts keep any initial foot velocity forever without it.
+  double contact_damping = 0;
+  /// Configuration process noise per step [rad, m]: what semi-implicit Euler misses over one step.
   double configuration_std = 1e-6;
-  double encoder_std = 3e-5;         ///< [rad]
-  bool use_logged_velocity = false;  ///< add the log's joint velocities as measurements
-  double velocity_std = 0.05;        ///< [rad/s], logged velocity and the arrival prior on v
+  double encoder_std = 3e-5;            ///< [rad]
+  bool use_logged_velocity = false;     ///< add the log's joint velocities as measurements
+  double velocity_std = 0.05;           ///< [rad/s], logged velocity and the arrival prior on v
+  bool use_imu = true;                  ///< floating base: gyro and orientation residuals
+  bool use_mocap = true;                ///< floating base: pose residuals of the tracked frame
+  double gyro_std = 6e-3;               ///< [rad/s] (noise and an uncalibrated bias)
+  double imu_orientation_std = 5e-3;    ///< [rad]
+  double mocap_position_std = 2e-3;     ///< [m] (noise and an uncalibrated marker offset)
+  double mocap_orientation_std = 1e-2;  ///< [rad]
   /// Prior on theta around the nominal model: this std on every coordinate of theta (log-Cholesky
   /// coordinates are logarithms and lengths of the pseudo-inertia's factor).
   double theta_prior_std = 1.0;
@@ -43,17 +55,22 @@ struct LogProblem {
   std::shared_ptr<const pinocchio::Model> model;
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics;
   std::shared_ptr<const MultibodyState> state;
+  std::shared_ptr<const MultibodySensors> sensors;
   std::shared_ptr<const Problem> problem;
   std::vector<pinocchio::JointIndex> identified;  ///< S
   Eigen::VectorXd time;                           ///< N + 1 knot times [s]
+  std::vector<int> samples;                       ///< joint sample of each knot
   double dt = 0;
-  // Initial guess: encoders, central-difference velocities, w = 0, nominal theta.
+  int contact_phases = 0;  ///< number of contact-set changes along the horizon
+  // Initial guess: encoders (and the motion capture for the base), central-difference
+  // velocities, w = 0, nominal theta.
   std::vector<Eigen::VectorXd> xs, ws;
   Eigen::VectorXd theta;
 };
 
-/// \throws InputError naming the field: unknown body, free-flyer log, too few samples, a joint of
-/// the model missing from the log, non-uniform sampling.
+/// \throws InputError naming the field: unknown body, too few samples, a joint of the model
+/// missing from the log, non-uniform sampling, a floating-base log without motion capture (the
+/// base's initial guess), an unknown contact or sensor frame.
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
                            const LogProblemOptions& options);
 

@@ -1,9 +1,10 @@
 #pragma once
-/// \file The stage of a robot without contacts (a fixed-base arm, or a floating body in flight):
-/// semi-implicit Euler of the parametrized forward dynamics with the logged joint torque as input,
-/// joint-encoder residuals.
+/// \file The stage of a robot in one contact phase: semi-implicit Euler of the parametrized forward
+/// dynamics (no contact: a fixed-base arm, a body in flight) or rigid contact dynamics (the feet in
+/// contact during the phase), with the logged joint torque as input; residuals of the joint
+/// encoders, the IMU (gyro, orientation) and motion capture (pose of a tracked frame).
 ///
-///   a   = FD(q, v, tau_k + w_tau; theta)     (dynamics::forwardDynamics, Pinocchio's ABA)
+///   a   = FD(q, v, tau_k + w_tau; theta)  or  a = CD(q, v, tau_k + w_tau; theta)
 ///   v'  = v + dt a,   q' = q ⊕ dt v'
 ///   x_{k+1} = (q' ⊕ w_q, v')
 ///
@@ -13,55 +14,78 @@
 /// noise dt M(q; theta)^{-1} w_tau depends on theta, and a constant velocity noise biased the mass
 /// of a MuJoCo pendulum by 14 % (docs/estimation.md).
 ///
-/// Residual rows, each whitened by its standard deviation:
-///   [ w_q / sigma_q ; w_tau / sigma_tau (running stages) ; (q_j - z_q) / sigma_enc ;
-///     (v_j - z_v) / sigma_vel (if logged) ]
-/// The joints measured must have one configuration and one velocity coordinate (revolute,
-/// prismatic); joint j's column is its velocity index.
-///
-/// Contact phases, impulses, IMU and motion-capture residuals are the next stage types
-/// (docs/estimation.md lists what exists).
+/// Residual rows, each whitened by its standard deviation (a sensor absent at a knot keeps its rows
+/// with zero weight, so that every stage of a horizon has the same size):
+///   [ w_q / s ; w_tau / s                     (running stages)
+///     (q_j - z_q) / s                         (encoders)
+///     (v_j - z_v) / s                         (logged joint velocities, optional)
+///     (R_bi^T omega_b - z_gyro) / s           (IMU gyro; IMU frame on the floating base)
+///     log3(Z_imu^T R_wb R_bi) / s             (IMU orientation)
+///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base) ]
+/// Impulses at touchdown are not modelled yet (docs/estimation.md): a phase change is a new
+/// contact set from the next knot on.
 #include <memory>
 #include <vector>
 
 #include <Eigen/Core>
+#include <Eigen/Geometry>
 
+#include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
 
 namespace heft::estimation {
 
-/// Standard deviations shared by every stage of a horizon.
+/// Process-noise standard deviations shared by every stage of a horizon.
 struct MultibodyNoise {
   Eigen::VectorXd configuration;      ///< nv: std of w_q per step [rad, m]
   Eigen::VectorXd generalized_force;  ///< nv: std of w_tau [N m, N]
-  double encoder_position = 1e-3;     ///< [rad] or [m]
-  double encoder_velocity = 1e-2;     ///< [rad/s] or [m/s]
   /// Throws InputError naming the field.
   void validate(int ndx) const;
 };
 
+/// Which sensors a horizon has, and their noise. Frames are Pinocchio frame indices; 0 = absent.
+struct MultibodySensors {
+  std::vector<pinocchio::JointIndex> encoders;  ///< joints with nq = nv = 1
+  bool joint_velocities = false;                ///< logged joint velocities as measurements
+  pinocchio::FrameIndex imu_frame = 0;          ///< on joint 1 (a free flyer)
+  pinocchio::FrameIndex mocap_frame = 0;        ///< on joint 1 (a free flyer)
+  double encoder_std = 1e-3;                    ///< [rad] or [m]
+  double joint_velocity_std = 1e-2;             ///< [rad/s] or [m/s]
+  double gyro_std = 5e-3;                       ///< [rad/s]
+  double imu_orientation_std = 5e-3;            ///< [rad]
+  double mocap_position_std = 1e-3;             ///< [m]
+  double mocap_orientation_std = 5e-3;          ///< [rad]
+};
+
 /// One knot's data: what was measured and applied at t_k.
 struct MultibodyMeasurement {
-  Eigen::VectorXd tau;      ///< nv generalized force applied over [t_k, t_k + dt) (running)
-  Eigen::VectorXd joint_q;  ///< nj measured positions of the measured joints
-  Eigen::VectorXd joint_v;  ///< nj measured velocities, or empty when not logged
+  Eigen::VectorXd tau;      ///< nv generalized force over [t_k, t_k + dt) (running stages)
+  Eigen::VectorXd joint_q;  ///< encoder readings, one per MultibodySensors::encoders
+  Eigen::VectorXd joint_v;  ///< joint velocities (when MultibodySensors::joint_velocities)
+  bool has_gyro = false;
+  Eigen::Vector3d gyro = Eigen::Vector3d::Zero();  ///< [rad/s], IMU frame
+  bool has_imu_orientation = false;
+  Eigen::Quaterniond imu_orientation = Eigen::Quaterniond::Identity();  ///< IMU-to-world
+  bool has_mocap = false;
+  Eigen::Vector3d mocap_position = Eigen::Vector3d::Zero();               ///< world [m]
+  Eigen::Quaterniond mocap_orientation = Eigen::Quaterniond::Identity();  ///< frame-to-world
 };
 
 class MultibodyStageModel final : public StageModel {
  public:
-  /// \param dynamics shared by every stage; its model defines q, v.
-  /// \param measured_joints Pinocchio joint indices whose encoders are measured (each with
-  ///        nq = nv = 1).
+  /// \param dynamics parametrized forward dynamics (S, parametrization), shared by every stage.
+  /// \param contact the contact set of this stage's phase, or null for free dynamics; its model,
+  ///        S and parametrization must be the dynamics'.
   /// \param dt step [s] (running stages); ignored for a terminal stage.
   /// \param terminal true: no dynamics, no w (the last knot).
   /// \throws InputError naming the field on a size or value that does not fit.
   MultibodyStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+                      std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
                       std::shared_ptr<const MultibodyState> state,
-                      const std::vector<pinocchio::JointIndex>& measured_joints,
-                      const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
-                      bool terminal);
+                      std::shared_ptr<const MultibodySensors> sensors, const MultibodyNoise& noise,
+                      MultibodyMeasurement measurement, double dt, bool terminal);
 
   std::unique_ptr<StageData> createData() const override;
   void calc(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -72,28 +96,39 @@ class MultibodyStageModel final : public StageModel {
                 const Eigen::Ref<const Eigen::VectorXd>& theta) const override;
 
   const MultibodyMeasurement& measurement() const { return measurement_; }
+  const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
   double dt() const { return dt_; }
 
  private:
+  friend struct MultibodyStageData;
+  // Sensor rows of the residual at x (no dynamics).
+  void sensorResiduals(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  void sensorJacobians(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
+
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
+  std::shared_ptr<const dynamics::ContactDynamicsModel> contact_;
   std::shared_ptr<const MultibodyState> state_;
-  std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each measured joint
+  std::shared_ptr<const MultibodySensors> sensors_;
+  std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each encoder
   Eigen::VectorXd process_info_;        ///< ndx: 1 / sigma_w
-  double position_info_ = 0, velocity_info_ = 0;
   MultibodyMeasurement measurement_;
   double dt_ = 0;
-  int nw_rows_ = 0;  ///< first encoder row
+  // First row of each block (-1: absent).
+  int encoder_row_ = 0, velocity_row_ = -1, gyro_row_ = -1, imu_row_ = -1, mocap_row_ = -1;
+  // Weights of this knot (0 where the sensor has no sample).
+  double gyro_info_ = 0, imu_info_ = 0, mocap_position_info_ = 0, mocap_orientation_info_ = 0;
 };
 
 /// Workspaces of MultibodyStageModel.
 struct MultibodyStageData final : StageData {
-  MultibodyStageData(const MultibodyStageModel& model, const dynamics::ForwardDynamicsModel& dyn);
-  dynamics::ForwardDynamicsData dynamics;
-  Eigen::VectorXd tau, v_next, q_next, dq;  ///< tau + w_tau, v', q', dt v'
-  Eigen::MatrixXd dv_dx, dq_dx;             ///< nv x ndx
-  Eigen::MatrixXd dv_dw, dq_dw;             ///< nv x nv: w.r.t. w_tau
-  Eigen::MatrixXd dv_dtheta, dq_dtheta;     ///< nv x np
-  Eigen::MatrixXd A1, B1, A2, B2;           ///< nv x nv integrate Jacobians
+  explicit MultibodyStageData(const MultibodyStageModel& model);
+  std::unique_ptr<dynamics::ForwardDynamicsData> free;     ///< when the stage has no contact
+  std::unique_ptr<dynamics::ContactDynamicsData> contact;  ///< when it has
+  Eigen::VectorXd tau, v_next, q_next, dq;                 ///< tau + w_tau, v', q', dt v'
+  Eigen::MatrixXd dv_dx, dq_dx;                            ///< nv x ndx
+  Eigen::MatrixXd dv_dw, dq_dw;                            ///< nv x nv: w.r.t. w_tau
+  Eigen::MatrixXd dv_dtheta, dq_dtheta;                    ///< nv x np
+  Eigen::MatrixXd A1, B1, A2, B2;                          ///< nv x nv integrate Jacobians
 };
 
 }  // namespace heft::estimation

@@ -31,6 +31,7 @@
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
+#include <Eigen/LU>
 
 #include "heft/estimation/problem.hpp"
 
@@ -123,7 +124,8 @@ class RiccatiSolver {
   const std::vector<Eigen::VectorXd>& directionX() const { return dxs_; }
   const std::vector<Eigen::VectorXd>& directionW() const { return dws_; }
   const Eigen::VectorXd& directionTheta() const { return dtheta_; }
-  /// Gaps of the current guess, gap(k) = f_{k-1} ⊖ x_k for k >= 1 (index 0 is zero).
+  /// Gaps of the current guess, gap(k) = f_{k-1} ⊖ x_k for k >= 1 (index 0 is zero), in the
+  /// tangent space at x_k.
   const std::vector<Eigen::VectorXd>& gaps() const { return cur_.gaps; }
   /// Posterior covariance of theta (np x np) at the last direction: pseudo-inverse of the Schur
   /// complement on its range.
@@ -164,6 +166,12 @@ class RiccatiSolver {
   std::vector<std::unique_ptr<StageData>> datas_;
   std::unique_ptr<StageData> terminal_data_;
 
+  // Exact linearization of the gap on the manifold: difference(x_{k+1}, f_k) = 0 gives
+  // D0 dx_{k+1} + D1 df + fbar = 0, so the solver uses F <- -D0^{-1} D1 F and the gap
+  // -D0^{-1} fbar (both equal the stage's when the gap is zero).
+  std::vector<Eigen::VectorXd> lin_gaps_;
+  Eigen::MatrixXd D0_, D1_, DF_x_, DF_w_, DF_t_;
+  Eigen::PartialPivLU<Eigen::MatrixXd> D0_lu_;
   // Policy, per running stage.
   std::vector<Eigen::VectorXd> k_;
   std::vector<Eigen::MatrixXd> K_, K_theta_;
@@ -192,8 +200,6 @@ class RiccatiSolver {
   std::vector<Eigen::VectorXd> dxs_, dws_;
   Eigen::VectorXd dtheta_, e_, tangent_;
   double d1_ = 0, d2_ = 0;
-  double costate_max_ =
-      0;  ///< max_k |V_x at k+1, deflected by the gap|_inf of the last backward pass
   std::vector<std::pair<double, double>>
       merit_memory_;  ///< (cost, sum |gap|_1) of accepted iterates
 };
