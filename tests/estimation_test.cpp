@@ -406,6 +406,7 @@ void expectRiccatiEqualsKkt(const RobotProblem& p, std::mt19937& rng) {
   RiccatiOptions options;
   options.regularization = 0;
   options.min_regularization = 0;
+  options.theta_trust_radius = options.max_theta_trust_radius;  // the unconstrained step
   RiccatiSolver solver(p.problem, options);
   solver.setInitialGuess(xs, ws, theta);
   ASSERT_TRUE(solver.computeDirection());

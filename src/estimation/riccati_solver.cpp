@@ -73,6 +73,13 @@ void RiccatiOptions::validate() const {
           std::to_string(penalty_decrease));
   require(penalty_rho > 0 && penalty_rho < 1, "penalty_rho", "in (0, 1)",
           std::to_string(penalty_rho));
+  requirePositive(theta_trust_radius, "theta_trust_radius");
+  requirePositive(min_theta_trust_radius, "min_theta_trust_radius");
+  require(
+      max_theta_trust_radius >= theta_trust_radius && theta_trust_radius >= min_theta_trust_radius,
+      "theta trust radii", "min <= theta_trust_radius <= max",
+      std::to_string(min_theta_trust_radius) + ", " + std::to_string(theta_trust_radius) + ", " +
+          std::to_string(max_theta_trust_radius));
   require(nullspace_tolerance >= 0 && nullspace_tolerance < 1, "nullspace_tolerance", "in [0, 1)",
           std::to_string(nullspace_tolerance));
 }
@@ -104,6 +111,7 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   }
   mu_ = options_.regularization;
   penalty_ = options_.penalty;
+  theta_radius_ = options_.theta_trust_radius;
 
   resizeTrajectory(cur_);
   resizeTrajectory(trial_);
@@ -398,12 +406,37 @@ bool RiccatiSolver::solveArrival() {
     const Eigen::MatrixXd& V = S_vectors_;
     const double threshold = std::max(options_.nullspace_tolerance * lambda.maxCoeff(),
                                       std::numeric_limits<double>::min());
+    // Step on the range of S (eq. 31: none along an unobservable direction), within the trust
+    // radius: dtheta(nu) = -sum_i v_i (v_i . g) / (lambda_i + nu), the smallest nu >= 0 with
+    // |dtheta(nu)| <= radius (the norm decreases with nu: bisection).
+    auto stepNorm2 = [&](double nu) {
+      double sum = 0;
+      for (int i = 0; i < np_; ++i) {
+        if (lambda(i) <= threshold) continue;
+        const double c = V.col(i).dot(gs_) / (lambda(i) + nu);
+        sum += c * c;
+      }
+      return sum;
+    };
+    double nu = 0;
+    theta_at_boundary_ = false;
+    const double radius2 = theta_radius_ * theta_radius_;
+    if (stepNorm2(0) > radius2) {
+      theta_at_boundary_ = true;
+      double lo = 0, hi = std::max(1.0, gs_.norm() / theta_radius_);
+      while (stepNorm2(hi) > radius2) hi *= 2;
+      for (int it = 0; it < 100 && hi - lo > 1e-12 * hi; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (stepNorm2(mid) > radius2 ? lo : hi) = mid;
+      }
+      nu = hi;
+    }
     for (int i = 0; i < np_; ++i) {
       if (lambda(i) <= threshold) {
-        ++nullity_;  // eq. 31: no step along an unobservable direction
+        ++nullity_;
         continue;
       }
-      dtheta_.noalias() -= (V.col(i).dot(gs_) / lambda(i)) * V.col(i);
+      dtheta_.noalias() -= (V.col(i).dot(gs_) / (lambda(i) + nu)) * V.col(i);
       theta_covariance_.noalias() += (1.0 / lambda(i)) * V.col(i) * V.col(i).transpose();
     }
     dxs_[0] = -HxxInvGx_;
@@ -533,6 +566,7 @@ const RiccatiSummary& RiccatiSolver::solve() {
   summary_.gap_history.reserve(options_.max_iterations + 1);
   summary_.step_history.reserve(options_.max_iterations);
   merit_memory_.clear();
+  theta_radius_ = options_.theta_trust_radius;
   if (options_.rollout == Rollout::SingleShooting) {
     // Single shooting needs a feasible guess: close every gap by rolling the dynamics out.
     for (int k = 0; k < N_; ++k) {
@@ -630,7 +664,14 @@ const RiccatiSummary& RiccatiSolver::solve() {
       merit_memory_.emplace_back(cost_before, gap1);
       if (accepted == 1)
         mu_ = std::max(options_.min_regularization, mu_ / options_.regularization_factor);
+      if (accepted == 1 && theta_at_boundary_)
+        theta_radius_ = std::min(options_.max_theta_trust_radius, 2 * theta_radius_);
+      else if (accepted < 1)
+        theta_radius_ = std::max(options_.min_theta_trust_radius,
+                                 0.5 * accepted * std::min(theta_radius_, dtheta_.norm()));
     } else {
+      theta_radius_ =
+          std::max(options_.min_theta_trust_radius, 0.25 * std::min(theta_radius_, dtheta_.norm()));
       if (mu_ >= options_.max_regularization) {
         summary_.status = RiccatiSummary::Status::LineSearchFailed;
         summary_.message = "no step decreased the merit at regularization " + std::to_string(mu_);

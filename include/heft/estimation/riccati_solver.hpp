@@ -66,6 +66,14 @@ struct RiccatiOptions {
   double penalty = 1.0;
   double penalty_decrease = 0.9;
   double penalty_rho = 0.3;
+  /// Trust region on the theta step (2-norm in theta's coordinates): the step solves the
+  /// arrival node's problem with |dtheta| <= radius (Levenberg-Marquardt on the Schur complement's
+  /// eigenvalues). Halved with the accepted step length after a shortened step, doubled after a
+  /// full step that reached it. Inertia directions that a short log barely excites otherwise take
+  /// steps the Gauss-Newton model cannot follow (docs/estimation.md).
+  double theta_trust_radius = 0.5;
+  double min_theta_trust_radius = 1e-8;
+  double max_theta_trust_radius = 1e3;
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
   /// its nullspace (eq. 31).
   double nullspace_tolerance = 1e-10;
@@ -132,6 +140,10 @@ class RiccatiSolver {
   const Eigen::MatrixXd& thetaCovariance() const { return theta_covariance_; }
   /// Basis of the unobservable directions of theta (np x nullity) at the last direction.
   Eigen::MatrixXd thetaNullspace() const;
+  /// The quadratic model of the cost along the last direction: cost(x ⊕ a d) ~ cost + a d1 + a^2 d2
+  /// / 2 (d1 is the directional derivative; d2 = |J d|^2).
+  double expectedFirstOrder() const { return d1_; }
+  double expectedSecondOrder() const { return d2_; }
   /// Cost of the current guess (from the last evaluation).
   double cost() const { return cur_.cost; }
   const RiccatiSummary& summary() const { return summary_; }
@@ -196,6 +208,8 @@ class RiccatiSolver {
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> S_eig_;
   Eigen::MatrixXd theta_covariance_;
   int nullity_ = 0;
+  double theta_radius_ = 0;         ///< current trust radius
+  bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius
   // Direction and its expected change of the cost.
   std::vector<Eigen::VectorXd> dxs_, dws_;
   Eigen::VectorXd dtheta_, e_, tangent_;
