@@ -683,7 +683,8 @@ const RiccatiSummary& RiccatiSolver::solve() {
     summary_.iterations = iteration + 1;
   }
   // The posterior covariance at the returned iterate (the loop's is one step behind).
-  if (summary_.status != RiccatiSummary::Status::NumericalFailure && np_ > 0) {
+  if (options_.posterior_covariance && np_ > 0 &&
+      summary_.status != RiccatiSummary::Status::NumericalFailure) {
     const auto t0 = std::chrono::steady_clock::now();
     computeDirection();
     summary_.backward_seconds += secondsSince(t0);

@@ -77,6 +77,9 @@ struct RiccatiOptions {
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
   /// its nullspace (eq. 31).
   double nullspace_tolerance = 1e-10;
+  /// End solve() with one more backward pass at the returned iterate for its theta covariance
+  /// (the loop's is one step behind). Off only to time iterations alone (bench/).
+  bool posterior_covariance = true;
   std::ostream* progress = nullptr;  ///< one line per iteration when set
 
   /// Throws InputError naming the field.
