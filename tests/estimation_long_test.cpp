@@ -15,6 +15,7 @@
 
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/riccati_solver.hpp"
+#include "heft/identify/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/model/model.hpp"
@@ -70,12 +71,7 @@ Row estimate(const std::string& robot_name, const std::string& scenario) {
   std::printf("%s\n%s", scenario.c_str(), summary.report().c_str());
 
   const auto& truth = *log.truth;
-  auto it = std::find(truth.body_names.begin(), truth.body_names.end(), robot.body(1).name);
-  if (it == truth.body_names.end())
-    it = std::find(truth.body_names.begin(), truth.body_names.end(), robot.body(1).joint_name);
-  EXPECT_NE(it, truth.body_names.end());
-  if (it == truth.body_names.end()) return row;
-  const Vector10 pi_true = truth.body_pi.row(it - truth.body_names.begin()).transpose();
+  const Vector10 pi_true = identify::truthPi(robot, log, 1);
   const Vector10 pi = inertia::piFromTheta(options.parametrization, solver.theta().head<10>());
   row.true_mass = pi_true(0);
   row.nominal_mass = robot.pi(1)(0);

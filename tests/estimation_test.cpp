@@ -19,6 +19,7 @@
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 #include "heft/estimation/state.hpp"
+#include "heft/identify/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
@@ -603,13 +604,7 @@ TEST(EstimateFromMujoco, DoublePendulumPayloadMassComAndTrajectory) {
   EXPECT_TRUE(summary.ok()) << summary.report();
 
   const auto& truth = *log.truth;
-  // The truth names a body by its link or by its joint (io::TruthSeries::body_names).
-  auto it = std::find(truth.body_names.begin(), truth.body_names.end(), body);
-  if (it == truth.body_names.end())
-    it = std::find(truth.body_names.begin(), truth.body_names.end(), robot.body(2).joint_name);
-  ASSERT_NE(it, truth.body_names.end())
-      << body << " not in " << ::testing::PrintToString(truth.body_names);
-  const Vector10 pi_true = truth.body_pi.row(it - truth.body_names.begin()).transpose();
+  const Vector10 pi_true = identify::truthPi(robot, log, 2);
   const Vector10 pi_nominal = robot.pi(2);
   const Vector10 pi = inertia::piFromTheta(options.parametrization, solver.theta().head<10>());
   const double mass_error = std::abs(pi(0) - pi_true(0)) / pi_true(0);

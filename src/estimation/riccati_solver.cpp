@@ -215,12 +215,16 @@ void RiccatiSolver::setInitialGuessFromRollout(const Eigen::VectorXd& theta) {
           std::to_string(theta.size()));
   cur_.theta = theta;
   cur_.xs[0] = problem_->arrival().x_mean;
-  for (int k = 0; k < N_; ++k) {
-    cur_.ws[k].setZero();
-    problem_->running(k).calc(*datas_[k], cur_.xs[k], cur_.ws[k], cur_.theta);
-    cur_.xs[k + 1] = datas_[k]->xnext;
-  }
+  for (auto& w : cur_.ws) w.setZero();
+  closeGaps(cur_);
   evaluate(cur_);
+}
+
+void RiccatiSolver::closeGaps(Trajectory& traj) {
+  for (int k = 0; k < N_; ++k) {
+    problem_->running(k).calc(*datas_[k], traj.xs[k], traj.ws[k], traj.theta);
+    traj.xs[k + 1] = datas_[k]->xnext;
+  }
 }
 
 double RiccatiSolver::arrivalCost(const Trajectory& traj) {
@@ -247,6 +251,7 @@ void RiccatiSolver::evaluate(Trajectory& traj) {
   traj.cost = cost;
   traj.gap_norm1 = norm1;
   traj.max_gap = max_gap;
+  datas_at_current_ = &traj == &cur_;
 }
 
 bool RiccatiSolver::computeDerivatives() {
@@ -254,10 +259,12 @@ bool RiccatiSolver::computeDerivatives() {
   for (int k = 0; k < N_; ++k) {
     const StageModel& stage = problem_->running(k);
     StageData& d = *datas_[k];
-    stage.calc(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+    if (!datas_at_current_) {
+      stage.calc(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+      problem_->state().difference(cur_.xs[k + 1], d.xnext, cur_.gaps[k + 1]);
+    }
     stage.calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
     // The gap's exact linearization (see lin_gaps_): F <- -D0^{-1} D1 F, fbar <- -D0^{-1} fbar.
-    problem_->state().difference(cur_.xs[k + 1], d.xnext, cur_.gaps[k + 1]);
     problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
     D0_lu_.compute(D0_);
     DF_x_.noalias() = D1_ * d.F_x;
@@ -276,8 +283,10 @@ bool RiccatiSolver::computeDerivatives() {
              d.R_theta.allFinite() && d.F_x.allFinite() && d.F_w.allFinite() &&
              d.F_theta.allFinite() && d.xnext.allFinite();
   }
-  problem_->terminal().calc(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
+  if (!datas_at_current_)
+    problem_->terminal().calc(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
   problem_->terminal().calcDiff(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
+  datas_at_current_ = true;
   const StageData& t = *terminal_data_;
   finite = finite && t.r.allFinite() && t.R_x.allFinite() && t.R_theta.allFinite();
   // The arrival residual's Jacobian w.r.t. x_0 (tangent space at x_0).
@@ -502,6 +511,7 @@ bool RiccatiSolver::computeDirection() {
 
 void RiccatiSolver::rolloutTrial(double alpha) {
   const StateManifold& state = problem_->state();
+  datas_at_current_ = false;  // the stages' data now hold trial points
   trial_.theta = cur_.theta;
   trial_.theta.noalias() += alpha * dtheta_;
   if (options_.rollout == Rollout::MultipleShooting) {
@@ -567,14 +577,10 @@ const RiccatiSummary& RiccatiSolver::solve() {
   summary_.step_history.reserve(options_.max_iterations);
   merit_memory_.clear();
   theta_radius_ = options_.theta_trust_radius;
-  if (options_.rollout == Rollout::SingleShooting) {
-    // Single shooting needs a feasible guess: close every gap by rolling the dynamics out.
-    for (int k = 0; k < N_; ++k) {
-      problem_->running(k).calc(*datas_[k], cur_.xs[k], cur_.ws[k], cur_.theta);
-      cur_.xs[k + 1] = datas_[k]->xnext;
-    }
-  }
+  // Single shooting needs a feasible guess: close every gap by rolling the dynamics out.
+  if (options_.rollout == Rollout::SingleShooting) closeGaps(cur_);
   evaluate(cur_);
+  bool direction_at_current = false;  // the last direction (and covariance) was computed at cur_
   summary_.status = RiccatiSummary::Status::MaxIterations;
   for (int iteration = 0; iteration < options_.max_iterations; ++iteration) {
     summary_.iterations = iteration;
@@ -608,6 +614,7 @@ const RiccatiSummary& RiccatiSolver::solve() {
     }
     linearRollout();
     summary_.backward_seconds += secondsSince(t0);
+    direction_at_current = true;
 
     if (std::abs(d1_) <= options_.tolerance * (1 + cur_.cost) &&
         cur_.max_gap <= options_.gap_tolerance) {
@@ -659,6 +666,8 @@ const RiccatiSummary& RiccatiSolver::solve() {
       cur_.cost = trial_.cost;
       cur_.gap_norm1 = trial_.gap_norm1;
       cur_.max_gap = trial_.max_gap;
+      datas_at_current_ = true;  // the accepted trial was the last one evaluated
+      direction_at_current = false;
       if (static_cast<int>(merit_memory_.size()) == options_.nonmonotone_memory)
         merit_memory_.erase(merit_memory_.begin());
       merit_memory_.emplace_back(cost_before, gap1);
@@ -682,8 +691,8 @@ const RiccatiSummary& RiccatiSolver::solve() {
     }
     summary_.iterations = iteration + 1;
   }
-  // The posterior covariance at the returned iterate (the loop's is one step behind).
-  if (options_.posterior_covariance && np_ > 0 &&
+  // The posterior covariance at the returned iterate, unless the last direction was computed there.
+  if (options_.posterior_covariance && np_ > 0 && !direction_at_current &&
       summary_.status != RiccatiSummary::Status::NumericalFailure) {
     const auto t0 = std::chrono::steady_clock::now();
     computeDirection();

@@ -15,18 +15,6 @@ namespace {
 
 std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
 
-Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
-                 const std::string& name) {
-  require(log.truth && log.truth->body_pi.rows() > 0, "truth/bodies", "true body parameters",
-          "a log without them");
-  const auto& t = *log.truth;
-  for (std::size_t i = 0; i < t.body_names.size(); ++i) {
-    if (robot.bodyIndex(t.body_names[i]) == joint) return t.body_pi.row(i).transpose();
-  }
-  require(false, "truth/bodies/names", "body " + name, "a log without it");
-  return Vector10::Zero();
-}
-
 const JointFrictionTruth* findJoint(const std::vector<JointFrictionTruth>& list,
                                     const std::string& joint) {
   for (const auto& f : list) {
@@ -40,6 +28,19 @@ double relative(double est, double truth) {
 }
 
 }  // namespace
+
+Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
+                 const std::string& name) {
+  require(log.truth && log.truth->body_pi.rows() > 0, "truth/bodies", "true body parameters",
+          "a log without them");
+  const auto& t = *log.truth;
+  for (std::size_t i = 0; i < t.body_names.size(); ++i) {
+    if (robot.bodyIndex(t.body_names[i]) == joint) return t.body_pi.row(i).transpose();
+  }
+  require(false, "truth/bodies/names", "body " + (name.empty() ? robot.body(joint).name : name),
+          "a log without it");
+  return Vector10::Zero();
+}
 
 Eigen::VectorXd truthLinearVector(const model::RobotModel& robot, const io::Log& log,
                                   const ParameterLayout& layout,

@@ -160,12 +160,13 @@ class RiccatiSolver {
     double cost = 0, gap_norm1 = 0, max_gap = 0;
   };
   void resizeTrajectory(Trajectory& traj) const;
-  void evaluate(Trajectory& traj);  // calc everywhere: gaps and cost
-  bool computeDerivatives();        // calc + calcDiff at cur_; false on NaN
-  bool backwardPass();              // false if Q_ww is not positive definite
-  bool solveArrival();              // false if the arrival Hessian is not positive definite
-  void linearRollout();             // dxs_, dws_, d1_, d2_
-  void rolloutTrial(double alpha);  // trial_ from cur_ and the direction
+  void closeGaps(Trajectory& traj);  // x_{k+1} = f(x_k, w_k; theta) from x_0
+  void evaluate(Trajectory& traj);   // calc everywhere: gaps and cost
+  bool computeDerivatives();         // calc + calcDiff at cur_; false on NaN
+  bool backwardPass();               // false if Q_ww is not positive definite
+  bool solveArrival();               // false if the arrival Hessian is not positive definite
+  void linearRollout();              // dxs_, dws_, d1_, d2_
+  void rolloutTrial(double alpha);   // trial_ from cur_ and the direction
   double arrivalCost(const Trajectory& traj);
   void printProgress(int iteration, double alpha) const;
 
@@ -178,6 +179,9 @@ class RiccatiSolver {
 
   // The current guess and a trial point of the line search, each with its evaluation.
   Trajectory cur_, trial_;
+  /// datas_ and terminal_data_ hold calc at cur_ and cur_.gaps are up to date: the derivative
+  /// pass then skips calc (evaluate and the accepted trial already did it).
+  bool datas_at_current_ = false;
   std::vector<std::unique_ptr<StageData>> datas_;
   std::unique_ptr<StageData> terminal_data_;
 

@@ -44,6 +44,12 @@ struct TruthErrors {
   std::string report() const;
 };
 
+/// True pi of body `joint` from the log's truth group, whichever name (link or joint) the truth
+/// gives it; `name` is for the error message (default: the body's name).
+/// \throws InputError when the log has no truth bodies or lacks the body.
+Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
+                 const std::string& name = "");
+
 /// pi_S of the truth group (and friction / armature from `friction`) in the linear layout.
 /// \throws InputError when the log has no truth bodies or lacks an identified body.
 Eigen::VectorXd truthLinearVector(const model::RobotModel& robot, const io::Log& log,
