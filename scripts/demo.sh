@@ -17,6 +17,13 @@ echo "== heft identify data/examples/go2_payload_identify.yaml --out $build/demo
 echo
 echo "Outputs: $build/demo/go2-payload/result.json, $build/demo/go2-payload/robot.urdf"
 echo
+echo "== heft estimate data/examples/go2_payload_estimate.yaml: the same log, the whole trajectory and"
+echo "   the trunk's inertia jointly (batch MAP, parametrized Riccati), without a base state estimator"
+"$heft" estimate data/examples/go2_payload_estimate.yaml --out "$build/demo/go2-estimate" --overwrite \
+  --quiet
+echo
+echo "Outputs: $build/demo/go2-estimate/{result.json,trajectory.h5,robot.urdf}"
+echo
 echo "== heft simulate talos-forearm-step: TALOS curls its elbow; at 6 s a 5.4 kg payload appears"
 "$heft" simulate talos-forearm-step --out "$build/demo/talos-forearm-step.h5" --overwrite
 echo

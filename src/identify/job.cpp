@@ -278,8 +278,24 @@ Eigen::Matrix3d symmetric3(double xx, double xy, double yy, double xz, double yz
   return I;
 }
 
-BodyEstimate makeBody(const std::string& name, const Vector10& prior_pi, const Vector10& prior_std,
-                      const Vector10& pi, const Eigen::MatrixXd& covariance) {
+nlohmann::json jsonArray(const Eigen::VectorXd& v) {
+  nlohmann::json j = nlohmann::json::array();
+  for (Eigen::Index i = 0; i < v.size(); ++i) j.push_back(std::isfinite(v[i]) ? v[i] : 0.0);
+  return j;
+}
+nlohmann::json jsonArray(const Eigen::MatrixXd& m) {
+  nlohmann::json j = nlohmann::json::array();
+  for (Eigen::Index r = 0; r < m.rows(); ++r) j.push_back(jsonArray(Eigen::VectorXd(m.row(r))));
+  return j;
+}
+
+std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
+
+}  // namespace
+
+BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
+                              const Vector10& prior_std, const Vector10& pi,
+                              const Eigen::MatrixXd& covariance) {
   BodyEstimate b;
   b.name = name;
   b.prior_pi = prior_pi;
@@ -301,21 +317,6 @@ BodyEstimate makeBody(const std::string& name, const Vector10& prior_pi, const V
   }
   return b;
 }
-
-nlohmann::json jsonArray(const Eigen::VectorXd& v) {
-  nlohmann::json j = nlohmann::json::array();
-  for (Eigen::Index i = 0; i < v.size(); ++i) j.push_back(std::isfinite(v[i]) ? v[i] : 0.0);
-  return j;
-}
-nlohmann::json jsonArray(const Eigen::MatrixXd& m) {
-  nlohmann::json j = nlohmann::json::array();
-  for (Eigen::Index r = 0; r < m.rows(); ++r) j.push_back(jsonArray(Eigen::VectorXd(m.row(r))));
-  return j;
-}
-
-std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
-
-}  // namespace
 
 bool JobResult::writable() const {
   if (status != Status::Converged && status != Status::MaxIterations) return false;
@@ -400,8 +401,8 @@ JobResult runJob(const JobConfig& config, const ProgressCallback& progress) {
         }
       }
     }
-    result.bodies.push_back(makeBody(layout.body_names[k], prior_pi, prior_std, pi,
-                                     run.covariance.block(10 * k, 10 * k, 10, 10)));
+    result.bodies.push_back(makeBodyEstimate(layout.body_names[k], prior_pi, prior_std, pi,
+                                             run.covariance.block(10 * k, 10 * k, 10, 10)));
     if (!result.bodies.back().consistent)
       result.warnings.push_back("body " + layout.body_names[k] +
                                 ": the estimate is not physically consistent (method " +
@@ -428,15 +429,9 @@ JobResult runJob(const JobConfig& config, const ProgressCallback& progress) {
 
 // ---- outputs ------------------------------------------------------------------------------------
 
-std::string JobResult::report() const {
+std::string bodiesReport(const std::vector<BodyEstimate>& bodies) {
   std::ostringstream s;
-  s << "method    " << toString(method) << "\n"
-    << "status    " << toString(status) << (message.empty() ? "" : ": " + message) << "\n"
-    << "data      " << samples << " samples, " << rows << " rows; " << iterations
-    << " iteration(s), " << fixed(time_s, 3) << " s\n"
-    << "regressor rank " << rank << " of " << dimension << ", condition number "
-    << fixed(condition_number, 4) << "\n";
-  s << "\nbodies (prior -> estimate +- std; COM [m] and inertia about the COM [kg m^2], body "
+  s << "bodies (prior -> estimate +- std; COM [m] and inertia about the COM [kg m^2], body "
        "frame)\n";
   for (const BodyEstimate& b : bodies) {
     const Vector10 prior = urdfQuantities(b.prior_pi);
@@ -454,6 +449,18 @@ std::string JobResult::report() const {
         << std::setw(10) << fixed(b.inertia(rr[i], cc[i])) << " +- "
         << fixed(b.inertia_std(rr[i], cc[i]), 2) << "\n";
   }
+  return s.str();
+}
+
+std::string JobResult::report() const {
+  std::ostringstream s;
+  s << "method    " << toString(method) << "\n"
+    << "status    " << toString(status) << (message.empty() ? "" : ": " + message) << "\n"
+    << "data      " << samples << " samples, " << rows << " rows; " << iterations
+    << " iteration(s), " << fixed(time_s, 3) << " s\n"
+    << "regressor rank " << rank << " of " << dimension << ", condition number "
+    << fixed(condition_number, 4) << "\n";
+  s << "\n" << bodiesReport(bodies);
   if (!friction.empty()) {
     s << "\nfriction (prior -> estimate +- std)\n";
     for (const JointFrictionEstimate& f : friction)
@@ -489,9 +496,7 @@ std::string JobResult::report() const {
   return s.str();
 }
 
-nlohmann::json JobResult::toJson() const {
-  nlohmann::json j;
-  j["method"] = toString(method);
+nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies) {
   nlohmann::json parameters = nlohmann::json::object();
   for (const BodyEstimate& b : bodies) {
     nlohmann::json body;
@@ -507,7 +512,13 @@ nlohmann::json JobResult::toJson() const {
                    {"pi", jsonArray(Eigen::VectorXd(b.pi_std))}};
     parameters[b.name] = body;
   }
-  j["parameters"] = parameters;
+  return parameters;
+}
+
+nlohmann::json JobResult::toJson() const {
+  nlohmann::json j;
+  j["method"] = toString(method);
+  j["parameters"] = parametersJson(bodies);
   nlohmann::json friction_json = nlohmann::json::object();
   for (const JointFrictionEstimate& f : friction)
     friction_json[f.joint] = {
@@ -548,6 +559,52 @@ nlohmann::json JobResult::toJson() const {
   return j;
 }
 
+std::string writeIdentifiedUrdf(const model::RobotModel& robot,
+                                const std::vector<BodyEstimate>& bodies,
+                                const std::string& urdf_out, bool overwrite,
+                                std::vector<std::string>& warnings) {
+  const std::string source = robot.source();
+  if (fs::path(source).extension() != ".urdf")
+    return "not written: the robot does not come from a URDF (" + source + ")";
+  const auto inertials = io::readUrdfInertials(source);
+  auto nominalOf = [&](const std::string& link) {
+    const auto it = inertials.find(link);
+    return it == inertials.end() ? Vector10::Zero() : it->second.pi();
+  };
+  std::map<std::string, Vector10> link_pi;
+  for (const BodyEstimate& b : bodies) {
+    // First choice: the links rigidly attached to the body keep their URDF values and the body's
+    // own link takes the whole change.
+    const Vector10 own = io::linkPiFromLumpedPi(robot.pinocchio(), b.name, b.pi, nominalOf(b.name));
+    const model::Body& body = robot.body(robot.bodyIndex(b.name));
+    if (inertia::checkConsistency(own, 0.0).consistent || body.lumped_links.empty()) {
+      link_pi[b.name] = own;
+      continue;
+    }
+    // That link alone cannot carry the change consistently. The data see only the lumped body,
+    // so split it instead: each link gets w_i * pi_body (w_i its nominal mass fraction), a
+    // positive multiple of a consistent pi, consistent by construction, summing to pi_body.
+    std::vector<std::pair<std::string, double>> links{{b.name, nominalOf(b.name)[0]}};
+    for (const std::string& l : body.lumped_links) links.emplace_back(l, nominalOf(l)[0]);
+    double total = 0;
+    for (const auto& [l, m] : links) total += std::max(m, 0.0);
+    const pinocchio::Model& pin = robot.pinocchio();
+    const Vector10 lumped_nominal = pin.inertias[body.joint].toDynamicParameters();
+    for (const auto& [l, m] : links) {
+      const double w = total > 0 ? std::max(m, 0.0) / total : (l == b.name ? 1.0 : 0.0);
+      if (w == 0) continue;
+      link_pi[l] = io::linkPiFromLumpedPi(pin, l, w * b.pi + lumped_nominal, Vector10::Zero());
+    }
+    warnings.push_back("body " + b.name + ": link " + b.name +
+                       " alone cannot carry the identified change consistently; the body's "
+                       "links share it in proportion to their nominal masses");
+  }
+  io::UrdfWriteOptions options;
+  options.overwrite = overwrite;
+  io::writeUrdfInertials(source, link_pi, urdf_out, options);
+  return "written";
+}
+
 std::vector<std::string> writeJobOutputs(const JobConfig& config, const JobResult& result,
                                          const std::string& out_dir, bool overwrite) {
   std::error_code ec;
@@ -568,58 +625,21 @@ std::vector<std::string> writeJobOutputs(const JobConfig& config, const JobResul
   model::LoadOptions load;
   load.base = config.base;
   const model::RobotModel robot = model::loadRobot(config.robot, load);
-  const std::string source = robot.source();
-  const bool is_urdf = fs::path(source).extension() == ".urdf";
   std::string urdf_status;
+  bool urdf_written = false;
   if (!result.writable()) {
     urdf_status = "not written: " + std::string(result.status == Status::Converged ||
                                                         result.status == Status::MaxIterations
                                                     ? "an estimate is not physically consistent"
                                                     : "the solve failed");
-  } else if (!is_urdf) {
-    urdf_status = "not written: the robot does not come from a URDF (" + source + ")";
   } else {
-    const auto inertials = io::readUrdfInertials(source);
-    auto nominalOf = [&](const std::string& link) {
-      const auto it = inertials.find(link);
-      return it == inertials.end() ? Vector10::Zero() : it->second.pi();
-    };
-    std::map<std::string, Vector10> link_pi;
-    for (const BodyEstimate& b : result.bodies) {
-      // First choice: the links rigidly attached to the body keep their URDF values and the body's
-      // own link takes the whole change.
-      const Vector10 own =
-          io::linkPiFromLumpedPi(robot.pinocchio(), b.name, b.pi, nominalOf(b.name));
-      const model::Body& body = robot.body(robot.bodyIndex(b.name));
-      if (inertia::checkConsistency(own, 0.0).consistent || body.lumped_links.empty()) {
-        link_pi[b.name] = own;
-        continue;
-      }
-      // That link alone cannot carry the change consistently. The data see only the lumped body,
-      // so split it instead: each link gets w_i * pi_body (w_i its nominal mass fraction), a
-      // positive multiple of a consistent pi, consistent by construction, summing to pi_body.
-      std::vector<std::pair<std::string, double>> links{{b.name, nominalOf(b.name)[0]}};
-      for (const std::string& l : body.lumped_links) links.emplace_back(l, nominalOf(l)[0]);
-      double total = 0;
-      for (const auto& [l, m] : links) total += std::max(m, 0.0);
-      const pinocchio::Model& pin = robot.pinocchio();
-      const Vector10 lumped_nominal = pin.inertias[body.joint].toDynamicParameters();
-      for (const auto& [l, m] : links) {
-        const double w = total > 0 ? std::max(m, 0.0) / total : (l == b.name ? 1.0 : 0.0);
-        if (w == 0) continue;
-        link_pi[l] = io::linkPiFromLumpedPi(pin, l, w * b.pi + lumped_nominal, Vector10::Zero());
-      }
-      json["warnings"].push_back("body " + b.name + ": link " + b.name +
-                                 " alone cannot carry the identified change consistently; the "
-                                 "body's links share it in proportion to their nominal masses");
-    }
-    io::UrdfWriteOptions options;
-    options.overwrite = overwrite;
-    io::writeUrdfInertials(source, link_pi, urdf_out, options);
-    written.push_back(urdf_out);
-    urdf_status = "written";
+    std::vector<std::string> warnings;
+    urdf_status = writeIdentifiedUrdf(robot, result.bodies, urdf_out, overwrite, warnings);
+    for (const std::string& w : warnings) json["warnings"].push_back(w);
+    urdf_written = urdf_status == "written";
+    if (urdf_written) written.push_back(urdf_out);
   }
-  json["urdf"] = {{"path", is_urdf && result.writable() ? urdf_out : ""}, {"status", urdf_status}};
+  json["urdf"] = {{"path", urdf_written ? urdf_out : ""}, {"status", urdf_status}};
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", overwrite);
   written.push_back(json_out);
   return written;

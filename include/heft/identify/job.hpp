@@ -59,6 +59,17 @@ struct BodyEstimate {
   bool consistent = false;  ///< passes inertia::checkConsistency at tolerance 0
 };
 
+/// A body's estimate from its pi (Pinocchio order, joint frame) and pi's 10 x 10 covariance: mass,
+/// COM and inertia about the COM with their standard deviations (delta method), consistency.
+/// Shared with `heft estimate`, which writes the same schema.
+BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
+                              const Vector10& prior_std, const Vector10& pi,
+                              const Eigen::MatrixXd& covariance);
+/// The report's lines of the bodies (prior -> estimate +- std).
+std::string bodiesReport(const std::vector<BodyEstimate>& bodies);
+/// result.json's "parameters" object.
+nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies);
+
 struct JointFrictionEstimate {
   std::string joint;
   double coulomb = 0, coulomb_std = 0, coulomb_prior = 0;
@@ -103,6 +114,15 @@ using ProgressCallback = std::function<void(const std::string&)>;
 /// Runs the job. Throws InputError for bad inputs (log, robot, set); a failed solve is a result
 /// with status Failed, not an exception.
 JobResult runJob(const JobConfig& config, const ProgressCallback& progress = {});
+
+/// Writes `urdf_out` atomically: the robot's URDF with the <inertial> of every body in `bodies`
+/// replaced (a lumped body's change goes to its own link, or is shared by its links when that
+/// link alone would be inconsistent: a warning then). The caller checks that every body is
+/// consistent. Returns "written", or why not (the robot does not come from a URDF).
+std::string writeIdentifiedUrdf(const model::RobotModel& robot,
+                                const std::vector<BodyEstimate>& bodies,
+                                const std::string& urdf_out, bool overwrite,
+                                std::vector<std::string>& warnings);
 
 /// Writes DIR/result.json and, when result.writable() and the robot came from a URDF,
 /// DIR/robot.urdf (the input URDF with the identified bodies' <inertial> replaced), each

@@ -1,0 +1,99 @@
+#pragma once
+/// \file The `heft estimate` job: a YAML config names the robot, the log, the bodies to estimate,
+/// the window, the noise model and the solver; the job builds the estimation problem from the log
+/// (buildLogProblem), solves it with the parametrized Riccati solver and gathers the estimated
+/// trajectory (a log), the parameters with their posterior covariance in the schema of
+/// `heft identify`'s result.json, errors against the log's truth group, and a new URDF.
+/// docs/estimation.md ("The job") documents every config field.
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/riccati_solver.hpp"
+#include "heft/identify/job.hpp"
+#include "heft/identify/truth.hpp"
+#include "heft/io/log.hpp"
+#include "heft/model/model.hpp"
+
+namespace heft::estimation {
+
+struct EstimateJobConfig {
+  std::string source = "<config>";  ///< where it came from, for messages
+  std::string robot;                ///< short name or URDF / MJCF path
+  model::BaseType base = model::BaseType::Default;
+  std::string log;  ///< HDF5 file or CSV folder
+  /// Window: first knot at the joint sample nearest to start_time (default: the first sample);
+  /// `knots` running stages (default: every remaining sample / stride). problem.first_sample and
+  /// problem.knots are set by the job from these.
+  std::optional<double> start_time;
+  std::optional<int> knots;
+  LogProblemOptions problem;
+  RiccatiOptions solver;
+  /// \throws InputError naming the field.
+  void validate() const;
+};
+
+/// Reads a YAML config: unknown keys, wrong types and out-of-range values are InputErrors naming
+/// the file, the line and the field. Relative paths are relative to the config's folder.
+EstimateJobConfig loadEstimateJobConfig(const std::string& path);
+EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std::string& source,
+                                         const std::string& base_dir);
+
+/// RMSEs of the estimated trajectory against the log's truth, next to those of the raw
+/// measurements (encoders; the motion capture interpolated at the knots; central differences of
+/// both for velocities) at the same knots.
+struct TrajectoryErrors {
+  double joint_position = 0, joint_position_raw = 0;  ///< [rad]
+  double joint_velocity = 0, joint_velocity_raw = 0;  ///< [rad/s]
+  bool has_base = false;
+  double base_position = 0, base_position_raw = 0;  ///< [m]
+  double base_rotation = 0, base_rotation_raw = 0;  ///< [rad], angle of R_true^T R
+  std::string report() const;
+};
+
+struct EstimateJobResult {
+  std::string robot, log, scenario;
+  std::string parametrization;
+  RiccatiSummary summary;
+  int knots = 0, stride = 0, contact_phases = 0;
+  double dt = 0, start_time = 0, end_time = 0;
+  double time_s = 0;  ///< whole job, log reading and problem building included
+  std::vector<identify::BodyEstimate> bodies;
+  std::vector<std::string> names;  ///< of `linear`: "m[base]", "hx[base]", ...
+  Eigen::VectorXd linear;          ///< pi of every estimated body, in the config's order
+  Eigen::MatrixXd covariance;      ///< of `linear`: J_pi(theta) Sigma_theta J^T
+  Eigen::VectorXd theta;
+  Eigen::MatrixXd theta_covariance;
+  /// The estimated trajectory at the knots as a log: joints (q, v, and tau = logged torque + the
+  /// estimated generalized-force noise), the base pose and twist on a floating base, the contact
+  /// flags used, and an estimates group with the parameters and their standard deviations.
+  io::Log trajectory;
+  std::optional<identify::TruthErrors> truth;
+  std::optional<TrajectoryErrors> trajectory_errors;
+  std::vector<std::string> warnings;
+
+  /// True when the URDF may be written: converged or iteration-limited, every body consistent.
+  bool writable() const;
+  std::string report() const;
+  /// result.json: `heft identify`'s schema (method "riccati-map") plus an "estimation" object.
+  nlohmann::json toJson() const;
+};
+
+/// Runs the job; per-iteration progress lines go to `progress` when set.
+/// \throws InputError for a bad config, robot, log or window. A failed solve is a result whose
+/// summary says why, with the last accepted iterate.
+EstimateJobResult runEstimateJob(const EstimateJobConfig& config, std::ostream* progress = nullptr);
+
+/// Writes DIR/result.json, DIR/trajectory.h5 and, when result.writable() and the robot came from
+/// a URDF, DIR/robot.urdf, each atomically; refuses to replace existing outputs unless
+/// `overwrite`, and never writes over the input log. Returns the paths written.
+std::vector<std::string> writeEstimateJobOutputs(const EstimateJobConfig& config,
+                                                 const EstimateJobResult& result,
+                                                 const std::string& out_dir, bool overwrite);
+
+}  // namespace heft::estimation

@@ -1,0 +1,234 @@
+// The `heft estimate` job (heft/estimation/job.hpp): config parsing and its errors, a whole job on
+// a MuJoCo log (heft::sim, a payload the model does not know) through result.json, the estimated
+// trajectory log and the written URDF, and the output and input rules (no overwrite, the input
+// log never an output, a NaN in the log named by group and row).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/estimation/job.hpp"
+#include "heft/identify/job.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/io/validation.hpp"
+#include "heft/model/model.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace heft::estimation {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "estimation_job";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  fs::remove_all(p);
+  return p;
+}
+
+std::string configErrorOf(const std::string& yaml) {
+  try {
+    parseEstimateJobConfig(yaml, "job.yaml", ".");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The MuJoCo log of a double pendulum carrying a 0.15 kg payload on link 2 that the model lacks
+// (nominal sensor noise without the torque bias: no actuator-bias parameter yet), written once.
+const std::string& pendulumLog() {
+  static const std::string path = [] {
+    sim::SimulationOptions options;
+    options.duration = 3.2;
+    options.seed = 1;
+    sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
+    profile.torque_bias = 0;
+    options.profile = profile;
+    const auto run = sim::simulate(sim::findScenario("double-pendulum-payload"), options);
+    EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+    const fs::path p = scratch("double_pendulum_payload.h5");
+    io::WriteOptions write;
+    write.overwrite = true;
+    io::writeLog(run.log, p.string(), write);
+    return p.string();
+  }();
+  return path;
+}
+
+std::string pendulumConfig(const std::string& log, const std::string& extra = "") {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  std::ostringstream y;
+  y << "robot: double_pendulum\nlog: " << log << "\nestimate:\n  bodies: [" << robot.body(2).name
+    << "]\nwindow:\n  start_time: 1.0\n  knots: 2000\nsolver:\n  max_iterations: 50\n"
+    << extra;
+  return y.str();
+}
+
+TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
+  const std::string base = "robot: go2\nlog: x.h5\nestimate:\n  bodies: [base]\n";
+  std::string e = configErrorOf(base + "solver:\n  max_iteration: 3\n");
+  EXPECT_NE(e.find("job.yaml:6"), std::string::npos) << e;
+  EXPECT_NE(e.find("solver.max_iteration"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
+
+  e = configErrorOf("robot: go2\nlog: x.h5\n");
+  EXPECT_NE(e.find("estimate.bodies"), std::string::npos) << e;
+
+  e = configErrorOf(base + "  parametrization: cholesky\n");
+  EXPECT_NE(e.find("job.yaml:5"), std::string::npos) << e;
+  EXPECT_NE(e.find("log-cholesky"), std::string::npos) << e;
+
+  e = configErrorOf(base + "noise:\n  torque: -1\n");
+  EXPECT_NE(e.find("torque_std"), std::string::npos) << e;
+
+  e = configErrorOf(base + "window:\n  knots: many\n");
+  EXPECT_NE(e.find("window.knots"), std::string::npos) << e;
+  EXPECT_NE(e.find("an integer"), std::string::npos) << e;
+
+  e = configErrorOf(base + "solver:\n  rollout: double\n");
+  EXPECT_NE(e.find("multiple-shooting"), std::string::npos) << e;
+}
+
+TEST(EstimateJobConfig, BundledExampleParses) {
+  const fs::path example =
+      fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "go2_payload_estimate.yaml";
+  const EstimateJobConfig config = loadEstimateJobConfig(example.string());
+  EXPECT_EQ(config.robot, "go2");
+  EXPECT_TRUE(fs::exists(config.log)) << config.log;
+  ASSERT_EQ(config.problem.identified_bodies.size(), 1u);
+  EXPECT_EQ(config.problem.identified_bodies[0], "base");
+  ASSERT_TRUE(config.knots.has_value());
+  EXPECT_EQ(*config.knots, 500);
+}
+
+// The whole job on a log the estimator's model did not generate: the payload's mass within three
+// posterior standard deviations, the trajectory closer to the truth than the encoders, and every
+// output readable: result.json in identify's schema, a trajectory log that validates, a URDF that
+// reloads with the estimate.
+TEST(EstimateJob, PendulumPayloadWritesResultTrajectoryAndUrdf) {
+  const EstimateJobConfig config =
+      parseEstimateJobConfig(pendulumConfig(pendulumLog()), "job.yaml", ".");
+  const EstimateJobResult result = runEstimateJob(config);
+  ASSERT_EQ(result.summary.status, RiccatiSummary::Status::Converged) << result.report();
+  ASSERT_TRUE(result.writable());
+  ASSERT_EQ(result.bodies.size(), 1u);
+  const identify::BodyEstimate& body = result.bodies[0];
+  ASSERT_TRUE(result.truth.has_value());
+  const identify::BodyError& error = result.truth->bodies.at(0);
+  EXPECT_LT(std::abs(body.mass - error.mass_true), 3 * body.mass_std) << result.report();
+  EXPECT_LT(error.com_error, 0.01) << result.report();
+  ASSERT_TRUE(result.trajectory_errors.has_value());
+  EXPECT_LT(result.trajectory_errors->joint_position, result.trajectory_errors->joint_position_raw)
+      << result.report();
+
+  const fs::path out = scratch("pendulum");
+  const auto written = writeEstimateJobOutputs(config, result, out.string(), false);
+  EXPECT_EQ(written.size(), 3u);
+
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  for (const char* key :
+       {"method", "parameters", "covariance", "summary", "truth_errors", "estimation", "urdf"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["method"], "riccati-map");
+  EXPECT_EQ(j["summary"]["status"], "converged");
+  EXPECT_DOUBLE_EQ(j["parameters"][body.name]["mass"].get<double>(), body.mass);
+  EXPECT_DOUBLE_EQ(j["parameters"][body.name]["std"]["mass"].get<double>(), body.mass_std);
+  EXPECT_EQ(j["covariance"]["matrix"].size(), 10u);
+  EXPECT_EQ(j["estimation"]["solver"]["cost_history"].size(), result.summary.cost_history.size());
+  EXPECT_EQ(j["urdf"]["status"], "written");
+
+  // The URDF reloads with the estimate, consistent.
+  const model::RobotModel written_robot =
+      model::loadRobot((out / "robot.urdf").string(), {model::BaseType::Fixed});
+  const Vector10 pi = written_robot.pi(body.name);
+  EXPECT_TRUE(inertia::checkConsistency(pi, 0.0).consistent);
+  EXPECT_LT((pi - body.pi).cwiseAbs().maxCoeff(),
+            1e-9 * std::max(1.0, body.pi.cwiseAbs().maxCoeff()));
+
+  // The trajectory log validates against the model and holds the knots and the parameters.
+  const io::Log trajectory = io::readLog((out / "trajectory.h5").string());
+  const io::ValidationReport report = io::validateLog(trajectory, written_robot.pinocchio());
+  EXPECT_TRUE(report.ok()) << report.report();
+  EXPECT_EQ(trajectory.joints.time.size(), result.knots + 1);
+  EXPECT_EQ(io::firstDifference(trajectory, result.trajectory), "");
+  ASSERT_TRUE(trajectory.estimates.has_value());
+  EXPECT_DOUBLE_EQ(trajectory.estimates->body_pi(0, 0), body.pi(0));
+
+  // Outputs are not replaced without --overwrite.
+  try {
+    writeEstimateJobOutputs(config, result, out.string(), false);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(writeEstimateJobOutputs(config, result, out.string(), true));
+}
+
+TEST(EstimateJob, InputLogIsNeverAnOutput) {
+  const fs::path out = scratch("input_in_out");
+  fs::create_directories(out);
+  const fs::path log = out / "trajectory.h5";
+  fs::copy_file(pendulumLog(), log);
+  const auto before = fs::file_size(log);
+  EstimateJobConfig config =
+      parseEstimateJobConfig(pendulumConfig(log.string(), ""), "job.yaml", ".");
+  config.knots = 50;
+  config.solver.max_iterations = 2;
+  const EstimateJobResult result = runEstimateJob(config);
+  try {
+    writeEstimateJobOutputs(config, result, out.string(), true);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("input log"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::file_size(log), before);
+}
+
+TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
+  EstimateJobConfig config = parseEstimateJobConfig(pendulumConfig(pendulumLog()), "job.yaml", ".");
+  config.knots = 1000000;
+  try {
+    runEstimateJob(config);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("window.knots"), std::string::npos) << e.what();
+  }
+  config.knots = 100;
+  config.start_time = 99.0;
+  try {
+    runEstimateJob(config);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("window.start_time"), std::string::npos) << e.what();
+  }
+
+  io::Log log = io::readLog(pendulumLog());
+  log.joints.q(1234, 1) = std::numeric_limits<double>::quiet_NaN();
+  const fs::path bad = scratch("nan.h5");
+  io::WriteOptions write;
+  write.check_log = false;
+  io::writeLog(log, bad.string(), write);
+  config = parseEstimateJobConfig(pendulumConfig(bad.string()), "job.yaml", ".");
+  try {
+    runEstimateJob(config);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("joints/q"), std::string::npos) << what;
+    EXPECT_NE(what.find("1234"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace heft::estimation
