@@ -124,6 +124,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     s.read("base_force", p.base_force_std);
     s.read("base_moment", p.base_moment_std);
     s.read("configuration", p.configuration_std);
+    s.read("contact_configuration", p.contact_configuration_std);
     s.read("encoder", p.encoder_std);
     s.read("joint_velocity", p.velocity_std);
     s.read("gyro", p.gyro_std);
@@ -134,6 +135,13 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
   }
   {
     Section s(top.raw("contacts"), "contacts", source);
+    if (s.has("source")) p.contact_source = located(s, "source", parseContactSource);
+    s.read("height", p.contact_detection.height);
+    s.read("speed", p.contact_detection.speed);
+    s.read("ground_height", p.contact_detection.ground_height);
+    s.read("impulses", p.touchdown_impulses);
+    s.read("transition_window", p.transition_window);
+    s.read("transition_noise_scale", p.transition_noise_scale);
     s.read("damping", p.contact_damping);
     s.finish();
   }
@@ -426,6 +434,8 @@ EstimateJobResult runEstimateJob(const EstimateJobConfig& config, std::ostream* 
   result.knots = options.knots;
   result.stride = options.stride;
   result.contact_phases = lp.contact_phases;
+  result.touchdowns = lp.touchdowns;
+  result.contacts_detected = lp.contacts_detected;
   result.dt = lp.dt;
   result.start_time = lp.time(0);
   result.end_time = lp.time(lp.time.size() - 1);
@@ -489,7 +499,9 @@ std::string EstimateJobResult::report() const {
     << "status    " << toString(summary.status)
     << (summary.message.empty() ? "" : ": " + summary.message) << "\n"
     << "window    " << knots << " knots of " << fixed(dt, 3) << " s from t = " << fixed(start_time)
-    << " s to " << fixed(end_time) << " s, " << contact_phases << " contact-set changes\n"
+    << " s to " << fixed(end_time) << " s, " << contact_phases << " contact-set changes ("
+    << touchdowns << " touchdowns with an impulse; contacts "
+    << (contacts_detected ? "detected kinematically" : "from the log's flags") << ")\n"
     << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
     << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
     << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
@@ -553,7 +565,9 @@ nlohmann::json EstimateJobResult::toJson() const {
                    {"knots", knots},
                    {"stride", stride},
                    {"dt", dt},
-                   {"contact_phases", contact_phases}};
+                   {"contact_phases", contact_phases},
+                   {"touchdowns", touchdowns},
+                   {"contacts_detected", contacts_detected}};
   est["theta"] = jsonVector(theta);
   est["theta_covariance"] = jsonArray(theta_covariance);
   est["solver"] = {{"cost", summary.cost},

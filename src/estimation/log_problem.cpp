@@ -47,6 +47,24 @@ pinocchio::FrameIndex frameIndex(const pinocchio::Model& model, const std::strin
 
 }  // namespace
 
+std::string toString(ContactSource source) {
+  switch (source) {
+    case ContactSource::Auto:
+      return "auto";
+    case ContactSource::Flags:
+      return "flags";
+    case ContactSource::Kinematic:
+      return "kinematic";
+  }
+  return "?";
+}
+
+ContactSource parseContactSource(const std::string& name) {
+  for (ContactSource s : {ContactSource::Auto, ContactSource::Flags, ContactSource::Kinematic})
+    if (toString(s) == name) return s;
+  throw InputError("contact source: expected auto, flags or kinematic, got \"" + name + "\"");
+}
+
 void LogProblemOptions::validate() const {
   require(!identified_bodies.empty(), "identified_bodies", "at least one body name", "none");
   require(first_sample >= 0, "first_sample", ">= 0", std::to_string(first_sample));
@@ -56,7 +74,11 @@ void LogProblemOptions::validate() const {
   requirePositive(base_force_std, "base_force_std", " [N]");
   requirePositive(base_moment_std, "base_moment_std", " [N m]");
   requirePositive(configuration_std, "configuration_std", " [rad]");
+  requirePositive(contact_configuration_std, "contact_configuration_std", " [rad]");
   requireNonNegative(contact_damping, "contact_damping", " [1/s]");
+  contact_detection.validate();
+  requireNonNegative(transition_window, "transition_window", " [s]");
+  requirePositive(transition_noise_scale, "transition_noise_scale");
   requirePositive(encoder_std, "encoder_std", " [rad]");
   requirePositive(velocity_std, "velocity_std", " [rad/s]");
   requirePositive(gyro_std, "gyro_std", " [rad/s]");
@@ -204,31 +226,82 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
   }
   p.ws.assign(N, Eigen::VectorXd::Zero(2 * nv));
 
-  // Contact set of every knot from the flags (nearest sample at or before the knot).
-  std::map<std::vector<bool>, std::shared_ptr<const dynamics::ContactDynamicsModel>> phases;
-  auto contactAt = [&](int k) -> std::shared_ptr<const dynamics::ContactDynamicsModel> {
-    if (!floating || !log.contacts.has_value() || log.contacts->time.size() == 0) return nullptr;
-    const io::ContactSeries& c = *log.contacts;
-    int i = nearestSample(c.time, p.time(k));
-    if (c.time(i) > p.time(k) + 1e-9 && i > 0) --i;
-    std::vector<bool> flags(c.names.size());
-    std::vector<dynamics::ContactSpec> specs;
-    for (std::size_t j = 0; j < c.names.size(); ++j) {
-      flags[j] = c.flags(i, j) != 0;
-      if (flags[j]) {
-        frameIndex(pin, c.names[j], "log contacts/names");
-        specs.push_back(
-            {c.names[j], dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+  // Contact set of every knot: the log's flags (nearest sample at or before the knot) or kinematic
+  // thresholds on the initial guess. Models are cached per set; a knot whose set closes a contact
+  // open at the previous knot starts with the set's impulse (touchdown).
+  std::vector<std::string> contact_names;
+  std::vector<std::vector<bool>> flags_at(N + 1);
+  const bool have_flags = log.contacts.has_value() && log.contacts->time.size() > 0;
+  if (floating) {
+    const ContactSource source =
+        options.contact_source == ContactSource::Auto
+            ? (have_flags ? ContactSource::Flags : ContactSource::Kinematic)
+            : options.contact_source;
+    if (source == ContactSource::Flags) {
+      require(have_flags, "log contacts group", "contact flags (contact_source flags)", "none");
+      const io::ContactSeries& c = *log.contacts;
+      contact_names = c.names;
+      for (int k = 0; k <= N; ++k) {
+        int i = nearestSample(c.time, p.time(k));
+        if (c.time(i) > p.time(k) + 1e-9 && i > 0) --i;
+        flags_at[k].resize(contact_names.size());
+        for (std::size_t j = 0; j < contact_names.size(); ++j) flags_at[k][j] = c.flags(i, j) != 0;
+      }
+    } else {
+      p.contacts_detected = true;
+      contact_names = robot.contactFrames();
+      require(!contact_names.empty(), "robot " + robot.displayName(),
+              "contact frames for kinematic contact detection", "none");
+      std::vector<pinocchio::FrameIndex> frames;
+      for (const auto& name : contact_names)
+        frames.push_back(frameIndex(pin, name, "contact frame"));
+      pinocchio::Data data(pin);
+      for (int k = 0; k <= N; ++k) {
+        const std::vector<std::uint8_t> f = identify::detectContacts(
+            pin, data, frames, p.xs[k].head(nq), p.xs[k].tail(nv), options.contact_detection);
+        flags_at[k].assign(f.begin(), f.end());
       }
     }
-    if (specs.empty()) return nullptr;
-    auto& model = phases[flags];
+  }
+  // The frames in contact at each knot.
+  std::vector<std::vector<std::string>> frames_at(N + 1);
+  for (int k = 0; k <= N && floating; ++k)
+    for (std::size_t j = 0; j < contact_names.size(); ++j)
+      if (flags_at[k][j]) frames_at[k].push_back(contact_names[j]);
+  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ContactDynamicsModel>> phases;
+  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ImpulseDynamicsModel>>
+      impulses;
+  auto specsOf = [&](const std::vector<std::string>& frames) {
+    std::vector<dynamics::ContactSpec> specs;
+    for (const std::string& frame : frames) {
+      frameIndex(pin, frame, "contact names");
+      specs.push_back(
+          {frame, dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+    }
+    return specs;
+  };
+  auto contactAt = [&](int k) -> std::shared_ptr<const dynamics::ContactDynamicsModel> {
+    if (frames_at[k].empty()) return nullptr;
+    auto& model = phases[frames_at[k]];
     if (!model) {
       dynamics::ContactOptions contact_options;
       contact_options.baumgarte_kd = options.contact_damping;
       model = std::make_shared<dynamics::ContactDynamicsModel>(
-          *p.model, specs, p.identified, options.parametrization, contact_options);
+          *p.model, specsOf(frames_at[k]), p.identified, options.parametrization, contact_options);
     }
+    return model;
+  };
+  auto impulseAt = [&](int k) -> std::shared_ptr<const dynamics::ImpulseDynamicsModel> {
+    if (!options.touchdown_impulses || k == 0) return nullptr;
+    bool closes = false;  // a frame held now that was not held at the previous knot
+    for (const std::string& frame : frames_at[k])
+      closes = closes || std::find(frames_at[k - 1].begin(), frames_at[k - 1].end(), frame) ==
+                             frames_at[k - 1].end();
+    if (!closes) return nullptr;
+    auto& model = impulses[frames_at[k]];
+    if (!model)
+      model = std::make_shared<dynamics::ImpulseDynamicsModel>(
+          *p.model, specsOf(frames_at[k]), p.identified, options.parametrization);
     return model;
   };
 
@@ -239,6 +312,22 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
     noise.generalized_force.head<3>().setConstant(options.base_force_std);
     noise.generalized_force.segment<3>(3).setConstant(options.base_moment_std);
   }
+
+  // Knots near a contact-set change: the rigid contact model misses the soft transient there
+  // (MuJoCo's, a real foot's), so their generalized-force noise is inflated.
+  std::vector<bool> transition(N + 1, false);
+  if (options.transition_noise_scale != 1 && floating) {
+    const int half = static_cast<int>(std::lround(options.transition_window / p.dt));
+    for (int k = 1; k <= N; ++k) {
+      if (flags_at[k] == flags_at[k - 1]) continue;
+      for (int i = std::max(0, k - half); i <= std::min(N, k + half); ++i) transition[i] = true;
+    }
+  }
+  MultibodyNoise transition_noise = noise;
+  transition_noise.generalized_force *= options.transition_noise_scale;
+  MultibodyNoise contact_noise = noise, contact_transition_noise = transition_noise;
+  contact_noise.configuration.setConstant(options.contact_configuration_std);
+  contact_transition_noise.configuration.setConstant(options.contact_configuration_std);
 
   std::vector<std::shared_ptr<const StageModel>> running;
   running.reserve(N);
@@ -264,16 +353,23 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
     }
     const bool terminal = k == N;
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse;
     if (!terminal) {
       z.tau = Eigen::VectorXd::Zero(nv);
       const Eigen::VectorXd tau = jointRow(joints.tau, s);
       for (int i = 0; i < nj; ++i) z.tau(pin.joints[sensors->encoders[i]].idx_v()) = tau(i);
       contact = contactAt(k);
+      if (contact) impulse = impulseAt(k);
+      if (impulse) ++p.touchdowns;
       if (k > 0 && contact.get() != previous) ++p.contact_phases;
       previous = contact.get();
     }
-    auto stage = std::make_shared<MultibodyStageModel>(p.dynamics, contact, p.state, sensors, noise,
-                                                       std::move(z), p.dt, terminal);
+    auto stage = std::make_shared<MultibodyStageModel>(
+        p.dynamics, contact, p.state, sensors,
+        contact ? (transition[k] ? contact_transition_noise : contact_noise)
+                : (transition[k] ? transition_noise : noise),
+        std::move(z), p.dt, terminal, impulse);
+    if (transition[k] && !terminal) ++p.transition_knots;
     if (terminal) {
       ArrivalPrior arrival;
       arrival.x_mean = p.xs[0];

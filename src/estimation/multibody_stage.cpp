@@ -51,13 +51,15 @@ MultibodyStageModel::MultibodyStageModel(
     std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
-    const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt, bool terminal)
+    const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt, bool terminal,
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
     : StageModel(state ? state->nx() : 1, state ? state->ndx() : 1,
                  terminal ? 0 : (state ? state->ndx() : 1),
                  (terminal || !state ? 0 : state->ndx()) + (sensors ? sensorRows(*sensors) : 0),
                  dynamics ? dynamics->numParameters() : 0, !terminal),
       dynamics_(std::move(dynamics)),
       contact_(std::move(contact)),
+      impulse_(std::move(impulse)),
       state_(std::move(state)),
       sensors_(std::move(sensors)),
       measurement_(std::move(measurement)),
@@ -72,6 +74,14 @@ MultibodyStageModel::MultibodyStageModel(
     require(contact_->nv() == model.nv && contact_->numParameters() == dynamics_->numParameters() &&
                 contact_->parametrization() == dynamics_->parametrization(),
             "multibody stage contact model", "the dynamics' robot, S and parametrization",
+            "a different one");
+  }
+  if (impulse_) {
+    require(contact_ != nullptr && !terminal, "multibody stage impulse",
+            "a running stage with a contact set (a touchdown)", "none");
+    require(impulse_->nv() == model.nv && impulse_->numParameters() == dynamics_->numParameters() &&
+                impulse_->parametrization() == dynamics_->parametrization(),
+            "multibody stage impulse model", "the dynamics' robot, S and parametrization",
             "a different one");
   }
   noise.validate(ndx());
@@ -141,8 +151,10 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
     contact = std::make_unique<dynamics::ContactDynamicsData>(*model.contact_);
   else
     free = std::make_unique<dynamics::ForwardDynamicsData>(dyn);
+  if (model.impulse_) impulse = std::make_unique<dynamics::ImpulseDynamicsData>(*model.impulse_);
   const int nv = dyn.nv(), nq = dyn.nq(), ndx = model.ndx(), np = model.np();
   tau.setZero(nv);
+  v_start.setZero(nv);
   v_next.setZero(nv);
   q_next.setZero(nq);
   dq.setZero(nv);
@@ -239,10 +251,14 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
   const auto v = x.tail(nv);
   if (hasDynamics()) {
     d.tau = measurement_.tau + w.tail(nv);
+    if (impulse_)
+      d.v_start = dynamics::impulseDynamics(*impulse_, *d.impulse, q, v, theta);
+    else
+      d.v_start = v;
     const Eigen::VectorXd& a =
-        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, v, d.tau, theta)
-                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, v, d.tau, theta);
-    d.v_next = v + dt_ * a;
+        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, d.v_start, d.tau, theta)
+                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, d.v_start, d.tau, theta);
+    d.v_next = d.v_start + dt_ * a;
     d.dq = dt_ * d.v_next;
     pinocchio::integrate(model, q, d.dq, d.q_next);
     pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
@@ -268,7 +284,7 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
 
   const Eigen::MatrixXd *da_dq, *da_dv, *da_dtau, *da_dtheta;
   if (contact_) {
-    dynamics::computeContactDynamicsDerivatives(*contact_, *d.contact, q, v, d.tau, theta);
+    dynamics::computeContactDynamicsDerivatives(*contact_, *d.contact, q, d.v_start, d.tau, theta);
     da_dq = &d.contact->da_dq;
     da_dv = &d.contact->da_dv;
     da_dtau = &d.contact->da_dtau;
@@ -280,11 +296,23 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
     da_dtau = &d.free->da_dtau;
     da_dtheta = &d.free->da_dtheta;
   }
-  // v' = v + dt a
-  d.dv_dx.leftCols(nv) = dt_ * *da_dq;
-  d.dv_dx.rightCols(nv) = dt_ * *da_dv;
-  d.dv_dx.rightCols(nv).diagonal().array() += 1;
-  d.dv_dtheta = dt_ * *da_dtheta;
+  if (impulse_) {
+    // v' = v^+ + dt a(q, v^+(q, v; theta), tau; theta): the chain rule through v^+
+    dynamics::computeImpulseDynamicsDerivatives(*impulse_, *d.impulse, q, v, theta);
+    const dynamics::ImpulseDynamicsData& I = *d.impulse;
+    d.dv_dx.leftCols(nv) = I.dvplus_dq + dt_ * *da_dq;
+    d.dv_dx.leftCols(nv).noalias() += dt_ * *da_dv * I.dvplus_dq;
+    d.dv_dx.rightCols(nv) = I.dvplus_dvminus;
+    d.dv_dx.rightCols(nv).noalias() += dt_ * *da_dv * I.dvplus_dvminus;
+    d.dv_dtheta = I.dvplus_dtheta + dt_ * *da_dtheta;
+    d.dv_dtheta.noalias() += dt_ * *da_dv * I.dvplus_dtheta;
+  } else {
+    // v' = v + dt a
+    d.dv_dx.leftCols(nv) = dt_ * *da_dq;
+    d.dv_dx.rightCols(nv) = dt_ * *da_dv;
+    d.dv_dx.rightCols(nv).diagonal().array() += 1;
+    d.dv_dtheta = dt_ * *da_dtheta;
+  }
   d.dv_dw = dt_ * *da_dtau;
   // q' = q ⊕ dt v'
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);

@@ -167,6 +167,24 @@ void EnergyOptions::validate() const {
 
 // ---- samples -----------------------------------------------------------------------------------
 
+std::vector<std::uint8_t> detectContacts(const pinocchio::Model& model, pinocchio::Data& data,
+                                         const std::vector<pinocchio::FrameIndex>& frames,
+                                         const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                         const ContactDetectionOptions& options) {
+  pinocchio::forwardKinematics(model, data, q, v);
+  pinocchio::updateFramePlacements(model, data);
+  std::vector<std::uint8_t> flags(frames.size());
+  for (std::size_t c = 0; c < frames.size(); ++c) {
+    const double h = data.oMf[frames[c]].translation().z() - options.ground_height;
+    const double speed =
+        pinocchio::getFrameVelocity(model, data, frames[c], pinocchio::LOCAL_WORLD_ALIGNED)
+            .linear()
+            .norm();
+    flags[c] = h < options.height && speed < options.speed ? 1 : 0;
+  }
+  return flags;
+}
+
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
                        const PreparationOptions& options) {
   options.validate();
@@ -325,16 +343,9 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
       std::vector<pinocchio::FrameIndex> ids;
       for (const auto& name : out.contact_names) ids.push_back(model.getFrameId(name));
       for (int i = 0; i < N; ++i) {
-        pinocchio::forwardKinematics(model, data, out.q.col(i), out.v.col(i));
-        pinocchio::updateFramePlacements(model, data);
-        for (int c = 0; c < nc; ++c) {
-          const double h = data.oMf[ids[c]].translation().z() - options.contact.ground_height;
-          const double speed =
-              pinocchio::getFrameVelocity(model, data, ids[c], pinocchio::LOCAL_WORLD_ALIGNED)
-                  .linear()
-                  .norm();
-          out.contact(c, i) = h < options.contact.height && speed < options.contact.speed ? 1 : 0;
-        }
+        const std::vector<std::uint8_t> flags =
+            detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
+        for (int c = 0; c < nc; ++c) out.contact(c, i) = flags[c];
       }
     }
   }

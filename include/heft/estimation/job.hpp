@@ -60,7 +60,8 @@ struct EstimateJobResult {
   std::string robot, log, scenario;
   std::string parametrization;
   RiccatiSummary summary;
-  int knots = 0, stride = 0, contact_phases = 0;
+  int knots = 0, stride = 0, contact_phases = 0, touchdowns = 0;
+  bool contacts_detected = false;
   double dt = 0, start_time = 0, end_time = 0;
   double time_s = 0;  ///< whole job, log reading and problem building included
   std::vector<identify::BodyEstimate> bodies;

@@ -14,11 +14,22 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/problem.hpp"
+#include "heft/identify/samples.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log.hpp"
 #include "heft/model/model.hpp"
 
 namespace heft::estimation {
+
+/// Where the contact set of each knot comes from (floating base).
+enum class ContactSource {
+  Auto,       ///< the log's contact flags when it has a contacts group, else Kinematic
+  Flags,      ///< the log's contacts group (required)
+  Kinematic,  ///< thresholds on the initial guess: foot height and speed (ContactDetectionOptions)
+};
+std::string toString(ContactSource source);
+/// "auto" / "flags" / "kinematic"; throws InputError naming the accepted values.
+ContactSource parseContactSource(const std::string& name);
 
 struct LogProblemOptions {
   std::vector<std::string> identified_bodies;  ///< body names (model::RobotModel::bodyIndex)
@@ -33,8 +44,23 @@ struct LogProblemOptions {
   /// Floating base: Baumgarte damping of the contact points' velocity [1/s] (0: none). MuJoCo's
   /// contacts are soft; rigid contacts keep any initial foot velocity forever without it.
   double contact_damping = 0;
+  ContactSource contact_source = ContactSource::Auto;
+  /// Kinematic contact detection: the robot's contact frames (model::RobotModel::contactFrames)
+  /// on the initial guess (encoders, motion capture, their differences).
+  identify::ContactDetectionOptions contact_detection;
+  /// Knots within transition_window [s] of a contact-set change get their generalized-force
+  /// noise multiplied by transition_noise_scale (1: off): rigid contacts and impulses do not model
+  /// the soft transient of a real (or MuJoCo) touchdown and lift-off.
+  double transition_window = 0.01;
+  double transition_noise_scale = 100;
+  /// Reset map (impulse dynamics of the new contact set) at every knot where a contact closes.
+  bool touchdown_impulses = true;
   /// Configuration process noise per step [rad, m]: what semi-implicit Euler misses over one step.
   double configuration_std = 1e-6;
+  /// The same at knots with a contact set: rigid contacts hold the feet still to the encoders'
+  /// precision, soft ones (MuJoCo's, a real foot's) let them sink and roll by millimetres; this
+  /// slack absorbs the difference (docs/estimation.md, measured on go2 and go1).
+  double contact_configuration_std = 1e-4;
   double encoder_std = 3e-5;            ///< [rad]
   bool use_logged_velocity = false;     ///< add the log's joint velocities as measurements
   double velocity_std = 0.05;           ///< [rad/s], logged velocity and the arrival prior on v
@@ -61,7 +87,10 @@ struct LogProblem {
   Eigen::VectorXd time;                           ///< N + 1 knot times [s]
   std::vector<int> samples;                       ///< joint sample of each knot
   double dt = 0;
-  int contact_phases = 0;  ///< number of contact-set changes along the horizon
+  int contact_phases = 0;          ///< number of contact-set changes along the horizon
+  int touchdowns = 0;              ///< stages that start with an impulse (a contact closes)
+  int transition_knots = 0;        ///< running stages with inflated noise (near a contact change)
+  bool contacts_detected = false;  ///< contact sets from kinematic thresholds, not the log's flags
   // Initial guess: encoders (and the motion capture for the base), central-difference
   // velocities, w = 0, nominal theta.
   std::vector<Eigen::VectorXd> xs, ws;

@@ -22,8 +22,10 @@
 ///     (R_bi^T omega_b - z_gyro) / s           (IMU gyro; IMU frame on the floating base)
 ///     log3(Z_imu^T R_wb R_bi) / s             (IMU orientation)
 ///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base) ]
-/// Impulses at touchdown are not modelled yet (docs/estimation.md): a phase change is a new
-/// contact set from the next knot on.
+/// Touchdown: a stage whose contact set closes a contact that was open at the previous knot may
+/// carry the reset map of that set (dynamics::ImpulseDynamics): v^+ = IMPULSE(q, v; theta) first,
+/// then the step above from (q, v^+), all within the stage (every stage keeps the same size):
+///   v'  = v^+ + dt a(q, v^+, tau_k + w_tau; theta),   q' = q ⊕ dt v'.
 #include <memory>
 #include <vector>
 
@@ -32,6 +34,7 @@
 
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
 
@@ -80,12 +83,15 @@ class MultibodyStageModel final : public StageModel {
   ///        S and parametrization must be the dynamics'.
   /// \param dt step [s] (running stages); ignored for a terminal stage.
   /// \param terminal true: no dynamics, no w (the last knot).
+  /// \param impulse the reset map applied at the start of the stage (a touchdown), or null; only
+  ///        with a contact set; its model, S and parametrization must be the dynamics'.
   /// \throws InputError naming the field on a size or value that does not fit.
   MultibodyStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
                       std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
                       std::shared_ptr<const MultibodyState> state,
                       std::shared_ptr<const MultibodySensors> sensors, const MultibodyNoise& noise,
-                      MultibodyMeasurement measurement, double dt, bool terminal);
+                      MultibodyMeasurement measurement, double dt, bool terminal,
+                      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
   void calc(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -97,6 +103,7 @@ class MultibodyStageModel final : public StageModel {
 
   const MultibodyMeasurement& measurement() const { return measurement_; }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
+  const dynamics::ImpulseDynamicsModel* impulse() const { return impulse_.get(); }
   double dt() const { return dt_; }
 
  private:
@@ -107,6 +114,7 @@ class MultibodyStageModel final : public StageModel {
 
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact_;
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse_;
   std::shared_ptr<const MultibodyState> state_;
   std::shared_ptr<const MultibodySensors> sensors_;
   std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each encoder
@@ -124,11 +132,13 @@ struct MultibodyStageData final : StageData {
   explicit MultibodyStageData(const MultibodyStageModel& model);
   std::unique_ptr<dynamics::ForwardDynamicsData> free;     ///< when the stage has no contact
   std::unique_ptr<dynamics::ContactDynamicsData> contact;  ///< when it has
+  std::unique_ptr<dynamics::ImpulseDynamicsData> impulse;  ///< at a touchdown
   Eigen::VectorXd tau, v_next, q_next, dq;                 ///< tau + w_tau, v', q', dt v'
-  Eigen::MatrixXd dv_dx, dq_dx;                            ///< nv x ndx
-  Eigen::MatrixXd dv_dw, dq_dw;                            ///< nv x nv: w.r.t. w_tau
-  Eigen::MatrixXd dv_dtheta, dq_dtheta;                    ///< nv x np
-  Eigen::MatrixXd A1, B1, A2, B2;                          ///< nv x nv integrate Jacobians
+  Eigen::VectorXd v_start;       ///< v^+ at a touchdown, else v: the velocity the step starts from
+  Eigen::MatrixXd dv_dx, dq_dx;  ///< nv x ndx
+  Eigen::MatrixXd dv_dw, dq_dw;  ///< nv x nv: w.r.t. w_tau
+  Eigen::MatrixXd dv_dtheta, dq_dtheta;  ///< nv x np
+  Eigen::MatrixXd A1, B1, A2, B2;        ///< nv x nv integrate Jacobians
 };
 
 }  // namespace heft::estimation

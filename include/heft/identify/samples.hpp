@@ -11,10 +11,13 @@
 ///    that the torque of sample k produced, exactly, before smoothing.
 /// Storage: one column per sample (q is nq x N, v and a nv x N, full Pinocchio vectors including
 /// the free-flyer), joint torques nj x N in the model's joint order.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
+#include <pinocchio/multibody/data.hpp>
+#include <pinocchio/multibody/model.hpp>
 
 #include "heft/io/log.hpp"
 #include "heft/io/signal.hpp"
@@ -49,6 +52,14 @@ struct ContactDetectionOptions {
   /// \throws InputError naming the field unless every value is finite and height, speed > 0.
   void validate() const;
 };
+
+/// Contact flags of `frames` at (q, v) by the thresholds of `options` (1 = in contact): each
+/// frame's height above the ground and its world-frame linear speed. `data` is a workspace of
+/// `model`. Shared by identification and heft::estimation (contact phases without flags).
+std::vector<std::uint8_t> detectContacts(const pinocchio::Model& model, pinocchio::Data& data,
+                                         const std::vector<pinocchio::FrameIndex>& frames,
+                                         const Eigen::VectorXd& q, const Eigen::VectorXd& v,
+                                         const ContactDetectionOptions& options);
 
 struct PreparationOptions {
   AccelerationMethod acceleration = AccelerationMethod::SavitzkyGolayDerivative;
