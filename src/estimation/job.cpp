@@ -115,6 +115,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     Section s(top.raw("measurements"), "measurements", source);
     s.read("joint_velocities", p.use_logged_velocity);
     s.read("imu", p.use_imu);
+    s.read("accelerometer", p.use_accelerometer);
     s.read("mocap", p.use_mocap);
     s.finish();
   }
@@ -129,6 +130,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     s.read("joint_velocity", p.velocity_std);
     s.read("gyro", p.gyro_std);
     s.read("imu_orientation", p.imu_orientation_std);
+    s.read("accelerometer", p.accelerometer_std);
     s.read("mocap_position", p.mocap_position_std);
     s.read("mocap_orientation", p.mocap_orientation_std);
     s.finish();

@@ -83,6 +83,7 @@ void LogProblemOptions::validate() const {
   requirePositive(velocity_std, "velocity_std", " [rad/s]");
   requirePositive(gyro_std, "gyro_std", " [rad/s]");
   requirePositive(imu_orientation_std, "imu_orientation_std", " [rad]");
+  requirePositive(accelerometer_std, "accelerometer_std", " [m/s^2]");
   requirePositive(mocap_position_std, "mocap_position_std", " [m]");
   requirePositive(mocap_orientation_std, "mocap_orientation_std", " [rad]");
   requirePositive(theta_prior_std, "theta_prior_std");
@@ -125,6 +126,7 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
   sensors->joint_velocity_std = options.velocity_std;
   sensors->gyro_std = options.gyro_std;
   sensors->imu_orientation_std = options.imu_orientation_std;
+  sensors->accelerometer_std = options.accelerometer_std;
   sensors->mocap_position_std = options.mocap_position_std;
   sensors->mocap_orientation_std = options.mocap_orientation_std;
 
@@ -168,6 +170,7 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
     if (options.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
       const std::string imu = log.imu->frame.empty() ? robot.body(1).name : log.imu->frame;
       sensors->imu_frame = frameIndex(pin, imu, "log imu frame");
+      sensors->accelerometer = options.use_accelerometer && log.imu->accel.rows() > 0;
       imu_at = samplesAtKnots(log.imu->time, p.time, p.dt);
     }
   }
@@ -341,6 +344,10 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
       const io::ImuSeries& imu = *log.imu;
       z.has_gyro = true;
       z.gyro = imu.gyro.row(imu_at[k]).transpose();
+      if (sensors->accelerometer) {
+        z.has_accel = true;
+        z.accel = imu.accel.row(imu_at[k]).transpose();
+      }
       if (imu.orientation.rows() > 0) {
         z.has_imu_orientation = true;
         z.imu_orientation = quaternionRow(imu.orientation, imu_at[k]);

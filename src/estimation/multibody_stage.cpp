@@ -14,6 +14,7 @@ namespace {
 int sensorRows(const MultibodySensors& sensors) {
   const int nj = static_cast<int>(sensors.encoders.size());
   return nj + (sensors.joint_velocities ? nj : 0) + (sensors.imu_frame > 0 ? 6 : 0) +
+         (sensors.imu_frame > 0 && sensors.accelerometer ? 3 : 0) +
          (sensors.mocap_frame > 0 ? 6 : 0);
 }
 
@@ -96,8 +97,10 @@ MultibodyStageModel::MultibodyStageModel(
     q_index_.push_back(model.joints[j].idx_q());
     v_index_.push_back(model.joints[j].idx_v());
   }
+  require(!s.accelerometer || s.imu_frame > 0, "multibody sensors accelerometer",
+          "an IMU frame (imu_frame)", "none");
   for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
-                    s.mocap_position_std, s.mocap_orientation_std})
+                    s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std})
     requirePositive(sd, "multibody sensor std");
   if (s.imu_frame > 0) requireOnFloatingBase(model, s.imu_frame, "IMU frame");
   if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
@@ -108,7 +111,7 @@ MultibodyStageModel::MultibodyStageModel(
           std::to_string(s.joint_velocities ? nj : 0), std::to_string(measurement_.joint_v.size()));
   require(measurement_.joint_q.allFinite() && measurement_.joint_v.allFinite() &&
               measurement_.gyro.allFinite() && measurement_.imu_orientation.coeffs().allFinite() &&
-              measurement_.mocap_position.allFinite() &&
+              measurement_.accel.allFinite() && measurement_.mocap_position.allFinite() &&
               measurement_.mocap_orientation.coeffs().allFinite(),
           "stage measurements", "finite values", "NaN or infinity");
   if (!terminal) {
@@ -135,6 +138,12 @@ MultibodyStageModel::MultibodyStageModel(
     row += 6;
     gyro_info_ = measurement_.has_gyro ? 1 / s.gyro_std : 0;
     imu_info_ = measurement_.has_imu_orientation ? 1 / s.imu_orientation_std : 0;
+    if (s.accelerometer) {
+      accel_row_ = row;
+      row += 3;
+      // the terminal knot has no acceleration: its rows stay at zero weight
+      accel_info_ = measurement_.has_accel && !terminal ? 1 / s.accelerometer_std : 0;
+    }
   }
   if (s.mocap_frame > 0) {
     mocap_row_ = row;
@@ -165,6 +174,12 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
   dv_dtheta.setZero(nv, np);
   dq_dtheta.setZero(nv, np);
   for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
+  da_dx.setZero(nv, ndx);
+  dvs_dx.setZero(nv, ndx);
+  da_dtheta.setZero(nv, np);
+  dvs_dtheta.setZero(nv, np);
+  acc_dv.setZero(3, nv);
+  acc_da.setZero(3, nv);
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
@@ -266,6 +281,12 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
     d.r.head(ndx()) = process_info_.cwiseProduct(w);
   }
   sensorResiduals(d, x);
+  if (accel_row_ >= 0) {
+    if (hasDynamics())
+      accelerometerResidual(d, x, contact_ ? d.contact->a : d.free->a);
+    else
+      d.r.segment<3>(accel_row_).setZero();
+  }
   d.cost = 0.5 * d.r.squaredNorm();
 }
 
@@ -296,23 +317,29 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
     da_dtau = &d.free->da_dtau;
     da_dtheta = &d.free->da_dtheta;
   }
+  // v_start = v^+(q, v; theta) at a touchdown, else v; a = a(q, v_start, tau; theta)
   if (impulse_) {
-    // v' = v^+ + dt a(q, v^+(q, v; theta), tau; theta): the chain rule through v^+
     dynamics::computeImpulseDynamicsDerivatives(*impulse_, *d.impulse, q, v, theta);
     const dynamics::ImpulseDynamicsData& I = *d.impulse;
-    d.dv_dx.leftCols(nv) = I.dvplus_dq + dt_ * *da_dq;
-    d.dv_dx.leftCols(nv).noalias() += dt_ * *da_dv * I.dvplus_dq;
-    d.dv_dx.rightCols(nv) = I.dvplus_dvminus;
-    d.dv_dx.rightCols(nv).noalias() += dt_ * *da_dv * I.dvplus_dvminus;
-    d.dv_dtheta = I.dvplus_dtheta + dt_ * *da_dtheta;
-    d.dv_dtheta.noalias() += dt_ * *da_dv * I.dvplus_dtheta;
+    d.dvs_dx.leftCols(nv) = I.dvplus_dq;
+    d.dvs_dx.rightCols(nv) = I.dvplus_dvminus;
+    d.dvs_dtheta = I.dvplus_dtheta;
+    d.da_dx.leftCols(nv) = *da_dq;
+    d.da_dx.rightCols(nv).setZero();
+    d.da_dx.noalias() += *da_dv * d.dvs_dx;
+    d.da_dtheta = *da_dtheta;
+    d.da_dtheta.noalias() += *da_dv * d.dvs_dtheta;
   } else {
-    // v' = v + dt a
-    d.dv_dx.leftCols(nv) = dt_ * *da_dq;
-    d.dv_dx.rightCols(nv) = dt_ * *da_dv;
-    d.dv_dx.rightCols(nv).diagonal().array() += 1;
-    d.dv_dtheta = dt_ * *da_dtheta;
+    d.dvs_dx.leftCols(nv).setZero();
+    d.dvs_dx.rightCols(nv).setIdentity();
+    d.dvs_dtheta.setZero();
+    d.da_dx.leftCols(nv) = *da_dq;
+    d.da_dx.rightCols(nv) = *da_dv;
+    d.da_dtheta = *da_dtheta;
   }
+  // v' = v_start + dt a
+  d.dv_dx = d.dvs_dx + dt_ * d.da_dx;
+  d.dv_dtheta = d.dvs_dtheta + dt_ * d.da_dtheta;
   d.dv_dw = dt_ * *da_dtau;
   // q' = q ⊕ dt v'
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
@@ -332,6 +359,56 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.F_w.topRightCorner(nv, nv).noalias() = d.A2 * d.dq_dw;
   d.F_w.bottomLeftCorner(nv, nv).setZero();
   d.F_w.bottomRightCorner(nv, nv) = d.dv_dw;
+  if (accel_row_ >= 0) accelerometerJacobians(d, x);
+}
+
+// The IMU is on the floating base: with the base twist (v_lin, omega) and spatial acceleration
+// (a_lin, alpha) in the base frame (Pinocchio's free-flyer v and a), the classical acceleration of
+// the IMU point p is acc_b = a_lin + alpha x p + omega x (v_lin + omega x p).
+void MultibodyStageModel::accelerometerResidual(MultibodyStageData& d,
+                                                const Eigen::Ref<const Eigen::VectorXd>& x,
+                                                const Eigen::VectorXd& a) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
+  const Eigen::Vector3d& p = bMi.translation();
+  const Eigen::Vector3d v_lin = d.v_start.head<3>(), omega = d.v_start.segment<3>(3);
+  const Eigen::Vector3d acc_b =
+      a.head<3>() + a.segment<3>(3).cross(p) + omega.cross(v_lin + omega.cross(p));
+  const Eigen::Vector3d g_b = baseRotation(x).transpose() * model.gravity.linear();
+  d.r.segment<3>(accel_row_) =
+      accel_info_ * (bMi.rotation().transpose() * (acc_b - g_b) - measurement_.accel);
+}
+
+void MultibodyStageModel::accelerometerJacobians(MultibodyStageData& d,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nv = model.nv;
+  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
+  const Eigen::Vector3d& p = bMi.translation();
+  const Eigen::Vector3d v_lin = d.v_start.head<3>(), omega = d.v_start.segment<3>(3);
+  const Eigen::Matrix3d S = accel_info_ * bMi.rotation().transpose();
+  // d acc_b / d v_start and d acc_b / d a (base columns only), in the IMU frame, weighted
+  d.acc_dv.setZero();
+  d.acc_dv.leftCols<3>() = S * pinocchio::skew(omega);
+  d.acc_dv.middleCols<3>(3) = -S * (pinocchio::skew(v_lin) + pinocchio::skew(omega.cross(p)) +
+                                    pinocchio::skew(omega) * pinocchio::skew(p));
+  d.acc_da.setZero();
+  d.acc_da.leftCols<3>() = S;
+  d.acc_da.middleCols<3>(3) = -S * pinocchio::skew(p);
+  auto R_x = d.R_x.middleRows<3>(accel_row_);
+  R_x.noalias() = d.acc_dv * d.dvs_dx;
+  R_x.noalias() += d.acc_da * d.da_dx;
+  // -R^T g under R' = R Exp(dtheta): d(R^T g) = [R^T g]x dtheta
+  const Eigen::Vector3d g_b = baseRotation(x).transpose() * model.gravity.linear();
+  R_x.middleCols<3>(3) -= S * pinocchio::skew(g_b);
+  // w = (w_q, w_tau): only w_tau moves a, by d a / d tau = dv_dw / dt
+  auto R_w = d.R_w.middleRows<3>(accel_row_);
+  R_w.leftCols(nv).setZero();
+  R_w.rightCols(nv).noalias() = d.acc_da * d.dv_dw;
+  R_w.rightCols(nv) /= dt_;
+  auto R_theta = d.R_theta.middleRows<3>(accel_row_);
+  R_theta.noalias() = d.acc_dv * d.dvs_dtheta;
+  R_theta.noalias() += d.acc_da * d.da_dtheta;
 }
 
 }  // namespace heft::estimation

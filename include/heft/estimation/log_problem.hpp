@@ -61,13 +61,17 @@ struct LogProblemOptions {
   /// precision, soft ones (MuJoCo's, a real foot's) let them sink and roll by millimetres; this
   /// slack absorbs the difference (docs/estimation.md, measured on go2 and go1).
   double contact_configuration_std = 1e-4;
-  double encoder_std = 3e-5;            ///< [rad]
-  bool use_logged_velocity = false;     ///< add the log's joint velocities as measurements
-  double velocity_std = 0.05;           ///< [rad/s], logged velocity and the arrival prior on v
-  bool use_imu = true;                  ///< floating base: gyro and orientation residuals
+  double encoder_std = 3e-5;         ///< [rad]
+  bool use_logged_velocity = false;  ///< add the log's joint velocities as measurements
+  double velocity_std = 0.05;        ///< [rad/s], logged velocity and the arrival prior on v
+  bool use_imu = true;               ///< floating base: gyro and orientation residuals
+  /// Floating base: the IMU's specific force (with use_imu). Off by default: on the go2 fixture
+  /// it left the base's rotational inertia 48x off after 30 iterations (docs/estimation.md).
+  bool use_accelerometer = false;
   bool use_mocap = true;                ///< floating base: pose residuals of the tracked frame
   double gyro_std = 6e-3;               ///< [rad/s] (noise and an uncalibrated bias)
   double imu_orientation_std = 5e-3;    ///< [rad]
+  double accelerometer_std = 0.1;       ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 2e-3;     ///< [m] (noise and an uncalibrated marker offset)
   double mocap_orientation_std = 1e-2;  ///< [rad]
   /// Prior on theta around the nominal model: this std on every coordinate of theta (log-Cholesky

@@ -21,6 +21,9 @@
 ///     (v_j - z_v) / s                         (logged joint velocities, optional)
 ///     (R_bi^T omega_b - z_gyro) / s           (IMU gyro; IMU frame on the floating base)
 ///     log3(Z_imu^T R_wb R_bi) / s             (IMU orientation)
+///     (R_bi^T (acc_b - R_wb^T g) - z_acc) / s (IMU accelerometer, running stages: the specific
+///       force at the IMU, acc_b = a_lin + alpha x p + omega x (v_lin + omega x p) with the
+///       stage's base acceleration a (after the impulse, if any) and p the IMU's position)
 ///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base) ]
 /// Touchdown: a stage whose contact set closes a contact that was open at the previous knot may
 /// carry the reset map of that set (dynamics::ImpulseDynamics): v^+ = IMPULSE(q, v; theta) first,
@@ -58,6 +61,8 @@ struct MultibodySensors {
   double joint_velocity_std = 1e-2;             ///< [rad/s] or [m/s]
   double gyro_std = 5e-3;                       ///< [rad/s]
   double imu_orientation_std = 5e-3;            ///< [rad]
+  bool accelerometer = false;                   ///< IMU accelerometer rows (needs imu_frame)
+  double accelerometer_std = 0.1;               ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 1e-3;             ///< [m]
   double mocap_orientation_std = 5e-3;          ///< [rad]
 };
@@ -71,10 +76,14 @@ struct MultibodyMeasurement {
   Eigen::Vector3d gyro = Eigen::Vector3d::Zero();  ///< [rad/s], IMU frame
   bool has_imu_orientation = false;
   Eigen::Quaterniond imu_orientation = Eigen::Quaterniond::Identity();  ///< IMU-to-world
+  bool has_accel = false;
+  Eigen::Vector3d accel = Eigen::Vector3d::Zero();  ///< specific force [m/s^2], IMU frame
   bool has_mocap = false;
   Eigen::Vector3d mocap_position = Eigen::Vector3d::Zero();               ///< world [m]
   Eigen::Quaterniond mocap_orientation = Eigen::Quaterniond::Identity();  ///< frame-to-world
 };
+
+struct MultibodyStageData;
 
 class MultibodyStageModel final : public StageModel {
  public:
@@ -122,9 +131,16 @@ class MultibodyStageModel final : public StageModel {
   MultibodyMeasurement measurement_;
   double dt_ = 0;
   // First row of each block (-1: absent).
-  int encoder_row_ = 0, velocity_row_ = -1, gyro_row_ = -1, imu_row_ = -1, mocap_row_ = -1;
+  int encoder_row_ = 0, velocity_row_ = -1, gyro_row_ = -1, imu_row_ = -1, mocap_row_ = -1,
+      accel_row_ = -1;
   // Weights of this knot (0 where the sensor has no sample).
-  double gyro_info_ = 0, imu_info_ = 0, mocap_position_info_ = 0, mocap_orientation_info_ = 0;
+  double gyro_info_ = 0, imu_info_ = 0, mocap_position_info_ = 0, mocap_orientation_info_ = 0,
+         accel_info_ = 0;
+  // Accelerometer rows at the stage's acceleration (calc / calcDiff after the dynamics).
+  void accelerometerResidual(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                             const Eigen::VectorXd& a) const;
+  void accelerometerJacobians(MultibodyStageData& d,
+                              const Eigen::Ref<const Eigen::VectorXd>& x) const;
 };
 
 /// Workspaces of MultibodyStageModel.
@@ -139,6 +155,9 @@ struct MultibodyStageData final : StageData {
   Eigen::MatrixXd dv_dw, dq_dw;  ///< nv x nv: w.r.t. w_tau
   Eigen::MatrixXd dv_dtheta, dq_dtheta;  ///< nv x np
   Eigen::MatrixXd A1, B1, A2, B2;        ///< nv x nv integrate Jacobians
+  // d a / d x and d a / d theta through v^+ too; d v_start / d x and d theta (accelerometer)
+  Eigen::MatrixXd da_dx, da_dtheta, dvs_dx, dvs_dtheta;
+  Eigen::Matrix<double, 3, Eigen::Dynamic> acc_dv, acc_da;  ///< 3 x nv
 };
 
 }  // namespace heft::estimation
