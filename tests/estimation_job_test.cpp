@@ -21,6 +21,7 @@
 #include "heft/io/validation.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/simulated_log.hpp"
 
 namespace heft::estimation {
 namespace {
@@ -48,13 +49,7 @@ std::string configErrorOf(const std::string& yaml) {
 // (nominal sensor noise without the torque bias: no actuator-bias parameter yet), written once.
 const std::string& pendulumLog() {
   static const std::string path = [] {
-    sim::SimulationOptions options;
-    options.duration = 3.2;
-    options.seed = 1;
-    sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
-    profile.torque_bias = 0;
-    options.profile = profile;
-    const auto run = sim::simulate(sim::findScenario("double-pendulum-payload"), options);
+    const auto run = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
     EXPECT_TRUE(run.summary.ok()) << run.summary.report();
     const fs::path p = scratch("double_pendulum_payload.h5");
     io::WriteOptions write;
@@ -97,6 +92,13 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
 
   e = configErrorOf(base + "solver:\n  rollout: double\n");
   EXPECT_NE(e.find("multiple-shooting"), std::string::npos) << e;
+
+  e = configErrorOf(base + "contacts:\n  source: sometimes\n");
+  EXPECT_NE(e.find("job.yaml:6"), std::string::npos) << e;
+  EXPECT_NE(e.find("kinematic"), std::string::npos) << e;
+
+  e = configErrorOf(base + "contacts:\n  transition_noise_scale: 0\n");
+  EXPECT_NE(e.find("transition_noise_scale"), std::string::npos) << e;
 }
 
 TEST(EstimateJobConfig, BundledExampleParses) {

@@ -25,6 +25,7 @@
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/malloc_counter.hpp"
+#include "support/simulated_log.hpp"
 
 namespace heft {
 namespace {
@@ -599,15 +600,8 @@ double rms(const std::vector<double>& values) {
 }
 
 TEST(EstimateFromMujoco, DoublePendulumPayloadMassComAndTrajectory) {
-  sim::SimulationOptions sim_options;
-  sim_options.duration = 3.2;
-  sim_options.seed = 1;
-  // Nominal sensors without the torque bias: heft::estimation has no actuator-bias parameter yet
-  // (docs/estimation.md); a 0.05 N m bias is 15 % of link 2's gravity torque.
-  sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
-  profile.torque_bias = 0;
-  sim_options.profile = profile;
-  const auto sim = sim::simulate(sim::findScenario("double-pendulum-payload"), sim_options);
+  // Without the torque bias: a 0.05 N m bias is 15 % of link 2's gravity torque.
+  const auto sim = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
   ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
   const io::Log& log = sim.log;
   ASSERT_TRUE(log.truth.has_value());
@@ -759,14 +753,8 @@ TEST(LogProblem, FloatingBaseFromMujocoLog) {
 // the log's flags; every touchdown starts with an impulse; and a wrong sequence (the flags 15 ms
 // late) degrades the estimate instead of breaking the solve.
 TEST(LogProblem, TrotContactsKinematicImpulsesAndAWrongSequence) {
-  sim::SimulationOptions sim_options;
-  sim_options.duration =
-      2.05;  // settle 1 s, trot faded in over 0.5 s: the window is at full height
-  sim_options.seed = 2;
-  sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
-  profile.torque_bias = 0;
-  sim_options.profile = profile;
-  const auto sim = sim::simulate(sim::findScenario("go1-7.2kg"), sim_options);
+  // settle 1 s, trot faded in over 0.5 s: the window from 1.6 s is at full height
+  const auto sim = test::simulateNominalWithoutTorqueBias("go1-7.2kg", 2.05, 2);
   ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
   const model::RobotModel robot = model::loadRobot("go1");
   const Vector10 pi_true = identify::truthPi(robot, sim.log, 1);

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <limits>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/spatial.hpp>
@@ -19,6 +21,7 @@
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/io/signal.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/io/yaml_section.hpp"
 
@@ -62,15 +65,9 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
       io::loadYamlMapping(yaml_text, source, "robot, log, estimate, window, noise, solver, ...");
   EstimateJobConfig config;
   config.source = source;
-  auto resolve = [&](const std::string& path) { return io::resolveConfigPath(base_dir, path); };
 
   Section top(root, "", source);
-  if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as go2, or a path)");
-  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
-  config.robot = top.string("robot");
-  if (config.robot.find('/') != std::string::npos || config.robot.find('.') != std::string::npos)
-    config.robot = resolve(config.robot);
-  config.log = resolve(top.string("log"));
+  std::tie(config.robot, config.log) = io::readRobotAndLog(top, root, base_dir);
   if (top.has("base")) {
     config.base = located(top, "base", [](const std::string& s) {
       if (s == "default") return model::BaseType::Default;
@@ -183,16 +180,6 @@ double seconds(std::chrono::steady_clock::time_point since) {
 }
 
 std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
-
-// Index of the sample of `time` nearest to t (time strictly increasing, non-empty).
-int nearestIndex(const Eigen::VectorXd& time, double t) {
-  const double* begin = time.data();
-  const double* end = begin + time.size();
-  const double* it = std::lower_bound(begin, end, t);
-  if (it == end) return static_cast<int>(time.size()) - 1;
-  if (it != begin && t - *(it - 1) < *it - t) --it;
-  return static_cast<int>(it - begin);
-}
 
 // Block-diagonal d pi / d theta of the estimated bodies.
 Eigen::MatrixXd piJacobian(inertia::Parametrization parametrization, const Eigen::VectorXd& theta) {
@@ -310,7 +297,7 @@ std::optional<TrajectoryErrors> trajectoryErrors(const model::RobotModel& robot,
   double q_est = 0, q_raw = 0, v_est = 0, v_raw = 0, p_est = 0, p_raw = 0, r_est = 0, r_raw = 0;
   int knots = 0;
   for (int k = 0; k < lp.time.size(); ++k) {
-    const int i = nearestIndex(truth.time, lp.time(k));
+    const int i = io::nearestSample(truth.time, lp.time(k));
     if (std::abs(truth.time(i) - lp.time(k)) > 1e-6) continue;
     ++knots;
     const Eigen::VectorXd& x = solver.xs()[k];
@@ -398,7 +385,7 @@ EstimateJobResult runEstimateJob(const EstimateJobConfig& config, std::ostream* 
             "a time within the log's joints/time [" + fixed(time(0)) + ", " +
                 fixed(time(time.size() - 1)) + "] s",
             fixed(*config.start_time));
-    options.first_sample = nearestIndex(time, *config.start_time);
+    options.first_sample = io::nearestSample(time, *config.start_time);
   }
   const int available = (static_cast<int>(time.size()) - 1 - options.first_sample) / options.stride;
   options.knots = config.knots.value_or(available);
@@ -448,7 +435,11 @@ EstimateJobResult runEstimateJob(const EstimateJobConfig& config, std::ostream* 
   // if any, are excluded from Sigma_theta and named in a warning).
   const Eigen::MatrixXd J = piJacobian(options.parametrization, result.theta);
   const Eigen::MatrixXd J0 = piJacobian(options.parametrization, lp.theta);
-  const Eigen::MatrixXd prior_cov = J0 * J0.transpose() * std::pow(options.theta_prior_std, 2);
+  const Eigen::MatrixXd prior_cov =
+      std::isfinite(options.theta_prior_std)
+          ? Eigen::MatrixXd(J0 * J0.transpose() * std::pow(options.theta_prior_std, 2))
+          : Eigen::MatrixXd::Constant(J0.rows(), J0.cols(),
+                                      std::numeric_limits<double>::infinity());  // no prior
   result.covariance = J * result.theta_covariance * J.transpose();
   const int nb = static_cast<int>(lp.identified.size());
   result.linear.resize(10 * nb);

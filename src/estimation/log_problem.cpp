@@ -8,19 +8,12 @@
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/io/signal.hpp"
 
 namespace heft::estimation {
 namespace {
 
-// Index of the sample of `time` nearest to t (time strictly increasing, non-empty).
-int nearestSample(const Eigen::VectorXd& time, double t) {
-  const double* begin = time.data();
-  const double* end = begin + time.size();
-  const double* it = std::lower_bound(begin, end, t);
-  if (it == end) return static_cast<int>(time.size()) - 1;
-  if (it != begin && t - *(it - 1) < *it - t) --it;
-  return static_cast<int>(it - begin);
-}
+using io::nearestSample;
 
 // For every knot, the sample of `time` nearest to it if within half a step, else -1; a sample is
 // used by one knot at most.
@@ -86,7 +79,8 @@ void LogProblemOptions::validate() const {
   requirePositive(accelerometer_std, "accelerometer_std", " [m/s^2]");
   requirePositive(mocap_position_std, "mocap_position_std", " [m]");
   requirePositive(mocap_orientation_std, "mocap_orientation_std", " [rad]");
-  requirePositive(theta_prior_std, "theta_prior_std");
+  require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
+          std::to_string(theta_prior_std));
 }
 
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <tuple>
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
 
@@ -52,16 +53,10 @@ FilterJobConfig parseFilterJobConfig(const std::string& yaml_text, const std::st
   const YAML::Node root = io::loadYamlMapping(yaml_text, source, "robot, log, bodies, filter, ...");
   FilterJobConfig config;
   config.source = source;
-  auto resolve = [&](const std::string& path) { return io::resolveConfigPath(base_dir, path); };
 
   Section top(root, "", source);
-  if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as talos, or a path)");
-  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
+  std::tie(config.robot, config.log) = io::readRobotAndLog(top, root, base_dir);
   if (!top.has("bodies")) top.fail(root, "bodies", "missing (a list of body names to estimate)");
-  config.robot = top.string("robot");
-  if (config.robot.find('/') != std::string::npos || config.robot.find('.') != std::string::npos)
-    config.robot = resolve(config.robot);
-  config.log = resolve(top.string("log"));
   {
     const YAML::Node n = top.raw("bodies");
     try {

@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
@@ -60,16 +61,9 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
 
   JobConfig config;
   config.source = source;
-  auto resolve = [&](const std::string& path) { return io::resolveConfigPath(base_dir, path); };
 
   Section top(root, "", source);
-  if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as go2, or a path)");
-  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
-  config.robot = top.string("robot");
-  // a short name ("go2") stays a name; anything that looks like a path is a path
-  if (config.robot.find('/') != std::string::npos || config.robot.find('.') != std::string::npos)
-    config.robot = resolve(config.robot);
-  config.log = resolve(top.string("log"));
+  std::tie(config.robot, config.log) = io::readRobotAndLog(top, root, base_dir);
   if (top.has("base")) {
     config.base = located(top, "base", [](const std::string& s) {
       if (s == "default") return model::BaseType::Default;

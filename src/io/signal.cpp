@@ -87,6 +87,15 @@ Eigen::MatrixXd interpolateOptional(const Eigen::VectorXd& time, const Eigen::Ma
 
 }  // namespace
 
+int nearestSample(const Eigen::VectorXd& time, double t) {
+  const double* begin = time.data();
+  const double* end = begin + time.size();
+  const double* it = std::lower_bound(begin, end, t);
+  if (it == end) return static_cast<int>(time.size()) - 1;
+  if (it != begin && t - *(it - 1) < *it - t) --it;
+  return static_cast<int>(it - begin);
+}
+
 Eigen::VectorXd uniformGrid(double start, double end, double rate) {
   require(std::isfinite(rate) && rate > 0, "grid rate [Hz]", "> 0", num(rate));
   require(std::isfinite(start) && std::isfinite(end) && end >= start, "grid span [s]",

@@ -24,4 +24,17 @@ inline sim::SimulationSummary writeSimulatedLog(const std::string& scenario, std
   return run.summary;
 }
 
+/// A MuJoCo run of `scenario` for `duration` seconds with the nominal sensor noise but without its
+/// torque bias: heft::estimation has no actuator-bias parameter yet (docs/estimation.md).
+inline sim::SimulationResult simulateNominalWithoutTorqueBias(const std::string& scenario,
+                                                              double duration, std::uint64_t seed) {
+  sim::SimulationOptions options;
+  options.duration = duration;
+  options.seed = seed;
+  sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
+  profile.torque_bias = 0;
+  options.profile = profile;
+  return sim::simulate(sim::findScenario(scenario), options);
+}
+
 }  // namespace heft::test

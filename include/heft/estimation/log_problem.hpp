@@ -76,6 +76,8 @@ struct LogProblemOptions {
   double mocap_orientation_std = 1e-2;  ///< [rad]
   /// Prior on theta around the nominal model: this std on every coordinate of theta (log-Cholesky
   /// coordinates are logarithms and lengths of the pseudo-inertia's factor).
+  /// Infinity: no prior (the paper's setting for comparing parametrizations; unexcited directions
+  /// then stay where they start, through the solver's nullspace step).
   double theta_prior_std = 1.0;
   /// Throws InputError naming the field.
   void validate() const;

@@ -12,6 +12,10 @@ namespace heft::io {
 /// Throws InputError unless rate > 0 and end >= start are finite.
 Eigen::VectorXd uniformGrid(double start, double end, double rate);
 
+/// Index of the sample of `time` (strictly increasing, non-empty) nearest to t; ties go to the
+/// later sample.
+int nearestSample(const Eigen::VectorXd& time, double t);
+
 /// Linear interpolation of the rows of `values` (N x m, sampled at strictly increasing `time`) at
 /// `query` (Q). Every query must lie in [time(0), time(N-1)] (no extrapolation): InputError
 /// otherwise, naming `field` and the query row.

@@ -153,4 +153,17 @@ inline std::string resolveConfigPath(const std::string& base_dir, const std::str
   return (std::filesystem::path(base_dir) / path).lexically_normal().string();
 }
 
+/// The robot and the log every job config names: `robot` (a short name such as go2 stays a name;
+/// anything with a '/' or a '.' is a path, resolved against base_dir) and `log` (resolved). A
+/// missing key fails naming the config's line.
+inline std::pair<std::string, std::string> readRobotAndLog(YamlSection& top, const YAML::Node& root,
+                                                           const std::string& base_dir) {
+  if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as go2, or a path)");
+  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
+  std::string robot = top.string("robot");
+  if (robot.find('/') != std::string::npos || robot.find('.') != std::string::npos)
+    robot = resolveConfigPath(base_dir, robot);
+  return {robot, resolveConfigPath(base_dir, top.string("log"))};
+}
+
 }  // namespace heft::io
