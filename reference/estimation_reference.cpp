@@ -53,7 +53,8 @@
 //   knot k tau[nv] z[nj] x[nq + nv] w[2nv]     k = 0..N-1: input, encoders, initial guess
 //   terminal N z[nj] x[nq + nv]
 //   solver max_iterations tolerance threads repetitions
-//   check m k_1 .. k_m                 m knots whose f(x_k, w_k; theta_guess) is written back
+//   checks m                           then m records, each a point where stage k is evaluated:
+//   check k x[nq + nv] w[2nv] theta[np]   (f(x, w; theta) and the stage cost are written back)
 //   end
 // OUT:
 //   heft-reference-estimation-result 1
@@ -71,7 +72,7 @@
 //                                      iteration (first repetition; read in the callback)
 //   feasible_history f_1 .. f_n        1 if the iterate after each iteration has every gap
 //                                      closed (FDDP's is_feasible), else 0
-//   check k xnext[nq + nv]             one line per requested knot
+//   check k xnext[nq + nv] cost        one line per check: f(x, w; theta), 0.5 |r_k(x, w)|^2
 //   end
 // Exit code 0 on success (converged or not), 2 on a malformed input.
 #include <crocoddyl/core/action-base.hpp>
@@ -129,7 +130,11 @@ struct EstimationInput {
   std::vector<Knot> knots;  // N + 1 (the last one without tau and w)
   int max_iterations = 100, threads = 1, repetitions = 1;
   double tolerance = 1e-9;
-  std::vector<int> check;
+  struct Check {
+    int knot = 0;
+    VectorXd x, w, theta;
+  };
+  std::vector<Check> checks;
 };
 
 class Reader {
@@ -273,14 +278,20 @@ EstimationInput readInput(const std::string& path) {
   r.done();
   if (p.max_iterations < 1 || !(p.tolerance > 0) || p.threads < 1 || p.repetitions < 1)
     throw InputError("solver: expected max_iterations, threads, repetitions >= 1, tolerance > 0");
-  r.record("check");
+  r.record("checks");
   const int m = r.integer();
-  for (int i = 0; i < m; ++i) {
-    const int k = r.integer();
-    if (k < 0 || k >= p.N) throw InputError("check: knot out of range");
-    p.check.push_back(k);
-  }
   r.done();
+  for (int i = 0; i < m; ++i) {
+    r.record("check");
+    EstimationInput::Check c;
+    c.knot = r.integer();
+    if (c.knot < 0 || c.knot >= p.N) throw InputError("check: knot out of range");
+    c.x = r.vector(p.nq + p.nv);
+    c.w = r.vector(2 * p.nv);
+    c.theta = r.vector(p.np);
+    r.done();
+    p.checks.push_back(std::move(c));
+  }
   r.record("end");
   return p;
 }
@@ -594,11 +605,17 @@ int run(const std::string& in_path, const std::string& out_path) {
   std::ofstream out(out_path);
   out << std::setprecision(17);
   out << "heft-reference-estimation-result 1\n";
+  // The checks, on data of their own.
   std::vector<std::string> checks;
-  for (int k : p.check) {
+  for (const EstimationInput::Check& c : p.checks) {
+    const auto& model = problem->get_runningModels()[c.knot + 1];
+    const auto data = model->createData();
+    VectorXd y(ny);
+    y << c.x, c.theta;
+    model->calc(data, y, c.w);
     std::ostringstream line;
-    line << std::setprecision(17) << "check " << k << " "
-         << problem->get_runningDatas()[k + 1]->xnext.head(nx).transpose() << "\n";
+    line << std::setprecision(17) << "check " << c.knot << " " << data->xnext.head(nx).transpose()
+         << " " << data->cost << "\n";
     checks.push_back(line.str());
   }
 

@@ -143,10 +143,15 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   }
   out << "solver " << options.max_iterations << ' ' << options.tolerance << ' ' << options.threads
       << ' ' << options.repetitions << "\n";
-  out << "check " << options.check_knots.size();
-  for (int k : options.check_knots) {
-    require(k >= 0 && k < N, "reference check knot", "in [0, N)", std::to_string(k));
-    out << ' ' << k;
+  out << "checks " << options.checks.size();
+  for (const ReferenceCheck& c : options.checks) {
+    require(c.knot >= 0 && c.knot < N, "reference check knot", "in [0, N)", std::to_string(c.knot));
+    require(c.x.size() == nq + nv && c.w.size() == ndx && c.theta.size() == np,
+            "reference check sizes", "nq + nv, 2 nv and np", "other sizes");
+    out << "\ncheck " << c.knot;
+    writeVector(out, c.x);
+    writeVector(out, c.w);
+    writeVector(out, c.theta);
   }
   out << "\nend\n";
   require(out.good(), "reference problem file", "written", "a write error on " + path);
@@ -199,10 +204,13 @@ ReferenceResult readReferenceResult(const std::string& path) {
       for (double f : values)
         require(f == 0 || f == 1, path + ": record feasible_history", "0 or 1", std::to_string(f));
     } else if (tag == "check") {
-      require(values.size() >= 2, path + ": record check", "a knot and a state",
+      require(values.size() >= 3, path + ": record check", "a knot, a state and a cost",
               std::to_string(values.size()) + " numbers");
-      r.checks.emplace_back(static_cast<int>(values[0]), Eigen::Map<const Eigen::VectorXd>(
-                                                             values.data() + 1, values.size() - 1));
+      ReferenceResult::Check c;
+      c.knot = static_cast<int>(values[0]);
+      c.xnext = Eigen::Map<const Eigen::VectorXd>(values.data() + 1, values.size() - 2);
+      c.cost = values.back();
+      r.checks.push_back(std::move(c));
     } else if (tag == "end") {
       end = true;
     } else {

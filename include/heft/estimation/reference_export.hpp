@@ -17,6 +17,12 @@
 
 namespace heft::estimation {
 
+/// A point where the reference evaluates running stage `knot`: f(x, w; theta) and its cost.
+struct ReferenceCheck {
+  int knot = 0;
+  Eigen::VectorXd x, w, theta;
+};
+
 /// The reference solve's settings (its `solver` and `check` records).
 struct ReferenceOptions {
   int max_iterations = 100;
@@ -26,8 +32,8 @@ struct ReferenceOptions {
   double tolerance = 1e-9;
   int threads = 1;      ///< ShootingProblem threads (the wheel is built with OpenMP)
   int repetitions = 1;  ///< solves of the same problem, each timed (solve() alone)
-  /// Running knots k whose f(x_k, w_k; theta) at the initial guess the reference writes back.
-  std::vector<int> check_knots;
+  /// Points where the reference evaluates a running stage (cross-checks of its model).
+  std::vector<ReferenceCheck> checks;
 };
 
 /// What heft-reference-estimation wrote.
@@ -40,8 +46,14 @@ struct ReferenceResult {
   Eigen::VectorXd theta;             ///< np
   std::vector<double> cost_history;  ///< cost after each iteration
   std::vector<double> time_history;  ///< seconds from the start of solve() to each iteration's end
-  std::vector<bool> feasible_history;                   ///< every gap closed after each iteration
-  std::vector<std::pair<int, Eigen::VectorXd>> checks;  ///< (knot k, f(x_k, w_k; theta))
+  std::vector<bool> feasible_history;  ///< every gap closed after each iteration
+  /// One per ReferenceOptions::checks, in order.
+  struct Check {
+    int knot = 0;
+    Eigen::VectorXd xnext;  ///< f(x, w; theta)
+    double cost = 0;        ///< 0.5 |r_k(x, w)|^2
+  };
+  std::vector<Check> checks;
   double medianSeconds() const;
   /// Seconds until the first iteration that leaves a feasible iterate (every gap closed) whose
   /// cost is <= `cost` (from the histories), or a negative number if none does. An infeasible
