@@ -13,15 +13,40 @@
 //  - iteration_N: solve() with max_iterations = 1 from the same initial guess, without the final
 //    covariance pass: one evaluation, a direction and the line search, whose number of trials
 //    depends on the problem (so iteration_2000 / iteration_1000 is not a complexity ratio).
+//
+// And the issue's reference ratio: heft's time to convergence over Crocoddyl's augmented-state
+// FDDP on the same problem (target at most 0.5), on the MuJoCo double pendulum with a payload
+// (link 2 identified, encoders, 1 kHz from t = 1 s, the problem of tests/reference_test.cpp):
+//  - pendulum/heft_solve_N: RiccatiSolver::solve() from the LogProblem's initial guess, default
+//    options (multiple shooting, tolerance 1e-9), without the final covariance pass (Crocoddyl
+//    computes none); manual time = solve() alone;
+//  - pendulum/crocoddyl_fddp_N: heft-reference-estimation (reference/estimation_reference.cpp)
+//    run once per benchmark iteration on the same problem file, one thread, heft's stopping rule;
+//    manual time = its own measurement of SolverFDDP::solve() alone (not the process, the file or
+//    the problem's construction). The ratio heft_solve_N / crocoddyl_fddp_N is in the summary;
+//  - pendulum/crocoddyl_to_optimum_N: the same with a stricter stop (1e-13), manual time = from
+//    the start of solve() to the end of the first iteration that leaves a feasible iterate (FDDP's
+//    gaps all closed; an infeasible one can cost less than the optimum) whose cost is within
+//    1e-9 (1 + J) of heft's optimum J (the bound of tests/reference_test.cpp). Why: with heft's
+//    rule FDDP can stop on the plateau of a saddle of the cost (docs/estimation.md, "Crocoddyl
+//    reference"); iterations counts the iterations up to that one.
+// Counters: iterations, final cost, converged, and the mass / COM errors of link 2 against the
+// MuJoCo truth.
+//
+//   ./bench_estimation --benchmark_filter=pendulum --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/reference_export.hpp"
 #include "heft/estimation/riccati_solver.hpp"
+#include "heft/identify/truth.hpp"
+#include "heft/inertia/inertia.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/ratio_reporter.hpp"
@@ -86,37 +111,252 @@ void iteration(benchmark::State& state, int knots) {
   }
 }
 
+// Simulates and builds the go2 problems before the first go2 benchmark runs (outside timing).
+void prepareGo2(const benchmark::State&) {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  problem(1000);
+  problem(2000);
+  std::printf("go2: nv %d, stage residuals %d, 1000 and 2000 knots at 1 kHz\n",
+              problem(1000).model->nv, problem(1000).problem->running(0).nr());
+}
+
+// ---- heft against Crocoddyl's augmented-state FDDP on the double pendulum -------------------
+
+const heft::model::RobotModel& pendulum() {
+  static const heft::model::RobotModel robot = heft::model::loadRobot("double_pendulum");
+  return robot;
+}
+
+const heft::io::Log& pendulumLog() {
+  static const heft::io::Log log = [] {
+    heft::sim::SimulationOptions options;
+    options.duration = 3.2;  // t = 1 s + 2000 knots at 1 kHz
+    options.seed = 1;
+    heft::sim::NoiseProfile profile = heft::sim::NoiseProfile::fromName("nominal");
+    profile.torque_bias = 0;  // heft has no actuator-bias parameter (docs/estimation.md)
+    options.profile = profile;
+    return heft::sim::simulate(heft::sim::findScenario("double-pendulum-payload"), options).log;
+  }();
+  return log;
+}
+
+const heft::estimation::LogProblem& pendulumProblem(int knots) {
+  static std::map<int, heft::estimation::LogProblem> cache;
+  auto it = cache.find(knots);
+  if (it == cache.end()) {
+    heft::estimation::LogProblemOptions options;
+    options.identified_bodies = {pendulum().body(2).name};
+    options.first_sample = 1000;
+    options.knots = knots;
+    it = cache.emplace(knots, heft::estimation::buildLogProblem(pendulum(), pendulumLog(), options))
+             .first;
+  }
+  return it->second;
+}
+
+std::string referencePath(int knots, const std::string& what) {
+  return std::string(HEFT_BINARY_DIR) + "/bench_reference_pendulum_" + std::to_string(knots) + "_" +
+         what + ".txt";
+}
+
+// heft's optimum cost per size and the bound within which another solver's cost counts as the same
+// optimum: 2 eps_stop, eps_stop = 0.5 tol (1 + J), the bound of tests/reference_test.cpp.
+std::map<int, double>& optimumCost() {
+  static std::map<int, double> costs;
+  return costs;
+}
+double sameOptimumBound(double cost) {
+  return heft::estimation::RiccatiOptions().tolerance * (1 + cost);
+}
+
+// Simulates and builds the problem, solves it once with heft (its optimum cost) and writes the
+// reference's problem files, before the first pendulum benchmark of this size runs (outside
+// timing). Two files: heft's stopping rule, and a stricter one for the run to the optimum.
+template <int knots>
+void preparePendulum(const benchmark::State&) {
+  static bool written = false;
+  if (written) return;
+  written = true;
+  const auto& lp = pendulumProblem(knots);
+  heft::estimation::RiccatiSolver solver(lp.problem);
+  solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+  optimumCost()[knots] = solver.solve().cost;
+  heft::estimation::ReferenceOptions options;
+  options.max_iterations = heft::estimation::RiccatiOptions().max_iterations;
+  options.tolerance = heft::estimation::RiccatiOptions().tolerance;
+  options.threads = 1;
+  heft::estimation::writeReferenceProblem(referencePath(knots, "rule"), lp, pendulum().source(),
+                                          options);
+  // Only long enough to pass the optimum: its time is read from the iteration history.
+  options.max_iterations = 300;
+  options.tolerance = 1e-13;
+  heft::estimation::writeReferenceProblem(referencePath(knots, "optimum"), lp, pendulum().source(),
+                                          options);
+}
+
+// One line per solver and size, printed after the tables (the counters' 4 digits hide the costs).
+std::map<std::string, std::string>& details() {
+  static std::map<std::string, std::string> lines;
+  return lines;
+}
+
+// Counters (iterations, cost, converged, mass error [%] and COM error [mm] of link 2 against the
+// MuJoCo truth) and the detail line.
+void report(benchmark::State& state, const std::string& name, int iterations, double cost,
+            bool converged, const Eigen::VectorXd& theta) {
+  const heft::Vector10 truth = heft::identify::truthPi(pendulum(), pendulumLog(), 2);
+  const heft::Vector10 pi = heft::inertia::piFromLogCholesky(theta.head<10>());
+  const double mass_error = 100 * (pi(0) - truth(0)) / truth(0);
+  const double com_error = 1e3 * (pi.segment<3>(1) / pi(0) - truth.segment<3>(1) / truth(0)).norm();
+  state.counters["iterations"] = iterations;
+  state.counters["cost"] = cost;
+  state.counters["converged"] = converged;
+  state.counters["mass_err_%"] = mass_error;
+  state.counters["com_err_mm"] = com_error;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%-28s %s, %3d iterations, cost %.10f, mass %.6f kg (truth %.6f, %+.3f %%), "
+                "COM error %.2f mm",
+                name.c_str(), converged ? "converged" : "NOT converged", iterations, cost, pi(0),
+                truth(0), mass_error, com_error);
+  details()[name] = line;
+}
+
+void heftSolve(benchmark::State& state, int knots) {
+  const auto& lp = pendulumProblem(knots);
+  heft::estimation::RiccatiOptions options;
+  options.posterior_covariance = false;
+  heft::estimation::RiccatiSolver solver(lp.problem, options);
+  for (auto _ : state) {
+    solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto& summary = solver.solve();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(summary.cost);
+  }
+  const auto& summary = solver.summary();
+  report(state, "heft_solve_" + std::to_string(knots), summary.iterations, summary.cost,
+         summary.ok(), solver.theta());
+}
+
+// Crocoddyl with heft's stopping rule: the time of solve() as the reference measured it.
+void crocoddylSolve(benchmark::State& state, int knots) {
+  heft::estimation::ReferenceResult r;
+  for (auto _ : state) {
+    r = heft::estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE, referencePath(knots, "rule"),
+                                       referencePath(knots, "rule_result"));
+    state.SetIterationTime(r.seconds.front());
+  }
+  report(state, "crocoddyl_fddp_" + std::to_string(knots), r.iterations, r.cost, r.converged,
+         r.theta);
+}
+
+// Crocoddyl until a feasible iterate's cost first comes within the same-optimum bound of heft's:
+// the time from the start of solve() to the end of that iteration (the reference's clock).
+void crocoddylToOptimum(benchmark::State& state, int knots) {
+  const double target = optimumCost().at(knots) + sameOptimumBound(optimumCost().at(knots));
+  heft::estimation::ReferenceResult r;
+  double seconds = -1;
+  for (auto _ : state) {
+    r = heft::estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE,
+                                       referencePath(knots, "optimum"),
+                                       referencePath(knots, "optimum_result"));
+    seconds = r.secondsToCost(target);
+    if (seconds < 0) {
+      state.SkipWithError("Crocoddyl did not reach heft's optimum cost in 300 iterations");
+      break;
+    }
+    state.SetIterationTime(seconds);
+  }
+  if (seconds < 0) return;
+  int iterations = 0;
+  while (!r.feasible_history[iterations] || r.cost_history[iterations] > target) ++iterations;
+  // theta is the final one of this longer run (the histories do not keep theta).
+  report(state, "crocoddyl_to_optimum_" + std::to_string(knots), iterations + 1,
+         r.cost_history[iterations], true, r.theta);
+}
+
+// The RatioReporter's table, and the medians of the pendulum benchmarks for the second ratio.
+class PendulumReporter : public heft::bench::RatioReporter {
+ public:
+  using RatioReporter::RatioReporter;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    RatioReporter::ReportRuns(runs);
+    for (const Run& run : runs)
+      if (!run.error_occurred && run.run_type == Run::RT_Aggregate &&
+          run.aggregate_name == "median")
+        medians[run.run_name.function_name] = run.GetAdjustedRealTime();
+      else if (!run.error_occurred && run.run_type == Run::RT_Iteration && run.repetitions <= 1)
+        medians[run.run_name.function_name] = run.GetAdjustedRealTime();
+  }
+  std::map<std::string, double> medians;  // in the benchmarks' unit (ms here)
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  problem(1000);  // simulate and build before timing anything
-  problem(2000);
-  std::printf("go2: nv %d, stage residuals %d, 1000 and 2000 knots at 1 kHz\n",
-              problem(1000).model->nv, problem(1000).problem->running(0).nr());
   for (int knots : {1000, 2000}) {
     benchmark::RegisterBenchmark(("go2/derivatives_" + std::to_string(knots)).c_str(), derivatives,
                                  knots)
+        ->Setup(prepareGo2)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("go2/direction_" + std::to_string(knots)).c_str(), direction,
                                  knots)
+        ->Setup(prepareGo2)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("go2/iteration_" + std::to_string(knots)).c_str(), iteration,
                                  knots)
+        ->Setup(prepareGo2)
         ->Unit(benchmark::kMillisecond);
   }
-  heft::bench::RatioReporter reporter(
-      "direction and iteration over derivatives at 1000 knots; _2000 over _1000",
+  for (int knots : {1000, 2000}) {
+    void (*prepare)(const benchmark::State&) =
+        knots == 1000 ? preparePendulum<1000> : preparePendulum<2000>;
+    benchmark::RegisterBenchmark(("pendulum/heft_solve_" + std::to_string(knots)).c_str(),
+                                 heftSolve, knots)
+        ->Setup(prepare)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("pendulum/crocoddyl_fddp_" + std::to_string(knots)).c_str(),
+                                 crocoddylSolve, knots)
+        ->Setup(prepare)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("pendulum/crocoddyl_to_optimum_" + std::to_string(knots)).c_str(),
+                                 crocoddylToOptimum, knots)
+        ->Setup(prepare)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  PendulumReporter reporter(
+      "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; pendulum: "
+      "heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
       [](const std::string& name) {
         if (name == "go2/direction_1000" || name == "go2/iteration_1000")
           return std::string("go2/derivatives_1000");
         for (const char* what : {"derivatives", "direction", "iteration"})
           if (name == std::string("go2/") + what + "_2000")
             return std::string("go2/") + what + "_1000";
+        const std::string heft = "pendulum/heft_solve_";
+        if (name.rfind(heft, 0) == 0) return "pendulum/crocoddyl_fddp_" + name.substr(heft.size());
         return std::string();
       });
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  if (!details().empty()) std::printf("\nPendulum solves (last run of each):\n");
+  for (const auto& [name, line] : details()) std::printf("  %s\n", line.c_str());
+  for (int knots : {1000, 2000}) {
+    const std::string n = std::to_string(knots);
+    const auto heft = reporter.medians.find("pendulum/heft_solve_" + n);
+    const auto to_optimum = reporter.medians.find("pendulum/crocoddyl_to_optimum_" + n);
+    if (heft != reporter.medians.end() && to_optimum != reporter.medians.end())
+      std::printf("  heft_solve_%s over crocoddyl_to_optimum_%s: x%.2f\n", n.c_str(), n.c_str(),
+                  heft->second / to_optimum->second);
+  }
   benchmark::Shutdown();
   return 0;
 }

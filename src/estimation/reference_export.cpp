@@ -1,0 +1,235 @@
+#include "heft/estimation/reference_export.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "heft/common/error.hpp"
+
+namespace heft::estimation {
+namespace {
+
+void writeVector(std::ostream& out, const Eigen::Ref<const Eigen::VectorXd>& v) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) out << ' ' << v(i);
+}
+
+void writeMatrix(std::ostream& out, const Eigen::MatrixXd& m) {
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out << ' ' << m(i, j);
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+double ReferenceResult::medianSeconds() const {
+  require(!seconds.empty(), "reference result seconds", "at least one time", "none");
+  std::vector<double> s = seconds;
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  return n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+double ReferenceResult::secondsToCost(double cost) const {
+  require(
+      cost_history.size() == time_history.size() && cost_history.size() == feasible_history.size(),
+      "reference result histories", "one time and one feasibility flag per cost",
+      std::to_string(time_history.size()) + " and " + std::to_string(feasible_history.size()));
+  for (size_t i = 0; i < cost_history.size(); ++i)
+    if (feasible_history[i] && cost_history[i] <= cost) return time_history[i];
+  return -1;
+}
+
+void writeReferenceProblem(const std::string& path, const LogProblem& lp, const std::string& urdf,
+                           const ReferenceOptions& options) {
+  require(lp.model && lp.dynamics && lp.sensors && lp.problem, "reference problem",
+          "a built LogProblem", "null members");
+  const pinocchio::Model& model = *lp.model;
+  const Problem& problem = *lp.problem;
+  const int nq = model.nq, nv = model.nv, np = problem.np(), N = problem.horizon();
+  for (int j = 1; j < model.njoints; ++j)
+    require(model.joints[j].nq() == 1 && model.joints[j].nv() == 1,
+            "reference problem joint " + model.names[j], "one position and one velocity coordinate",
+            std::to_string(model.joints[j].nq()) + " and " + std::to_string(model.joints[j].nv()));
+  require(lp.dynamics->parametrization() == inertia::Parametrization::LogCholesky,
+          "reference problem parametrization", "log-cholesky",
+          inertia::toString(lp.dynamics->parametrization()));
+  const MultibodySensors& sensors = *lp.sensors;
+  require(!sensors.joint_velocities && sensors.imu_frame == 0 && sensors.mocap_frame == 0,
+          "reference problem sensors", "encoders only",
+          "joint velocities, an IMU or motion capture");
+  const int nj = static_cast<int>(sensors.encoders.size());
+  require(static_cast<int>(lp.xs.size()) == N + 1 && static_cast<int>(lp.ws.size()) == N &&
+              lp.theta.size() == np,
+          "reference problem initial guess", "N + 1 states, N decisions and np parameters",
+          std::to_string(lp.xs.size()) + ", " + std::to_string(lp.ws.size()) + ", " +
+              std::to_string(lp.theta.size()));
+
+  std::vector<const MultibodyStageModel*> stages;
+  for (int k = 0; k <= N; ++k) {
+    const StageModel& s = k < N ? problem.running(k) : problem.terminal();
+    const auto* m = dynamic_cast<const MultibodyStageModel*>(&s);
+    require(m != nullptr && m->contact() == nullptr, "reference problem stage " + std::to_string(k),
+            "a MultibodyStageModel without contacts", "another stage");
+    stages.push_back(m);
+  }
+  // The process-noise weights, as the stage uses them: R_w's first ndx rows are diag(1 / sigma).
+  const int ndx = 2 * nv;
+  auto data = stages[0]->createData();
+  stages[0]->calc(*data, lp.xs[0], lp.ws[0], lp.theta);
+  stages[0]->calcDiff(*data, lp.xs[0], lp.ws[0], lp.theta);
+  const Eigen::VectorXd process_info = data->R_w.topRows(ndx).diagonal();
+  Eigen::MatrixXd off = data->R_w;
+  off.topRows(ndx).diagonal().setZero();
+  require(off.isZero(0), "reference problem R_w", "diag(1 / sigma_w) over zero rows",
+          "another structure");
+
+  std::ofstream out(path);
+  require(static_cast<bool>(out), "reference problem file", "a writable path", path);
+  out << std::setprecision(17);
+  out << "heft-reference-estimation 1\n";
+  out << "urdf " << urdf << "\n";
+  out << "sizes " << nq << ' ' << nv << ' ' << np << ' ' << N << ' ' << nj << "\n";
+  out << "gravity";
+  writeVector(out, model.gravity.linear());
+  out << "\n";
+  for (int j = 1; j < model.njoints; ++j) {
+    out << "inertia " << j;
+    writeVector(out, model.inertias[j].toDynamicParameters());
+    out << "\n";
+  }
+  out << "armature";
+  writeVector(out, model.armature);
+  out << "\nidentified";
+  for (pinocchio::JointIndex j : lp.identified) out << ' ' << j;
+  out << "\nparametrization log-cholesky\n";
+  out << "dt " << lp.dt << "\n";
+  out << "process_info";
+  writeVector(out, process_info);
+  out << "\nencoders";
+  for (pinocchio::JointIndex j : sensors.encoders) out << ' ' << j;
+  out << "\nencoder_info " << 1 / sensors.encoder_std << "\n";
+  const ArrivalPrior& arrival = problem.arrival();
+  out << "prior_x_mean";
+  writeVector(out, arrival.x_mean);
+  out << "\nprior_x_sqrt_info";
+  writeMatrix(out, arrival.x_sqrt_info);
+  out << "\nprior_theta_mean";
+  writeVector(out, arrival.theta_mean);
+  out << "\nprior_theta_sqrt_info";
+  writeMatrix(out, arrival.theta_sqrt_info);
+  out << "\ntheta_guess";
+  writeVector(out, lp.theta);
+  out << "\n";
+  for (int k = 0; k <= N; ++k) {
+    const MultibodyMeasurement& z = stages[k]->measurement();
+    out << (k < N ? "knot " : "terminal ") << k;
+    if (k < N) {
+      require(stages[k]->dt() == lp.dt, "reference problem stage " + std::to_string(k) + " dt",
+              std::to_string(lp.dt), std::to_string(stages[k]->dt()));
+      writeVector(out, z.tau);
+    }
+    writeVector(out, z.joint_q);
+    writeVector(out, lp.xs[k]);
+    if (k < N) writeVector(out, lp.ws[k]);
+    out << "\n";
+  }
+  out << "solver " << options.max_iterations << ' ' << options.tolerance << ' ' << options.threads
+      << ' ' << options.repetitions << "\n";
+  out << "checks " << options.checks.size();
+  for (const ReferenceCheck& c : options.checks) {
+    require(c.knot >= 0 && c.knot < N, "reference check knot", "in [0, N)", std::to_string(c.knot));
+    require(c.x.size() == nq + nv && c.w.size() == ndx && c.theta.size() == np,
+            "reference check sizes", "nq + nv, 2 nv and np", "other sizes");
+    out << "\ncheck " << c.knot;
+    writeVector(out, c.x);
+    writeVector(out, c.w);
+    writeVector(out, c.theta);
+  }
+  out << "\nend\n";
+  require(out.good(), "reference problem file", "written", "a write error on " + path);
+}
+
+ReferenceResult readReferenceResult(const std::string& path) {
+  std::ifstream in(path);
+  require(static_cast<bool>(in), "reference result file", "a readable file", path);
+  ReferenceResult r;
+  std::string line;
+  bool header = false, end = false;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    std::string tag;
+    if (!(s >> tag)) continue;
+    std::vector<double> values;
+    for (double x; s >> x;) values.push_back(x);
+    require(s.eof(), path + ": record " + tag, "numbers", line);
+    auto one = [&](const char* name) {
+      require(values.size() == 1, path + ": record " + name, "one number",
+              std::to_string(values.size()));
+      return values[0];
+    };
+    if (tag == "heft-reference-estimation-result") {
+      header = one("heft-reference-estimation-result") == 1;
+    } else if (tag == "converged") {
+      r.converged = one("converged") != 0;
+    } else if (tag == "iterations") {
+      r.iterations = static_cast<int>(one("iterations"));
+    } else if (tag == "solver_iter") {
+      r.solver_iter = static_cast<int>(one("solver_iter"));
+    } else if (tag == "initial_cost") {
+      r.initial_cost = one("initial_cost");
+    } else if (tag == "cost") {
+      r.cost = one("cost");
+    } else if (tag == "stop") {
+      r.stop = one("stop");
+    } else if (tag == "th_stop") {
+      r.th_stop = one("th_stop");
+    } else if (tag == "seconds") {
+      r.seconds = values;
+    } else if (tag == "theta") {
+      r.theta = Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
+    } else if (tag == "cost_history") {
+      r.cost_history = values;
+    } else if (tag == "time_history") {
+      r.time_history = values;
+    } else if (tag == "feasible_history") {
+      r.feasible_history.assign(values.begin(), values.end());
+      for (double f : values)
+        require(f == 0 || f == 1, path + ": record feasible_history", "0 or 1", std::to_string(f));
+    } else if (tag == "check") {
+      require(values.size() >= 3, path + ": record check", "a knot, a state and a cost",
+              std::to_string(values.size()) + " numbers");
+      ReferenceResult::Check c;
+      c.knot = static_cast<int>(values[0]);
+      c.xnext = Eigen::Map<const Eigen::VectorXd>(values.data() + 1, values.size() - 2);
+      c.cost = values.back();
+      r.checks.push_back(std::move(c));
+    } else if (tag == "end") {
+      end = true;
+    } else {
+      require(false, path + ": record", "a known record", tag);
+    }
+  }
+  require(header && end, path, "a heft-reference-estimation-result 1 file ending with 'end'",
+          "a truncated or foreign file");
+  return r;
+}
+
+ReferenceResult runReference(const std::string& executable, const std::string& problem_path,
+                             const std::string& result_path) {
+  std::remove(result_path.c_str());
+  const std::string cmd =
+      quoted(executable) + ' ' + quoted(problem_path) + ' ' + quoted(result_path);
+  const int status = std::system(cmd.c_str());
+  if (status != 0) throw SolveError(cmd + ": exit status " + std::to_string(status));
+  return readReferenceResult(result_path);
+}
+
+}  // namespace heft::estimation
