@@ -69,12 +69,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
   Section top(root, "", source);
   std::tie(config.robot, config.log) = io::readRobotAndLog(top, root, base_dir);
   if (top.has("base")) {
-    config.base = located(top, "base", [](const std::string& s) {
-      if (s == "default") return model::BaseType::Default;
-      if (s == "free-flyer") return model::BaseType::FreeFlyer;
-      if (s == "fixed") return model::BaseType::Fixed;
-      throw InputError("expected default, free-flyer or fixed, got '" + s + "'");
-    });
+    config.base = located(top, "base", model::parseBaseType);
   }
   LogProblemOptions& p = config.problem;
   {

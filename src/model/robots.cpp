@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "heft/common/error.hpp"
+
 namespace heft::model {
 
 namespace {
@@ -263,6 +265,12 @@ std::string toString(BaseType base) {
       return "fixed";
   }
   return "unknown";
+}
+
+BaseType parseBaseType(const std::string& name) {
+  for (BaseType b : {BaseType::Default, BaseType::FreeFlyer, BaseType::Fixed})
+    if (toString(b) == name) return b;
+  throw InputError("expected default, free-flyer or fixed, got '" + name + "'");
 }
 
 const std::vector<RobotEntry>& knownRobots() {

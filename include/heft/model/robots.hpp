@@ -19,6 +19,8 @@ enum class BaseType {
 
 /// "default" / "free-flyer" / "fixed".
 std::string toString(BaseType base);
+/// The inverse of toString. \throws InputError naming the accepted values.
+BaseType parseBaseType(const std::string& name);
 
 /// One robot of the short-name table.
 struct RobotEntry {
