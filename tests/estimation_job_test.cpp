@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
@@ -21,6 +23,7 @@
 #include "heft/io/validation.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/scratch.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft::estimation {
@@ -28,13 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "estimation_job";
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  fs::remove_all(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::scratchPath("estimation_job", name); }
 
 std::string configErrorOf(const std::string& yaml) {
   try {
@@ -51,7 +48,8 @@ const std::string& pendulumLog() {
   static const std::string path = [] {
     const auto run = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
     EXPECT_TRUE(run.summary.ok()) << run.summary.report();
-    const fs::path p = scratch("double_pendulum_payload.h5");
+    // every case of this file reads it, each in its own process (support/scratch.hpp)
+    const fs::path p = scratch("double_pendulum_payload_" + std::to_string(::getpid()) + ".h5");
     io::WriteOptions write;
     write.overwrite = true;
     io::writeLog(run.log, p.string(), write);

@@ -15,6 +15,7 @@
 #include "heft/filter/job.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/scratch.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft::filter {
@@ -22,13 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "filter_job";
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  fs::remove_all(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::scratchPath("filter_job", name); }
 
 // One MuJoCo log per test process (ctest runs the cases as parallel processes).
 std::string simulatedLog(const std::string& scenario, std::uint64_t seed) {

@@ -19,19 +19,14 @@
 #include "heft/io/urdf_writer.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/scratch.hpp"
 
 namespace heft::identify {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "identify_job";
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  fs::remove_all(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::scratchPath("identify_job", name); }
 
 std::string errorOf(const std::string& yaml) {
   try {
