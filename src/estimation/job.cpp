@@ -90,16 +90,8 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
   }
   {
     Section s(top.raw("window"), "window", source);
-    if (s.has("start_time")) {
-      double t = 0;
-      s.read("start_time", t);
-      config.start_time = t;
-    }
-    if (s.has("knots")) {
-      int n = 0;
-      s.read("knots", n);
-      config.knots = n;
-    }
+    s.read("start_time", config.start_time);
+    s.read("knots", config.knots);
     s.read("stride", p.stride);
     s.finish();
   }
@@ -207,7 +199,6 @@ io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, cons
     j.base_pose.resize(N + 1, 7);
     j.base_twist.resize(N + 1, 6);
   }
-  const Eigen::VectorXd no_noise = Eigen::VectorXd::Zero(pin.nv);
   for (int k = 0; k <= N; ++k) {
     const Eigen::VectorXd& x = solver.xs()[k];
     // the torque over [t_k, t_k + dt): the input plus the estimated generalized-force noise; the

@@ -176,6 +176,8 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
   for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
   da_dx.setZero(nv, ndx);
   dvs_dx.setZero(nv, ndx);
+  // without an impulse v_start = v: constant, set once (calcDiff sets it at a touchdown)
+  if (!model.impulse_) dvs_dx.rightCols(nv).setIdentity();
   da_dtheta.setZero(nv, np);
   dvs_dtheta.setZero(nv, np);
   acc_dv.setZero(3, nv);
@@ -330,9 +332,6 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
     d.da_dtheta = *da_dtheta;
     d.da_dtheta.noalias() += *da_dv * d.dvs_dtheta;
   } else {
-    d.dvs_dx.leftCols(nv).setZero();
-    d.dvs_dx.rightCols(nv).setIdentity();
-    d.dvs_dtheta.setZero();
     d.da_dx.leftCols(nv) = *da_dq;
     d.da_dx.rightCols(nv) = *da_dv;
     d.da_dtheta = *da_dtheta;

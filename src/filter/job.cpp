@@ -101,8 +101,8 @@ FilterJobConfig parseFilterJobConfig(const std::string& yaml_text, const std::st
       config.contacts.push_back(point);
     }
   }
-  if (top.has("start_time")) config.start_time = 0.0, top.read("start_time", *config.start_time);
-  if (top.has("end_time")) config.end_time = 0.0, top.read("end_time", *config.end_time);
+  top.read("start_time", config.start_time);
+  top.read("end_time", config.end_time);
   {
     Section s(top.raw("filter"), "filter", source);
     InertialEkfOptions& o = config.options;

@@ -163,11 +163,7 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
     s.read("step_tolerance", config.options.map.step_tolerance);
     s.read("gradient_tolerance", config.options.map.gradient_tolerance);
     s.read("min_channel_std", config.options.map.min_channel_std);
-    if (s.has("total_mass")) {
-      double m = 0;
-      s.read("total_mass", m);
-      config.total_mass = m;
-    }
+    s.read("total_mass", config.total_mass);
     if (s.has("symmetric")) {
       const YAML::Node n = s.raw("symmetric");
       bool ok = n.IsSequence();

@@ -47,6 +47,15 @@ class YamlSection {
     }
   }
 
+  /// An optional key: `value` is set only when the key is present.
+  template <typename T>
+  void read(const std::string& key, std::optional<T>& value) {
+    if (!has(key)) return;
+    T v{};
+    read(key, v);
+    value = v;
+  }
+
   std::string string(const std::string& key, const std::string& fallback = "") {
     std::string value = fallback;
     read(key, value);
