@@ -16,6 +16,12 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Copies the average of m and m^T into both triangles, in place and without a temporary.
+void symmetrize(Eigen::MatrixXd& m) {
+  for (Eigen::Index j = 0; j < m.cols(); ++j)
+    for (Eigen::Index i = 0; i < j; ++i) m(i, j) = m(j, i) = 0.5 * (m(i, j) + m(j, i));
+}
+
 }  // namespace
 
 std::string toString(Rollout rollout) {
@@ -366,6 +372,11 @@ bool RiccatiSolver::backwardPass() {
     Vx_.noalias() += Qxw * k_[k];
     Vt_ = Qt_;
     Vt_.noalias() += Qwt.transpose() * k_[k];
+    // Rounding makes V_xx slightly asymmetric, and the asymmetry grows through F_x^T V F_x: on
+    // go1 at dt 0.01 it turned V_xx indefinite (eigenvalue -1.5e9 of 2.6e9) within a few hundred
+    // knots, and no regularization saved the factorization. Exact arithmetic gives symmetric V's.
+    symmetrize(Vxx_);
+    symmetrize(Vtt_);
     Vxx_.swap(Vxx_next_);
     Vxt_.swap(Vxt_next_);
     Vtt_.swap(Vtt_next_);
