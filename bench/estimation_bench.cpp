@@ -148,6 +148,7 @@ const heft::estimation::LogProblem& pendulumProblem(int knots) {
   if (it == cache.end()) {
     heft::estimation::LogProblemOptions options;
     options.identified_bodies = {pendulum().body(2).name};
+    options.parametrization = heft::inertia::Parametrization::LogCholesky;  // the reference's
     options.first_sample = 1000;
     options.knots = knots;
     it = cache.emplace(knots, heft::estimation::buildLogProblem(pendulum(), pendulumLog(), options))

@@ -94,6 +94,7 @@ TEST(Reference, CrocoddylAugmentedStateFddpReachesHeftsOptimum) {
   const model::RobotModel robot = model::loadRobot("double_pendulum");
   estimation::LogProblemOptions options;
   options.identified_bodies = {robot.body(2).name};
+  options.parametrization = inertia::Parametrization::LogCholesky;  // the reference's
   options.first_sample = 1000;
   options.knots = 400;
   const estimation::LogProblem lp = estimation::buildLogProblem(robot, sim.log, options);

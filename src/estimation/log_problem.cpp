@@ -28,6 +28,17 @@ std::vector<int> samplesAtKnots(const Eigen::VectorXd& time, const Eigen::Vector
   return out;
 }
 
+// Mean of the rows of m whose time lies in [t0, t1) (time ascending); 0 rows: returns false.
+bool meanOfRowsIn(const Eigen::VectorXd& time, const Eigen::MatrixXd& m, double t0, double t1,
+                  Eigen::VectorXd& mean) {
+  const double* begin = time.data();
+  const double* first = std::lower_bound(begin, begin + time.size(), t0);
+  const double* last = std::lower_bound(first, begin + time.size(), t1);
+  if (first == last) return false;
+  mean = m.middleRows(first - begin, last - first).colwise().mean().transpose();
+  return true;
+}
+
 Eigen::Quaterniond quaternionRow(const Eigen::MatrixXd& m, int row) {
   return Eigen::Quaterniond(m(row, 3), m(row, 0), m(row, 1), m(row, 2)).normalized();
 }
@@ -341,6 +352,13 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
       if (sensors->accelerometer) {
         z.has_accel = true;
         z.accel = imu.accel.row(imu_at[k]).transpose();
+        // Steps of several samples: semi-implicit Euler applies one acceleration over the whole
+        // step, so it must match the mean over [t_k, t_k+1), not the value at t_k (at 10 ms a
+        // trot's touchdown transients make the two differ by metres per second squared).
+        Eigen::VectorXd mean;
+        if (options.stride > 1 && k < N &&
+            meanOfRowsIn(imu.time, imu.accel, p.time(k) - 1e-9, p.time(k + 1) - 1e-9, mean))
+          z.accel = mean;
       }
       if (imu.orientation.rows() > 0) {
         z.has_imu_orientation = true;
@@ -357,7 +375,10 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse;
     if (!terminal) {
       z.tau = Eigen::VectorXd::Zero(nv);
-      const Eigen::VectorXd tau = jointRow(joints.tau, s);
+      // the mean torque over the step's samples, for the same reason as the accelerometer's
+      Eigen::VectorXd tau = jointRow(joints.tau, s);
+      for (int j = 1; j < options.stride; ++j) tau += jointRow(joints.tau, s + j);
+      tau /= options.stride;
       for (int i = 0; i < nj; ++i) z.tau(pin.joints[sensors->encoders[i]].idx_v()) = tau(i);
       contact = contactAt(k);
       if (contact) impulse = impulseAt(k);
