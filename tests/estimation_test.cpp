@@ -682,7 +682,7 @@ sim::SimulationResult simulateGo2Payload(double duration) {
 
 // A floating-base log: contact phases from the flags, IMU and motion-capture samples at their own
 // rates, and an initial guess (base from the motion capture, angular velocity from the gyro) close
-// to the truth. The solve itself on go2 does not converge yet (docs/estimation.md).
+// to the truth (the solve on go2 logs: studies/payload, docs/estimation.md).
 TEST(LogProblem, FloatingBaseFromMujocoLog) {
   const sim::SimulationResult sim = simulateGo2Payload(0.6);
   ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
