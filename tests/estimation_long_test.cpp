@@ -79,18 +79,15 @@ Row estimate(const RowSpec& spec) {
     sim.log.contacts->flags = sim.log.truth->contact_flags;
   }
   const io::Log& log = sim.log;
-  const std::string& robot_name = spec.robot;
-  const bool tight = spec.tight;
-  const int first_sample = spec.first_sample;
 
-  const model::RobotModel robot = model::loadRobot(robot_name);
+  const model::RobotModel robot = model::loadRobot(spec.robot);
   estimation::LogProblemOptions options;
   options.identified_bodies = {robot.body(1).name};
   options.knots = kKnots;
-  options.first_sample = first_sample;
+  options.first_sample = spec.first_sample;
   options.stride = spec.stride;
   options.parametrization = spec.parametrization;
-  if (tight) {
+  if (spec.tight) {
     options.contact_configuration_std = 1e-6;
     options.transition_noise_scale = 1;
   }
