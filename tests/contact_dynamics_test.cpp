@@ -348,6 +348,11 @@ void checkContactDerivatives(const pinocchio::Model& robot,
     heft::dynamics::setContactAnchors(model, data, q_anchor);
     heft::dynamics::setContactAnchors(model, fd, q_anchor);
   }
+  // A data is reused at many points (a solver's stages, its iterations): derivatives at another
+  // state first, so that nothing a previous call left behind can pass for the right answer.
+  const State warm_up = randomState(robot, rng);
+  heft::dynamics::computeContactDynamicsDerivatives(model, data, warm_up.q, warm_up.v, warm_up.tau,
+                                                    theta);
   heft::dynamics::computeContactDynamicsDerivatives(model, data, s.q, s.v, s.tau, theta);
 
   const int nv = robot.nv;
@@ -468,6 +473,10 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
   ImpulseDynamicsData data(model), fd(model);
   const VectorXd theta = perturbedTheta(model.nominalTheta(), rng);
   const State s = randomState(robot, rng);
+  // Derivatives at another state first, as a reused data sees them: Pinocchio 4.1 keeps part of
+  // its impulse q-derivative from the previous call unless heft resets it (impulse_dynamics.cpp).
+  const State warm_up = randomState(robot, rng);
+  heft::dynamics::computeImpulseDynamicsDerivatives(model, data, warm_up.q, warm_up.v, theta);
   heft::dynamics::computeImpulseDynamicsDerivatives(model, data, s.q, s.v, theta);
 
   // The contacts stop: their frames' velocities after the impact are zero (restitution 0).

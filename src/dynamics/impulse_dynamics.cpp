@@ -103,6 +103,12 @@ void computeImpulseDynamicsDerivatives(const ImpulseDynamicsModel& model, Impuls
                                        const Eigen::Ref<const Eigen::VectorXd>& v_minus,
                                        const Eigen::Ref<const Eigen::VectorXd>& theta_S) {
   solve(model, data, q, v_minus, theta_S);
+  // Pinocchio 4.1 fills only the support-path columns of dvc_dq (and dac_da) per contact, then
+  // subtracts J M^{-1} dtau/dq from every column: on a reused data the other columns start from
+  // the previous call's result, and dv+/dq came out 4 % wrong (tests/contact_dynamics_test.cpp,
+  // the warm-up call). Start from zero.
+  data.pin.dvc_dq.setZero();
+  data.pin.dac_da.setZero();
   // Pinocchio's velocity output is d(v^+ - v^-)/dv^-: add the identity for dv^+/dv^-.
   pinocchio::computeImpulseDynamicsDerivatives(
       data.inertias.model, data.pin, model.constraintModels(), data.constraint_datas,
