@@ -6,13 +6,19 @@
 //   ./bench_estimation --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
 // The problem is built from a MuJoCo log (go2-payload-3kg, simulated before timing). Timed:
-//  - derivatives_N: every stage's calc + calcDiff (the baseline);
+//  - derivatives_N: every stage's calc + calcDiff (the baseline), datas made as the solver makes
+//    them (createDataSharing: outputs per stage, the dynamics' scratch shared);
 //  - direction_N: RiccatiSolver::computeDirection(), i.e. the derivatives, the exact gap
 //    linearization, the backward pass, the arrival node and the linear rollout: an iteration
 //    without its line search;
 //  - iteration_N: solve() with max_iterations = 1 from the same initial guess, without the final
 //    covariance pass: one evaluation, a direction and the line search, whose number of trials
-//    depends on the problem (so iteration_2000 / iteration_1000 is not a complexity ratio).
+//    depends on the problem (so iteration_2000 / iteration_1000 is not a complexity ratio);
+//  - mean_iteration_N: solve() for at most 10 iterations from the same guess, manual time = its
+//    wall time over the iterations taken: what an iteration costs in a real solve, every
+//    line-search trial included (counter `trials`), solve()'s initial evaluation spread over the
+//    iterations instead of charged to the first. Counters: the solver's time split per iteration
+//    and kB_per_knot, the heap the solver took when it was constructed (buffers and stage datas).
 //
 // And the reference ratio: heft's time to convergence over Crocoddyl's augmented-state
 // FDDP on the same problem (target at most 0.5), on the MuJoCo double pendulum with a payload
@@ -36,11 +42,15 @@
 //   ./bench_estimation --benchmark_filter=pendulum --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
+
+#include <malloc.h>
 
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/reference_export.hpp"
@@ -79,8 +89,10 @@ const heft::estimation::LogProblem& problem(int knots) {
 void derivatives(benchmark::State& state, int knots) {
   const auto& lp = problem(knots);
   const heft::estimation::Problem& p = *lp.problem;
+  // The solver's data layout: per-stage outputs, the dynamics' scratch shared per contact set.
+  heft::estimation::StageWorkspace workspace;
   std::vector<std::unique_ptr<heft::estimation::StageData>> datas;
-  for (int k = 0; k < knots; ++k) datas.push_back(p.running(k).createData());
+  for (int k = 0; k < knots; ++k) datas.push_back(p.running(k).createDataSharing(workspace));
   for (auto _ : state) {
     for (int k = 0; k < knots; ++k) {
       p.running(k).calc(*datas[k], lp.xs[k], lp.ws[k], lp.theta);
@@ -109,6 +121,50 @@ void iteration(benchmark::State& state, int knots) {
     state.ResumeTiming();
     benchmark::DoNotOptimize(solver.solve().cost);
   }
+}
+
+// The mean time of an iteration in a real solve: solve() for at most 10 iterations from the same
+// guess, manual time = its wall time over the iterations it took (every line-search trial
+// included, solve()'s one initial evaluation spread over them).
+// Heap bytes in use [kB] (glibc's mallinfo2: small blocks and mmapped ones; -1 elsewhere). Not the
+// resident size: memory freed by an earlier benchmark stays resident and is reused.
+double heapInUseKilobytes() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 info = mallinfo2();
+  return (static_cast<double>(info.uordblks) + static_cast<double>(info.hblkhd)) / 1024.0;
+#else
+  return -1;
+#endif
+}
+
+void meanIteration(benchmark::State& state, int knots) {
+  const auto& lp = problem(knots);
+  heft::estimation::RiccatiOptions options;
+  options.max_iterations = 10;
+  options.posterior_covariance = false;
+  const double before = heapInUseKilobytes();
+  heft::estimation::RiccatiSolver solver(lp.problem, options);
+  // What the solver holds per knot: its buffers and every stage's data.
+  state.counters["kB_per_knot"] = (heapInUseKilobytes() - before) / knots;
+  for (auto _ : state) {
+    solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto& summary = solver.solve();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(seconds / std::max(summary.iterations, 1));
+  }
+  int trials = 0;
+  for (double alpha : solver.summary().step_history)
+    trials += alpha > 0 ? 1 + static_cast<int>(std::lround(-std::log2(alpha))) : 11;
+  const auto& summary = solver.summary();
+  const double per_iteration_ms = 1e3 / std::max(summary.iterations, 1);
+  state.counters["iterations"] = summary.iterations;
+  state.counters["trials"] = trials;
+  // The solver's own time split of the last solve, per iteration [ms].
+  state.counters["deriv_ms"] = summary.derivative_seconds * per_iteration_ms;
+  state.counters["backward_ms"] = summary.backward_seconds * per_iteration_ms;
+  state.counters["forward_ms"] = summary.forward_seconds * per_iteration_ms;
 }
 
 // Simulates and builds the go2 problems before the first go2 benchmark runs (outside timing).
@@ -314,6 +370,11 @@ int main(int argc, char** argv) {
                                  knots)
         ->Setup(prepareGo2)
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("go2/mean_iteration_" + std::to_string(knots)).c_str(),
+                                 meanIteration, knots)
+        ->Setup(prepareGo2)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   for (int knots : {1000, 2000}) {
     void (*prepare)(const benchmark::State&) =
@@ -338,9 +399,10 @@ int main(int argc, char** argv) {
       "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; pendulum: "
       "heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
       [](const std::string& name) {
-        if (name == "go2/direction_1000" || name == "go2/iteration_1000")
+        if (name == "go2/direction_1000" || name == "go2/iteration_1000" ||
+            name == "go2/mean_iteration_1000")
           return std::string("go2/derivatives_1000");
-        for (const char* what : {"derivatives", "direction", "iteration"})
+        for (const char* what : {"derivatives", "direction", "iteration", "mean_iteration"})
           if (name == std::string("go2/") + what + "_2000")
             return std::string("go2/") + what + "_1000";
         const std::string heft = "pendulum/heft_solve_";

@@ -43,7 +43,8 @@ constexpr int kKnots = 1000;        // 1 s at the log's 1 kHz
 constexpr int kIterations = 60;
 
 // One row of the table. The two noise settings: buildLogProblem's defaults (configuration noise
-// 1e-4 per step at knots in contact, generalized-force noise x100 within 10 ms of a contact change:
+// 0.1 x dt per step at knots in contact, generalized-force noise x100 within 10 ms of a contact
+// change:
 // slack for the mismatch between rigid and MuJoCo's soft contacts), and "tight": 1e-6 everywhere
 // and no inflation (rigid contacts trusted to the encoders' precision; the defaults before
 // 2026-11-23).
@@ -88,7 +89,7 @@ Row estimate(const RowSpec& spec) {
   options.stride = spec.stride;
   options.parametrization = spec.parametrization;
   if (spec.tight) {
-    options.contact_configuration_std = 1e-6;
+    options.contact_configuration_rate_std = 1e-3;  // 1e-6 per step at 1 kHz
     options.transition_noise_scale = 1;
   }
   const double t0 = now();
@@ -166,7 +167,8 @@ TEST(Studies, PayloadEstimate) {
         "nominal model), encoders, IMU gyro and orientation, motion capture, contact phases from "
         "the flags (rigid point feet, an impulse at every touchdown), generalized-force noise "
         "0.05 N m on the joints and 2 N / 0.5 N m on the base, configuration noise 1e-6 per step "
-        "(1e-4 at knots in contact), the generalized-force noise x100 within 10 ms of a contact "
+        "(0.1 rad/s x dt at knots in contact: 1e-4 per step at 1 kHz, 1e-3 at dt 0.01), the "
+        "generalized-force noise x100 within 10 ms of a contact "
         "change (setting `default`: rigid vs MuJoCo's soft contacts, docs/estimation.md); "
         "setting `tight`: configuration noise 1e-6 everywhere and no inflation; setting "
         "`log-cholesky`: the defaults with log-Cholesky parameters.\n"

@@ -302,6 +302,162 @@ TEST(MultibodyStage, DerivativesMatchFiniteDifferencesFreeFlyer) {
   }
 }
 
+// The stage's Gauss-Newton terms skip rows it knows to be zero or diagonal; the base class forms
+// the dense products of the same Jacobians. Equal up to the rounding of a different summation.
+void expectGaussNewtonTermsEqualDense(const StageModel& stage, const VectorXd& x, const VectorXd& w,
+                                      const VectorXd& theta) {
+  auto data = stage.createData();
+  stage.calc(*data, x, w, theta);
+  stage.calcDiff(*data, x, w, theta);
+  const int ndx = stage.ndx(), nw = stage.nw(), np = stage.np();
+  struct Terms {
+    MatrixXd xx, xw, ww, xt, wt, tt;
+    VectorXd x, w, t;
+  };
+  auto run = [&](bool dense) {
+    Terms t{MatrixXd::Constant(ndx, ndx, 7), MatrixXd::Constant(ndx, nw, 7),
+            MatrixXd::Constant(nw, nw, 7),   MatrixXd::Constant(ndx, np, 7),
+            MatrixXd::Constant(nw, np, 7),   MatrixXd::Constant(np, np, 7),
+            VectorXd::Constant(ndx, 7),      VectorXd::Constant(nw, 7),
+            VectorXd::Constant(np, 7)};  // every entry must be overwritten
+    estimation::GaussNewtonTerms out{t.xx, t.xw, t.ww, t.xt, t.wt, t.tt, t.x, t.w, t.t};
+    if (dense)
+      stage.StageModel::gaussNewton(*data, out);
+    else
+      stage.gaussNewton(*data, out);
+    return t;
+  };
+  const Terms fast = run(false), dense = run(true);
+  auto expectNear = [](const auto& a, const auto& b, const char* what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    if (b.size() == 0) return;  // a terminal stage's w blocks
+    const double scale = 1 + b.cwiseAbs().maxCoeff();
+    EXPECT_LE((a - b).cwiseAbs().maxCoeff(), 1e-12 * scale) << what;
+  };
+  expectNear(fast.xx, dense.xx, "xx");
+  expectNear(fast.xw, dense.xw, "xw");
+  expectNear(fast.ww, dense.ww, "ww");
+  expectNear(fast.xt, dense.xt, "xt");
+  expectNear(fast.wt, dense.wt, "wt");
+  expectNear(fast.tt, dense.tt, "tt");
+  expectNear(fast.x, dense.x, "x");
+  expectNear(fast.w, dense.w, "w");
+  expectNear(fast.t, dense.t, "t");
+}
+
+TEST(MultibodyStage, GaussNewtonTermsEqualDenseProducts) {
+  for (int mode : {0, 1, 2, 3}) {  // fixed base; go2 in flight, in contact, at a touchdown
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    std::mt19937 rng(17 + mode);
+    const RobotProblem p =
+        mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
+                  : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    VectorXd theta = p.dynamics->nominalTheta();
+    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    expectGaussNewtonTermsEqualDense(p.problem->running(0), x, w, theta);  // with mocap
+    expectGaussNewtonTermsEqualDense(p.problem->running(1), x, w, theta);  // without
+    expectGaussNewtonTermsEqualDense(p.problem->terminal(), x, VectorXd(), theta);
+  }
+}
+
+// Datas sharing one workspace (the solver's) give the same numbers as independent ones, whatever
+// ran on the shared scratch in between: every stage is evaluated first, then differentiated.
+TEST(MultibodyStage, SharedWorkspaceDatasEqualIndependentOnes) {
+  std::mt19937 rng(41);
+  // go2 with four feet in contact and an impulse at every stage, plus a free-flight problem: two
+  // scratch kinds (contact and impulse) shared by every running stage, and forward dynamics.
+  for (bool contacts : {false, true}) {
+    SCOPED_TRACE(contacts ? "contact and impulse" : "in flight");
+    const RobotProblem p = makeRandomProblem("go2", {1, 3}, 4, 0.005, rng, contacts, contacts);
+    const Problem& problem = *p.problem;
+    const int N = problem.horizon();
+    std::normal_distribution<double> n(0, 1);
+    std::vector<VectorXd> xs, ws;
+    for (int k = 0; k <= N; ++k) xs.push_back(randomState(*p.state, rng, 0.4));
+    for (int k = 0; k < N; ++k)
+      ws.push_back(VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); }));
+    const VectorXd theta = p.dynamics->nominalTheta();
+    estimation::StageWorkspace workspace;
+    std::vector<std::unique_ptr<StageData>> shared, own;
+    for (int k = 0; k < N; ++k) {
+      shared.push_back(problem.running(k).createDataSharing(workspace));
+      own.push_back(problem.running(k).createData());
+    }
+    for (int k = 0; k < N; ++k) problem.running(k).calc(*shared[k], xs[k], ws[k], theta);
+    for (int k = 0; k < N; ++k) problem.running(k).calcDiff(*shared[k], xs[k], ws[k], theta);
+    for (int k = 0; k < N; ++k) {
+      problem.running(k).calc(*own[k], xs[k], ws[k], theta);
+      problem.running(k).calcDiff(*own[k], xs[k], ws[k], theta);
+      const StageData &a = *shared[k], &b = *own[k];
+      EXPECT_EQ(a.r, b.r) << k;
+      EXPECT_EQ(a.xnext, b.xnext) << k;
+      EXPECT_EQ(a.R_x, b.R_x) << k;
+      EXPECT_EQ(a.R_w, b.R_w) << k;
+      EXPECT_EQ(a.R_theta, b.R_theta) << k;
+      EXPECT_EQ(a.F_x, b.F_x) << k;
+      EXPECT_EQ(a.F_w, b.F_w) << k;
+      EXPECT_EQ(a.F_theta, b.F_theta) << k;
+    }
+    // and they do share: one contact (or forward-dynamics) scratch for all running stages
+    const auto& first = static_cast<const estimation::MultibodyStageData&>(*shared[0]);
+    const auto& last = static_cast<const estimation::MultibodyStageData&>(*shared[N - 1]);
+    if (contacts) {
+      EXPECT_EQ(first.contact.get(), last.contact.get());
+      EXPECT_EQ(first.impulse.get(), last.impulse.get());
+    } else {
+      EXPECT_EQ(first.free.get(), last.free.get());
+    }
+  }
+}
+
+// The solver maps the gap's Jacobians only on the state's curved blocks: outside them the
+// difference Jacobians must be -I and I, and inside them block diagonal. Checked at random
+// configurations of a chain with every curved joint kind next to flat ones.
+TEST(MultibodyState, DifferenceJacobiansAreIdentityOutsideCurvedBlocks) {
+  auto model = std::make_shared<pinocchio::Model>();
+  pinocchio::JointIndex parent = 0;
+  const pinocchio::SE3 offset(Eigen::Matrix3d::Identity(), Eigen::Vector3d(0, 0, 0.1));
+  parent = model->addJoint(parent, pinocchio::JointModelFreeFlyer(), offset, "free");
+  parent = model->addJoint(parent, pinocchio::JointModelRX(), offset, "rx");
+  parent = model->addJoint(parent, pinocchio::JointModelSpherical(), offset, "ball");
+  parent = model->addJoint(parent, pinocchio::JointModelPY(), offset, "py");
+  parent = model->addJoint(parent, pinocchio::JointModelPlanar(), offset, "planar");
+  parent = model->addJoint(parent, pinocchio::JointModelRUBZ(), offset, "wheel");
+  parent = model->addJoint(parent, pinocchio::JointModelSphericalZYX(), offset, "zyx");
+  const MultibodyState state(model);
+  const int nv = model->nv, ndx = state.ndx();
+  // free flyer 0..5, rx 6, ball 7..9, py 10, planar 11..13, wheel 14, zyx 15..17
+  ASSERT_EQ(state.curvedBlocks().size(), 4u);
+  const int starts[] = {0, 7, 11, 14}, sizes[] = {6, 3, 3, 1};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(state.curvedBlocks()[i].start, starts[i]);
+    EXPECT_EQ(state.curvedBlocks()[i].size, sizes[i]);
+  }
+  MatrixXd inside = MatrixXd::Zero(ndx, ndx);  // 1 where a curved block may be nonzero
+  for (const auto& b : state.curvedBlocks())
+    inside.block(b.start, b.start, b.size, b.size).setOnes();
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 5; ++trial) {
+    const VectorXd x0 = randomState(state, rng, 0.7), x1 = randomState(state, rng, 0.7);
+    MatrixXd J0(ndx, ndx), J1(ndx, ndx);
+    state.differenceJacobians(x0, x1, J0, J1);
+    for (int i = 0; i < ndx; ++i)
+      for (int j = 0; j < ndx; ++j) {
+        if (inside(i, j) > 0) continue;
+        const double id = i == j ? 1.0 : 0.0;
+        EXPECT_EQ(J0(i, j), -id) << "J_x0 (" << i << ", " << j << ")";
+        EXPECT_EQ(J1(i, j), id) << "J_x1 (" << i << ", " << j << ")";
+      }
+    // and the curved blocks are really curved here (not the identity by accident)
+    EXPECT_GT((J1.topLeftCorner(6, 6) - MatrixXd::Identity(6, 6)).norm(), 1e-3);
+  }
+  EXPECT_EQ(nv * 2, ndx);
+  EXPECT_TRUE(estimation::EuclideanState(4).curvedBlocks().empty());
+}
+
 TEST(MultibodyStage, RejectsBadInput) {
   const model::RobotModel loaded = model::loadRobot("double_pendulum");
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());

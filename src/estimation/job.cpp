@@ -109,7 +109,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     s.read("base_force", p.base_force_std);
     s.read("base_moment", p.base_moment_std);
     s.read("configuration", p.configuration_std);
-    s.read("contact_configuration", p.contact_configuration_std);
+    s.read("contact_configuration_rate", p.contact_configuration_rate_std);
     s.read("encoder", p.encoder_std);
     s.read("joint_velocity", p.velocity_std);
     s.read("gyro", p.gyro_std);

@@ -78,7 +78,7 @@ void LogProblemOptions::validate() const {
   requirePositive(base_force_std, "base_force_std", " [N]");
   requirePositive(base_moment_std, "base_moment_std", " [N m]");
   requirePositive(configuration_std, "configuration_std", " [rad]");
-  requirePositive(contact_configuration_std, "contact_configuration_std", " [rad]");
+  requirePositive(contact_configuration_rate_std, "contact_configuration_rate_std", " [rad/s]");
   requireNonNegative(contact_damping, "contact_damping", " [1/s]");
   contact_detection.validate();
   requireNonNegative(transition_window, "transition_window", " [s]");
@@ -334,8 +334,9 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
   MultibodyNoise transition_noise = noise;
   transition_noise.generalized_force *= options.transition_noise_scale;
   MultibodyNoise contact_noise = noise, contact_transition_noise = transition_noise;
-  contact_noise.configuration.setConstant(options.contact_configuration_std);
-  contact_transition_noise.configuration.setConstant(options.contact_configuration_std);
+  const double contact_configuration_std = options.contact_configuration_rate_std * p.dt;
+  contact_noise.configuration.setConstant(contact_configuration_std);
+  contact_transition_noise.configuration.setConstant(contact_configuration_std);
 
   std::vector<std::shared_ptr<const StageModel>> running;
   running.reserve(N);

@@ -1,6 +1,7 @@
 #include "heft/estimation/multibody_stage.hpp"
 
 #include <string>
+#include <type_traits>
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/spatial.hpp>
@@ -153,14 +154,21 @@ MultibodyStageModel::MultibodyStageModel(
   }
 }
 
-MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
+MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWorkspace* workspace)
     : StageData(model.nx(), model.ndx(), model.nw(), model.nr(), model.np(), model.hasDynamics()) {
   const dynamics::ForwardDynamicsModel& dyn = *model.dynamics_;
+  // One workspace per dynamics model: stages of the same contact set share it.
+  auto make = [workspace](const auto& dynamics_model, auto& out) {
+    using Data = typename std::decay_t<decltype(out)>::element_type;
+    auto create = [&] { return new Data(dynamics_model); };
+    out =
+        workspace ? workspace->get<Data>(&dynamics_model, create) : std::shared_ptr<Data>(create());
+  };
   if (model.contact_)
-    contact = std::make_unique<dynamics::ContactDynamicsData>(*model.contact_);
+    make(*model.contact_, contact);
   else
-    free = std::make_unique<dynamics::ForwardDynamicsData>(dyn);
-  if (model.impulse_) impulse = std::make_unique<dynamics::ImpulseDynamicsData>(*model.impulse_);
+    make(dyn, free);
+  if (model.impulse_) make(*model.impulse_, impulse);
   const int nv = dyn.nv(), nq = dyn.nq(), ndx = model.ndx(), np = model.np();
   tau.setZero(nv);
   v_start.setZero(nv);
@@ -185,7 +193,11 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model)
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
-  return std::make_unique<MultibodyStageData>(*this);
+  return std::make_unique<MultibodyStageData>(*this, nullptr);
+}
+
+std::unique_ptr<StageData> MultibodyStageModel::createDataSharing(StageWorkspace& workspace) const {
+  return std::make_unique<MultibodyStageData>(*this, &workspace);
 }
 
 void MultibodyStageModel::sensorResiduals(StageData& d,
@@ -359,6 +371,44 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.F_w.bottomLeftCorner(nv, nv).setZero();
   d.F_w.bottomRightCorner(nv, nv) = d.dv_dw;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
+}
+
+void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out) const {
+  // Sensor rows: every one depends on x.
+  const int first = hasDynamics() ? ndx() : 0;
+  const auto sensor_x = d.R_x.bottomRows(nr() - first);
+  out.xx.noalias() = sensor_x.transpose() * sensor_x;
+  out.x.noalias() = sensor_x.transpose() * d.r.tail(nr() - first);
+  if (!hasDynamics()) {  // no w; theta enters no sensor row without the dynamics
+    out.xt.setZero();
+    out.tt.setZero();
+    out.t.setZero();
+    return;
+  }
+  // Process-noise rows: r = process_info .* w.
+  out.ww.setZero();
+  out.ww.diagonal() = process_info_.cwiseAbs2();
+  out.w = process_info_.cwiseProduct(d.r.head(ndx()));
+  if (accel_row_ < 0) {
+    out.xw.setZero();
+    out.xt.setZero();
+    out.wt.setZero();
+    out.tt.setZero();
+    out.t.setZero();
+    return;
+  }
+  // The accelerometer's rows: the only sensor rows through the dynamics.
+  const auto ax = d.R_x.middleRows<3>(accel_row_);
+  const auto aw = d.R_w.middleRows<3>(accel_row_);
+  const auto at = d.R_theta.middleRows<3>(accel_row_);
+  const auto ar = d.r.segment<3>(accel_row_);
+  out.xw.noalias() = ax.transpose() * aw;
+  out.ww.noalias() += aw.transpose() * aw;
+  out.xt.noalias() = ax.transpose() * at;
+  out.wt.noalias() = aw.transpose() * at;
+  out.tt.noalias() = at.transpose() * at;
+  out.w.noalias() += aw.transpose() * ar;
+  out.t.noalias() = at.transpose() * ar;
 }
 
 // The IMU is on the floating base: with the base twist (v_lin, omega) and spatial acceleration

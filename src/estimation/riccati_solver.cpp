@@ -16,10 +16,10 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Copies the average of m and m^T into both triangles, in place and without a temporary.
-void symmetrize(Eigen::MatrixXd& m) {
+// Makes m symmetric from its lower triangle, in place.
+void copyLowerToUpper(Eigen::MatrixXd& m) {
   for (Eigen::Index j = 0; j < m.cols(); ++j)
-    for (Eigen::Index i = 0; i < j; ++i) m(i, j) = m(j, i) = 0.5 * (m(i, j) + m(j, i));
+    for (Eigen::Index i = 0; i < j; ++i) m(i, j) = m(j, i);
 }
 
 }  // namespace
@@ -122,8 +122,9 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   resizeTrajectory(cur_);
   resizeTrajectory(trial_);
   datas_.reserve(N_);
-  for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createData());
-  terminal_data_ = problem_->terminal().createData();
+  // The stages are evaluated one at a time: their dynamics share one scratch per contact set.
+  for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createDataSharing(workspace_));
+  terminal_data_ = problem_->terminal().createDataSharing(workspace_);
 
   k_.resize(N_);
   K_.resize(N_);
@@ -140,10 +141,16 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   lin_gaps_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
   D0_.setZero(ndx_, ndx_);
   D1_.setZero(ndx_, ndx_);
-  DF_x_.setZero(ndx_, ndx_);
-  DF_w_.setZero(ndx_, nw_max_);
-  DF_t_.setZero(ndx_, np_);
-  D0_lu_ = Eigen::PartialPivLU<Eigen::MatrixXd>(ndx_);
+  int largest_block = 0;
+  for (const TangentBlock& b : problem_->state().curvedBlocks()) {
+    require(b.start >= 0 && b.size > 0 && b.start + b.size <= ndx_, "state curved block",
+            "within [0, ndx)", std::to_string(b.start) + " + " + std::to_string(b.size));
+    block_lu_.emplace_back(b.size);
+    block_map_.push_back(Eigen::MatrixXd::Zero(b.size, b.size));
+    largest_block = std::max(largest_block, b.size);
+  }
+  block_rows_.setZero(largest_block, std::max({ndx_, nw_max_, np_}));
+  block_gap_.setZero(largest_block);
   for (Eigen::MatrixXd* m : {&Vxx_, &Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
   for (Eigen::MatrixXd* m : {&Vxt_, &Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
   for (Eigen::MatrixXd* m : {&Vtt_, &Vtt_next_, &Qtt_}) m->setZero(np_, np_);
@@ -156,6 +163,9 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   FwV_.setZero(nw_max_, ndx_);
   Qw_.setZero(nw_max_);
   Qww_llt_ = Eigen::LLT<Eigen::MatrixXd>(nw_max_);
+  Y_.setZero(nw_max_, ndx_);
+  Yt_.setZero(nw_max_, np_);
+  y_.setZero(nw_max_);
   arrival_r_.setZero(ndx_);
   prior_r_.setZero(np_);
   arrival_J_.setZero(ndx_, ndx_);
@@ -270,21 +280,7 @@ bool RiccatiSolver::computeDerivatives() {
       problem_->state().difference(cur_.xs[k + 1], d.xnext, cur_.gaps[k + 1]);
     }
     stage.calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
-    // The gap's exact linearization (see lin_gaps_): F <- -D0^{-1} D1 F, fbar <- -D0^{-1} fbar.
-    problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
-    D0_lu_.compute(D0_);
-    DF_x_.noalias() = D1_ * d.F_x;
-    d.F_x.noalias() = D0_lu_.solve(DF_x_);
-    d.F_x = -d.F_x;
-    auto DF_w = DF_w_.leftCols(stage.nw());
-    DF_w.noalias() = D1_ * d.F_w;
-    d.F_w.noalias() = D0_lu_.solve(DF_w);
-    d.F_w = -d.F_w;
-    DF_t_.noalias() = D1_ * d.F_theta;
-    d.F_theta.noalias() = D0_lu_.solve(DF_t_);
-    d.F_theta = -d.F_theta;
-    lin_gaps_[k + 1].noalias() = D0_lu_.solve(cur_.gaps[k + 1]);
-    lin_gaps_[k + 1] = -lin_gaps_[k + 1];
+    linearizeGap(d, k);
     finite = finite && d.r.allFinite() && d.R_x.allFinite() && d.R_w.allFinite() &&
              d.R_theta.allFinite() && d.F_x.allFinite() && d.F_w.allFinite() &&
              d.F_theta.allFinite() && d.xnext.allFinite();
@@ -303,13 +299,44 @@ bool RiccatiSolver::computeDerivatives() {
   return finite;
 }
 
+// The gap's exact linearization (see lin_gaps_): F <- -D0^{-1} D1 F, fbar <- -D0^{-1} fbar, on the
+// curved blocks only; elsewhere D0 = -I and D1 = I leave F and the gap as they are.
+void RiccatiSolver::linearizeGap(StageData& d, int k) {
+  lin_gaps_[k + 1] = cur_.gaps[k + 1];
+  const std::vector<TangentBlock>& blocks = problem_->state().curvedBlocks();
+  if (blocks.empty()) return;
+  problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
+  auto mapRows = [&](Eigen::MatrixXd& F, const TangentBlock& b, const Eigen::MatrixXd& T) {
+    auto rows = block_rows_.topLeftCorner(b.size, F.cols());
+    rows.noalias() = T * F.middleRows(b.start, b.size);
+    F.middleRows(b.start, b.size) = rows;
+  };
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const TangentBlock& b = blocks[i];
+    Eigen::PartialPivLU<Eigen::MatrixXd>& lu = block_lu_[i];
+    Eigen::MatrixXd& T = block_map_[i];
+    lu.compute(D0_.block(b.start, b.start, b.size, b.size));
+    T.noalias() = lu.solve(D1_.block(b.start, b.start, b.size, b.size));
+    T = -T;
+    mapRows(d.F_x, b, T);
+    mapRows(d.F_w, b, T);
+    mapRows(d.F_theta, b, T);
+    auto gap = block_gap_.head(b.size);
+    gap.noalias() = lu.solve(cur_.gaps[k + 1].segment(b.start, b.size));
+    lin_gaps_[k + 1].segment(b.start, b.size) = -gap;
+  }
+}
+
 bool RiccatiSolver::backwardPass() {
-  const StageData& t = *terminal_data_;
-  Vxx_next_.noalias() = t.R_x.transpose() * t.R_x;
-  Vxt_next_.noalias() = t.R_x.transpose() * t.R_theta;
-  Vtt_next_.noalias() = t.R_theta.transpose() * t.R_theta;
-  Vx_next_.noalias() = t.R_x.transpose() * t.r;
-  Vt_next_.noalias() = t.R_theta.transpose() * t.r;
+  {
+    auto no_xw = Qxw_.leftCols(0);  // a terminal stage has no w
+    auto no_ww = Qww_.topLeftCorner(0, 0);
+    auto no_wt = Qwt_.topRows(0);
+    auto no_w = Qw_.head(0);
+    GaussNewtonTerms terminal{Vxx_next_, no_xw,    no_ww, Vxt_next_, no_wt,
+                              Vtt_next_, Vx_next_, no_w,  Vt_next_};
+    problem_->terminal().gaussNewton(*terminal_data_, terminal);
+  }
   for (int k = N_ - 1; k >= 0; --k) {
     const StageData& d = *datas_[k];
     const int nw = problem_->running(k).nw();
@@ -329,54 +356,67 @@ bool RiccatiSolver::backwardPass() {
     FxV_.noalias() = d.F_x.transpose() * Vxx_next_;
     FwV.noalias() = d.F_w.transpose() * Vxx_next_;
 
-    Qxx_.noalias() = d.R_x.transpose() * d.R_x;
-    Qxx_.noalias() += FxV_ * d.F_x;
-    Qxw.noalias() = d.R_x.transpose() * d.R_w;
+    // The stage's own cost terms (R^T R, R^T r), then the value function carried through F.
+    // Of the symmetric blocks only the lower triangles of Q_xx and Q_ww are formed: Q_ww is read
+    // by its Cholesky factorization, Q_xx by the lower-triangular update of V_xx below.
+    GaussNewtonTerms terms{Qxx_, Qxw, Qww, Qxt_, Qwt, Qtt_, Qx_, Qw, Qt_};
+    problem_->running(k).gaussNewton(d, terms);
+    Qxx_.triangularView<Eigen::Lower>() += FxV_ * d.F_x;
     Qxw.noalias() += FxV_ * d.F_w;
-    Qww.noalias() = d.R_w.transpose() * d.R_w;
-    Qww.noalias() += FwV * d.F_w;
+    Qww.triangularView<Eigen::Lower>() += FwV * d.F_w;
     Qww.diagonal().array() += mu_;
-    Qxt_.noalias() = d.R_x.transpose() * d.R_theta;
     Qxt_.noalias() += d.F_x.transpose() * G_;
-    Qwt.noalias() = d.R_w.transpose() * d.R_theta;
     Qwt.noalias() += d.F_w.transpose() * G_;
     // Both cross terms F_theta' V_xtheta' and V_xtheta'^T F_theta: eq. 23 prints only one.
-    Qtt_ = Vtt_next_;
-    Qtt_.noalias() += d.R_theta.transpose() * d.R_theta;
+    Qtt_ += Vtt_next_;
     Qtt_.noalias() += d.F_theta.transpose() * G_;
     Qtt_.noalias() += Vxt_next_.transpose() * d.F_theta;
-    Qx_.noalias() = d.R_x.transpose() * d.r;
     Qx_.noalias() += d.F_x.transpose() * vx_plus_;
-    Qw.noalias() = d.R_w.transpose() * d.r;
     Qw.noalias() += d.F_w.transpose() * vx_plus_;
-    Qt_ = Vt_next_;
-    Qt_.noalias() += d.R_theta.transpose() * d.r;
+    Qt_ += Vt_next_;
     Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
 
+    // Q_ww = L L^T. With Y = L^{-1} Q_xw^T, Y_t = L^{-1} Q_wtheta and y = L^{-1} Q_w the policy is
+    // K = -L^{-T} Y, K_theta = -L^{-T} Y_t, k = -L^{-T} y, and the value V_xx = Q_xx - Y^T Y,
+    // V_xtheta = Q_xtheta - Y^T Y_t, V_thetatheta = Q_thetatheta - Y_t^T Y_t, V_x = Q_x - Y^T y,
+    // V_theta = Q_theta - Y_t^T y: the same as Q + Q_xw K etc., in fewer products, and V_xx
+    // as a symmetric rank update.
     Qww_llt_.compute(Qww);
     if (Qww_llt_.info() != Eigen::Success) return false;
-    k_[k] = -Qw;
-    Qww_llt_.solveInPlace(k_[k]);
-    K_[k] = -Qxw.transpose();
-    Qww_llt_.solveInPlace(K_[k]);
-    K_theta_[k] = -Qwt;
-    Qww_llt_.solveInPlace(K_theta_[k]);
+    const auto L = Qww_llt_.matrixL();
+    auto Y = Y_.topRows(nw);
+    auto Yt = Yt_.topRows(nw);
+    auto y = y_.head(nw);
+    Y = Qxw.transpose();
+    L.solveInPlace(Y);
+    Yt = Qwt;
+    L.solveInPlace(Yt);
+    y = Qw;
+    L.solveInPlace(y);
+    const auto U = Qww_llt_.matrixU();
+    K_[k] = -Y;
+    U.solveInPlace(K_[k]);
+    K_theta_[k] = -Yt;
+    U.solveInPlace(K_theta_[k]);
+    k_[k] = -y;
+    U.solveInPlace(k_[k]);
 
     Vxx_ = Qxx_;
-    Vxx_.noalias() += Qxw * K_[k];
+    Vxx_.selfadjointView<Eigen::Lower>().rankUpdate(Y.transpose(), -1.0);
     Vxt_ = Qxt_;
-    Vxt_.noalias() += Qxw * K_theta_[k];
+    Vxt_.noalias() -= Y.transpose() * Yt;
     Vtt_ = Qtt_;
-    Vtt_.noalias() += Qwt.transpose() * K_theta_[k];
+    Vtt_.selfadjointView<Eigen::Lower>().rankUpdate(Yt.transpose(), -1.0);
     Vx_ = Qx_;
-    Vx_.noalias() += Qxw * k_[k];
+    Vx_.noalias() -= Y.transpose() * y;
     Vt_ = Qt_;
-    Vt_.noalias() += Qwt.transpose() * k_[k];
-    // Rounding makes V_xx slightly asymmetric, and the asymmetry grows through F_x^T V F_x: on
-    // go1 at dt 0.01 it turned V_xx indefinite (eigenvalue -1.5e9 of 2.6e9) within a few hundred
-    // knots, and no regularization saved the factorization. Exact arithmetic gives symmetric V's.
-    symmetrize(Vxx_);
-    symmetrize(Vtt_);
+    Vt_.noalias() -= Yt.transpose() * y;
+    // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
+    // copied into the upper ones. Session 6 found that a slightly asymmetric V_xx grows through
+    // F_x^T V F_x (on go1 at dt 0.01 to an eigenvalue of -1.5e9 of 2.6e9 within a few hundred
+    // knots), which no regularization saved.
+    copyLowerToUpper(Vxx_);
+    copyLowerToUpper(Vtt_);
     Vxx_.swap(Vxx_next_);
     Vxt_.swap(Vxt_next_);
     Vtt_.swap(Vtt_next_);

@@ -26,4 +26,20 @@ StageModel::StageModel(int nx, int ndx, int nw, int nr, int np, bool has_dynamic
           has_dynamics ? "> 0 for a running stage" : "0 for a terminal stage", std::to_string(nw));
 }
 
+std::unique_ptr<StageData> StageModel::createDataSharing(StageWorkspace&) const {
+  return createData();
+}
+
+void StageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out) const {
+  out.xx.noalias() = d.R_x.transpose() * d.R_x;
+  out.xw.noalias() = d.R_x.transpose() * d.R_w;
+  out.ww.noalias() = d.R_w.transpose() * d.R_w;
+  out.xt.noalias() = d.R_x.transpose() * d.R_theta;
+  out.wt.noalias() = d.R_w.transpose() * d.R_theta;
+  out.tt.noalias() = d.R_theta.transpose() * d.R_theta;
+  out.x.noalias() = d.R_x.transpose() * d.r;
+  out.w.noalias() = d.R_w.transpose() * d.r;
+  out.t.noalias() = d.R_theta.transpose() * d.r;
+}
+
 }  // namespace heft::estimation

@@ -8,6 +8,7 @@ namespace heft::estimation {
 
 EuclideanState::EuclideanState(int n) : StateManifold(n, n) {
   require(n > 0, "EuclideanState dimension", "> 0", std::to_string(n));
+  curved_blocks_.clear();
 }
 
 void EuclideanState::integrate(const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -42,6 +43,15 @@ MultibodyState::MultibodyState(std::shared_ptr<const pinocchio::Model> model)
     : StateManifold(model ? model->nq + model->nv : 0, model ? 2 * model->nv : 0),
       model_(std::move(model)) {
   require(model_ != nullptr, "MultibodyState model", "a robot model", "null");
+  // Pinocchio's LieGroupMap puts every joint on a vector space (difference q1 - q0) except the
+  // free flyer, spherical, planar and unbounded revolute joints (and composites holding them), all
+  // with nq != nv; dDifference works joint by joint, so the Jacobians are block diagonal over
+  // joints. v is Euclidean.
+  curved_blocks_.clear();
+  for (std::size_t j = 1; j < model_->joints.size(); ++j) {
+    const auto& joint = model_->joints[j];
+    if (joint.nq() != joint.nv()) curved_blocks_.push_back(TangentBlock{joint.idx_v(), joint.nv()});
+  }
 }
 
 void MultibodyState::integrate(const Eigen::Ref<const Eigen::VectorXd>& x,

@@ -61,14 +61,16 @@ struct LogProblemOptions {
   bool touchdown_impulses = true;
   /// Configuration process noise per step [rad, m]: what semi-implicit Euler misses over one step.
   double configuration_std = 1e-6;
-  /// The same at knots with a contact set: rigid contacts hold the feet still to the encoders'
-  /// precision, soft ones (MuJoCo's, a real foot's) let them sink and roll by millimetres; this
-  /// slack absorbs the difference (docs/estimation.md, measured on go2 and go1).
-  double contact_configuration_std = 1e-4;
-  double encoder_std = 3e-5;         ///< [rad]
-  bool use_logged_velocity = false;  ///< add the log's joint velocities as measurements
-  double velocity_std = 0.05;        ///< [rad/s], logged velocity and the arrival prior on v
-  bool use_imu = true;               ///< floating base: gyro and orientation residuals
+  /// The same at knots with a contact set, as a rate: the std per step is this times dt. Rigid
+  /// contacts hold the feet still to the encoders' precision, soft ones (MuJoCo's, a real foot's)
+  /// let them sink and roll by millimetres over a stance; this slack absorbs the difference
+  /// (docs/estimation.md, measured on go2 and go1). A drift, not a random walk, so it grows with
+  /// the step: 1e-4 per step at 1 kHz, 1e-3 at dt 0.01 (go1 at dt 0.01: mass 2.2 % -> 0.4 %).
+  double contact_configuration_rate_std = 0.1;  ///< [rad/s, m/s]
+  double encoder_std = 3e-5;                    ///< [rad]
+  bool use_logged_velocity = false;             ///< add the log's joint velocities as measurements
+  double velocity_std = 0.05;  ///< [rad/s], logged velocity and the arrival prior on v
+  bool use_imu = true;         ///< floating base: gyro and orientation residuals
   /// Floating base: the IMU's specific force (with use_imu). On go1 trotting it took the mass
   /// error from 2.9 % to 0.2 % (docs/estimation.md, "The accelerometer").
   bool use_accelerometer = true;

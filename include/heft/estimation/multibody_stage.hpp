@@ -103,12 +103,18 @@ class MultibodyStageModel final : public StageModel {
                       std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
+  /// The dynamics workspaces (Pinocchio data, constraint Cholesky, regressor) come from
+  /// `workspace`, one per dynamics model: calcDiff recomputes the dynamics from its arguments.
+  std::unique_ptr<StageData> createDataSharing(StageWorkspace& workspace) const override;
   void calc(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
             const Eigen::Ref<const Eigen::VectorXd>& w,
             const Eigen::Ref<const Eigen::VectorXd>& theta) const override;
   void calcDiff(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
                 const Eigen::Ref<const Eigen::VectorXd>& w,
                 const Eigen::Ref<const Eigen::VectorXd>& theta) const override;
+  /// The rows' structure: the process-noise rows are diagonal in w and zero in x and theta; of
+  /// the sensor rows only the accelerometer's depend on w and theta.
+  void gaussNewton(const StageData& data, GaussNewtonTerms& out) const override;
 
   const MultibodyMeasurement& measurement() const { return measurement_; }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
@@ -145,10 +151,13 @@ class MultibodyStageModel final : public StageModel {
 
 /// Workspaces of MultibodyStageModel.
 struct MultibodyStageData final : StageData {
-  explicit MultibodyStageData(const MultibodyStageModel& model);
-  std::unique_ptr<dynamics::ForwardDynamicsData> free;     ///< when the stage has no contact
-  std::unique_ptr<dynamics::ContactDynamicsData> contact;  ///< when it has
-  std::unique_ptr<dynamics::ImpulseDynamicsData> impulse;  ///< at a touchdown
+  /// \param workspace null: workspaces of its own; else shared ones from it.
+  MultibodyStageData(const MultibodyStageModel& model, StageWorkspace* workspace);
+  // Scratch of the dynamics calls, possibly shared with other stages' datas (createDataSharing):
+  // read only right after the call that filled it.
+  std::shared_ptr<dynamics::ForwardDynamicsData> free;     ///< when the stage has no contact
+  std::shared_ptr<dynamics::ContactDynamicsData> contact;  ///< when it has
+  std::shared_ptr<dynamics::ImpulseDynamicsData> impulse;  ///< at a touchdown
   Eigen::VectorXd tau, v_next, q_next, dq;                 ///< tau + w_tau, v', q', dt v'
   Eigen::VectorXd v_start;       ///< v^+ at a touchdown, else v: the velocity the step starts from
   Eigen::MatrixXd dv_dx, dq_dx;  ///< nv x ndx

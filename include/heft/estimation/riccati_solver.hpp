@@ -182,15 +182,22 @@ class RiccatiSolver {
   /// datas_ and terminal_data_ hold calc at cur_ and cur_.gaps are up to date: the derivative
   /// pass then skips calc (evaluate and the accepted trial already did it).
   bool datas_at_current_ = false;
+  StageWorkspace workspace_;  ///< the stages' shared scratch (declared before the datas using it)
   std::vector<std::unique_ptr<StageData>> datas_;
   std::unique_ptr<StageData> terminal_data_;
 
   // Exact linearization of the gap on the manifold: difference(x_{k+1}, f_k) = 0 gives
   // D0 dx_{k+1} + D1 df + fbar = 0, so the solver uses F <- -D0^{-1} D1 F and the gap
   // -D0^{-1} fbar (both equal the stage's when the gap is zero).
+  // Only the state's curved blocks (StateManifold::curvedBlocks) differ from the identity map,
+  // so the map is applied block by block: T_b = -D0_b^{-1} D1_b on the block's rows.
   std::vector<Eigen::VectorXd> lin_gaps_;
-  Eigen::MatrixXd D0_, D1_, DF_x_, DF_w_, DF_t_;
-  Eigen::PartialPivLU<Eigen::MatrixXd> D0_lu_;
+  Eigen::MatrixXd D0_, D1_;
+  std::vector<Eigen::PartialPivLU<Eigen::MatrixXd>> block_lu_;
+  std::vector<Eigen::MatrixXd> block_map_;  ///< T_b per curved block
+  Eigen::MatrixXd block_rows_;              ///< workspace: largest block x max(ndx, nw, np)
+  Eigen::VectorXd block_gap_;
+  void linearizeGap(StageData& data, int k);
   // Policy, per running stage.
   std::vector<Eigen::VectorXd> k_;
   std::vector<Eigen::MatrixXd> K_, K_theta_;
@@ -201,6 +208,8 @@ class RiccatiSolver {
   Eigen::MatrixXd Qxx_, Qxw_, Qww_, Qxt_, Qwt_, Qtt_, FxV_, FwV_, G_;
   Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;
   Eigen::LLT<Eigen::MatrixXd> Qww_llt_;
+  Eigen::MatrixXd Y_, Yt_;  ///< L^{-1} Q_xw^T and L^{-1} Q_wtheta (Q_ww = L L^T)
+  Eigen::VectorXd y_;       ///< L^{-1} Q_w
   // Arrival node.
   Eigen::VectorXd arrival_r_, prior_r_, theta_diff_, gx_, gt_, gs_;
   Eigen::MatrixXd arrival_J_, J_unused_, J_next_unused_, Hxx_, Hxt_, Htt_, HxxInvHxt_, S_;

@@ -10,7 +10,11 @@
 ///
 /// Jacobian conventions: R_x, F_x w.r.t. x in the tangent space at x (column i: d/d eps of
 /// g(x ⊕ eps e_i)); F_* in the tangent space at f (row space: f(x ⊕ dx) ⊖ f(x)).
+#include <map>
 #include <memory>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
 
 #include <Eigen/Core>
 
@@ -31,7 +35,32 @@ struct StageData {
   Eigen::MatrixXd F_x, F_w, F_theta;  ///< ndx x ndx, ndx x nw, ndx x np (running stages)
 };
 
-/// The constant part of a stage. calc and calcDiff must not allocate.
+/// The Gauss-Newton expansion of a stage's cost 0.5 |r + R_x dx + R_w dw + R_theta dtheta|^2:
+/// the Hessian blocks R_a^T R_b and the gradients R_a^T r, written into a solver's workspace
+/// (ndx, nw, np rows; a terminal stage's w blocks have nw = 0 rows or columns).
+struct GaussNewtonTerms {
+  Eigen::Ref<Eigen::MatrixXd> xx, xw, ww, xt, wt, tt;
+  Eigen::Ref<Eigen::VectorXd> x, w, t;
+};
+
+/// Scratch memory that the datas of many stages share when they are used one at a time (one
+/// solver, one thread): a go2 stage's Pinocchio workspaces take about 2 MB, its own outputs a
+/// few tens of kB (docs/estimation.md, "Memory"). Items are keyed by their type and an address
+/// (a dynamics model's), created on first request.
+class StageWorkspace {
+ public:
+  template <class T, class Make>
+  std::shared_ptr<T> get(const void* key, Make make) {
+    auto& item = items_[{std::type_index(typeid(T)), key}];
+    if (!item) item = std::shared_ptr<T>(make());
+    return std::static_pointer_cast<T>(item);
+  }
+
+ private:
+  std::map<std::pair<std::type_index, const void*>, std::shared_ptr<void>> items_;
+};
+
+/// The constant part of a stage. calc, calcDiff and gaussNewton must not allocate.
 class StageModel {
  public:
   /// \param nw 0 for a terminal stage (has_dynamics false).
@@ -45,7 +74,13 @@ class StageModel {
   int np() const { return np_; }
   bool hasDynamics() const { return has_dynamics_; }
 
+  /// A data with workspaces of its own: independent of every other data.
   virtual std::unique_ptr<StageData> createData() const = 0;
+  /// A data whose scratch memory comes from `workspace` and is shared with the other datas made
+  /// from it: their calc / calcDiff calls must not overlap in time (one thread), and calcDiff
+  /// must not rely on scratch left by calc (only on the data's own members). The default makes an
+  /// independent data.
+  virtual std::unique_ptr<StageData> createDataSharing(StageWorkspace& workspace) const;
   /// r, cost and (running stages) xnext at (x, w, theta). w is empty for a terminal stage.
   virtual void calc(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
                     const Eigen::Ref<const Eigen::VectorXd>& w,
@@ -54,6 +89,10 @@ class StageModel {
   virtual void calcDiff(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
                         const Eigen::Ref<const Eigen::VectorXd>& w,
                         const Eigen::Ref<const Eigen::VectorXd>& theta) const = 0;
+  /// Overwrites every term from data's r and Jacobians (calcDiff was called). The default forms
+  /// the dense products; a model that knows which rows are zero or diagonal in a block can skip
+  /// them (the solver's backward pass spends most of its time here and in the dynamics' terms).
+  virtual void gaussNewton(const StageData& data, GaussNewtonTerms& out) const;
 
  private:
   int nx_, ndx_, nw_, nr_, np_;

@@ -6,20 +6,35 @@
 /// difference(x0, x1) = x1 ⊖ x0 in the tangent space at x0; integrate(x, dx) = x ⊕ dx. Jacobians
 /// follow Pinocchio's dIntegrate / dDifference: expressed in the tangent space of the output.
 #include <memory>
+#include <vector>
 
 #include <Eigen/Core>
 #include <pinocchio/multibody/model.hpp>
 
 namespace heft::estimation {
 
+/// Tangent coordinates [start, start + size).
+struct TangentBlock {
+  int start = 0;
+  int size = 0;
+};
+
 /// Lie-group operations on the state. Implementations do not allocate.
 class StateManifold {
  public:
-  StateManifold(int nx, int ndx) : nx_(nx), ndx_(ndx) {}
+  /// Until a derived class says otherwise, the whole tangent space is one curved block.
+  StateManifold(int nx, int ndx) : nx_(nx), ndx_(ndx) { curved_blocks_.push_back({0, ndx}); }
   virtual ~StateManifold() = default;
 
   int nx() const { return nx_; }
   int ndx() const { return ndx_; }
+
+  /// The tangent blocks on which difference() is not plain subtraction, in increasing order.
+  /// Outside them differenceJacobians() gives J_x0 = -I and J_x1 = I, and both Jacobians are block
+  /// diagonal over these blocks, so a solver may map a Jacobian through -J_x0^{-1} J_x1 block by
+  /// block and leave the other rows alone (the identity). A free-flyer robot has one block of 6
+  /// among 2 nv coordinates.
+  const std::vector<TangentBlock>& curvedBlocks() const { return curved_blocks_; }
 
   /// out = x ⊕ dx (nx).
   virtual void integrate(const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -39,6 +54,9 @@ class StateManifold {
                                    const Eigen::Ref<const Eigen::VectorXd>& x1,
                                    Eigen::Ref<Eigen::MatrixXd> J_x0,
                                    Eigen::Ref<Eigen::MatrixXd> J_x1) const = 0;
+
+ protected:
+  std::vector<TangentBlock> curved_blocks_;
 
  private:
   int nx_;
