@@ -244,6 +244,7 @@ struct RolloutSystem {
   std::vector<std::string> bodies;
   int first_sample = 1000, knots = 1000, guesses = 100, max_iterations = 100;
   double spread = 0.5;
+  inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky;
 };
 
 RolloutTrial solveFrom(const estimation::LogProblem& lp, estimation::Rollout rollout,
@@ -302,15 +303,15 @@ TEST(Studies, Rollouts) {
         "per "
         "axis (physically consistent by construction); the states start at the log's initial guess "
         "(encoders, motion capture, differences), w = 0. Same guesses for the three rollouts. "
-        "Log-Cholesky parameters, default prior (std 1 on theta around the nominal model) and "
-        "noise settings. Converged: "
+        "Log-Cholesky parameters unless the system says otherwise, default prior (std 1 on theta "
+        "around the nominal model) and noise settings. Converged: "
         "the "
         "solver's tolerance (|d1| <= 1e-9 (1 + cost), gaps <= 1e-8) within the iteration cap; the "
         "other columns are over every guess (an unconverged run reports its last iterate).\n\n"
      << "| system | rollout | guesses | converged | iterations | final cost | mass error [%] | "
         "time per solve [s] |\n|---|---|---|---|---|---|---|---|\n";
 
-  const std::vector<RolloutSystem> systems = {
+  std::vector<RolloutSystem> systems = {
       {"double pendulum (arm), link 2 carries 0.15 kg",
        "double-pendulum-payload",
        "double_pendulum",
@@ -320,22 +321,28 @@ TEST(Studies, Rollouts) {
        100,
        100,
        0.5},
-      {"go2 standing, +3 kg on the base (200 knots, 10 guesses)",
-       "go2-payload-3kg",
-       "go2",
-       {"base"},
-       1000,
-       200,
-       10,
-       40,
-       0.5},
   };
+  // go2 in both parametrizations: log-Cholesky as in session 5's rows, exponential eigenvalue the
+  // job's default since session 6.
+  for (inertia::Parametrization parametrization :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue})
+    systems.push_back(
+        {"go2 standing, +3 kg on the base (200 knots), " + inertia::toString(parametrization),
+         "go2-payload-3kg",
+         "go2",
+         {"base"},
+         1000,
+         200,
+         100,
+         40,
+         0.5,
+         parametrization});
   for (const RolloutSystem& system : systems) {
     const io::Log log = simulatedLog(system.scenario, system.first_sample + system.knots);
     const model::RobotModel robot = model::loadRobot(system.robot);
     estimation::LogProblemOptions options;
     options.identified_bodies = system.bodies;
-    options.parametrization = inertia::Parametrization::LogCholesky;  // Table I as measured
+    options.parametrization = system.parametrization;
     options.first_sample = system.first_sample;
     options.knots = system.knots;
     const estimation::LogProblem lp = estimation::buildLogProblem(robot, log, options);

@@ -3,10 +3,13 @@
 ///
 /// Gauss-Newton on the whitened residuals. Each iteration:
 ///  1. derivatives: every stage's calc + calcDiff at the current guess, the gaps
-///     fbar_{k+1} = f_k(x_k, w_k; theta) ⊖ x_{k+1};
+///     fbar_{k+1} = f_k(x_k, w_k; theta) ⊖ x_{k+1}, linearized exactly on the state's curved
+///     blocks (StateManifold::curvedBlocks);
 ///  2. backward pass: the action-value expansion Q (eq. 23, with the gap deflection of V_x and
-///     V_theta) and the policy dw = k + K dx + K_theta dtheta (eq. 25, with the signs folded into
-///     k, K, K_theta), value V_xx, V_xtheta, V_thetatheta, V_x, V_theta (eq. 27);
+///     V_theta; the stage's own terms from StageModel::gaussNewton) and the policy
+///     dw = k + K dx + K_theta dtheta (eq. 25, with the signs folded into k, K, K_theta), value
+///     V_xx, V_xtheta, V_thetatheta, V_x, V_theta (eq. 27), in Cholesky form: Q_ww = L L^T,
+///     Y = L^{-1} Q_xw^T, V_xx = Q_xx - Y^T Y (docs/estimation.md, "Speed and memory");
 ///  3. arrival node: the arrival prior and the parameter prior are added to V at k = 0 and the
 ///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
 ///     information of theta given the data (its inverse is the posterior covariance). Directions
@@ -20,7 +23,8 @@
 /// Sign choices and where the paper's printed equations needed fixing: docs/estimation.md.
 ///
 /// No heap allocation inside an iteration when every running stage has the same nw and nr (all
-/// buffers are sized at construction).
+/// buffers are sized at construction). The stages' datas share one scratch per dynamics model
+/// (StageModel::createDataSharing): the solver evaluates them one at a time.
 #include <chrono>
 #include <iosfwd>
 #include <memory>
