@@ -123,9 +123,6 @@ void iteration(benchmark::State& state, int knots) {
   }
 }
 
-// The mean time of an iteration in a real solve: solve() for at most 10 iterations from the same
-// guess, manual time = its wall time over the iterations it took (every line-search trial
-// included, solve()'s one initial evaluation spread over them).
 // Heap bytes in use [kB] (glibc's mallinfo2: small blocks and mmapped ones; -1 elsewhere). Not the
 // resident size: memory freed by an earlier benchmark stays resident and is reused.
 double heapInUseKilobytes() {
@@ -137,6 +134,9 @@ double heapInUseKilobytes() {
 #endif
 }
 
+// The mean time of an iteration in a real solve: solve() for at most 10 iterations from the same
+// guess, manual time = its wall time over the iterations it took (every line-search trial
+// included, solve()'s one initial evaluation spread over them).
 void meanIteration(benchmark::State& state, int knots) {
   const auto& lp = problem(knots);
   heft::estimation::RiccatiOptions options;
@@ -154,10 +154,10 @@ void meanIteration(benchmark::State& state, int knots) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.SetIterationTime(seconds / std::max(summary.iterations, 1));
   }
-  int trials = 0;
-  for (double alpha : solver.summary().step_history)
-    trials += alpha > 0 ? 1 + static_cast<int>(std::lround(-std::log2(alpha))) : 11;
   const auto& summary = solver.summary();
+  int trials = 0;  // alpha = 2^-j took j + 1 trials; a rejected iteration all 11
+  for (double alpha : summary.step_history)
+    trials += alpha > 0 ? 1 + static_cast<int>(std::lround(-std::log2(alpha))) : 11;
   const double per_iteration_ms = 1e3 / std::max(summary.iterations, 1);
   state.counters["iterations"] = summary.iterations;
   state.counters["trials"] = trials;

@@ -44,10 +44,9 @@ constexpr int kIterations = 60;
 
 // One row of the table. The two noise settings: buildLogProblem's defaults (configuration noise
 // 0.1 x dt per step at knots in contact, generalized-force noise x100 within 10 ms of a contact
-// change:
-// slack for the mismatch between rigid and MuJoCo's soft contacts), and "tight": 1e-6 everywhere
-// and no inflation (rigid contacts trusted to the encoders' precision; the defaults before
-// 2026-11-23).
+// change: slack for the mismatch between rigid and MuJoCo's soft contacts), and "tight": 1e-6
+// everywhere and no inflation (rigid contacts trusted to the encoders' precision; the defaults
+// before 2026-11-23).
 struct RowSpec {
   std::string robot, scenario;
   bool tight = false;

@@ -44,9 +44,10 @@ struct GaussNewtonTerms {
 };
 
 /// Scratch memory that the datas of many stages share when they are used one at a time (one
-/// solver, one thread): a go2 stage's Pinocchio workspaces take about 2 MB, its own outputs a
-/// few tens of kB (docs/estimation.md, "Memory"). Items are keyed by their type and an address
-/// (a dynamics model's), created on first request.
+/// solver, one thread): a go2 stage's Pinocchio workspaces take about 2 MB; with them shared the
+/// solver holds 128 kB per knot, outputs and its own buffers (docs/estimation.md, "Speed and
+/// memory"). Items are keyed by their type and an address (a dynamics model's), created on first
+/// request.
 class StageWorkspace {
  public:
   template <class T, class Make>
