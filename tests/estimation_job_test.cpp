@@ -74,15 +74,26 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("solver.max_iteration"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown key"), std::string::npos) << e;
 
+  // Values out of range: the key and its line, not the C++ option's name.
+  e = configErrorOf(base + "noise:\n  gyro: 0.01\n  torque: -1\n");
+  EXPECT_NE(e.find("job.yaml:7: noise.torque: expected a finite value > 0"), std::string::npos)
+      << e;
+  e = configErrorOf(base + "window:\n  stride: 0\n");
+  EXPECT_NE(e.find("job.yaml:6: window.stride: expected an integer >= 1"), std::string::npos) << e;
+  e = configErrorOf(base + "solver:\n  nullspace_tolerance: 2\n");
+  EXPECT_NE(e.find("job.yaml:6: solver.nullspace_tolerance: expected a value in [0, 1)"),
+            std::string::npos)
+      << e;
+  e = configErrorOf(base + "contacts:\n  damping: -0.5\n");
+  EXPECT_NE(e.find("job.yaml:6: contacts.damping: expected a finite value >= 0"), std::string::npos)
+      << e;
+
   e = configErrorOf("robot: go2\nlog: x.h5\n");
   EXPECT_NE(e.find("estimate.bodies"), std::string::npos) << e;
 
   e = configErrorOf(base + "  parametrization: cholesky\n");
   EXPECT_NE(e.find("job.yaml:5"), std::string::npos) << e;
   EXPECT_NE(e.find("log-cholesky"), std::string::npos) << e;
-
-  e = configErrorOf(base + "noise:\n  torque: -1\n");
-  EXPECT_NE(e.find("torque_std"), std::string::npos) << e;
 
   e = configErrorOf(base + "window:\n  knots: many\n");
   EXPECT_NE(e.find("window.knots"), std::string::npos) << e;

@@ -343,6 +343,65 @@ void expectGaussNewtonTermsEqualDense(const StageModel& stage, const VectorXd& x
   expectNear(fast.x, dense.x, "x");
   expectNear(fast.w, dense.w, "w");
   expectNear(fast.t, dense.t, "t");
+
+  // The linearized residual R_x dx + R_w dw + R_theta dtheta, from the same known rows.
+  std::mt19937 rng(5);
+  std::normal_distribution<double> n(0, 1);
+  const VectorXd dx = VectorXd::NullaryExpr(ndx, [&] { return n(rng); });
+  const VectorXd dw = VectorXd::NullaryExpr(nw, [&] { return n(rng); });
+  const VectorXd dt = VectorXd::NullaryExpr(np, [&] { return n(rng); });
+  VectorXd e_fast = VectorXd::Constant(stage.nr(), 7), e_dense = VectorXd::Constant(stage.nr(), 7);
+  stage.linearResidual(*data, dx, dw, dt, e_fast);
+  stage.StageModel::linearResidual(*data, dx, dw, dt, e_dense);
+  expectNear(e_fast, e_dense, "linear residual");
+}
+
+// The stage's semi-implicit structure (StageData) reproduces its F exactly, and A_q, B_q, S_q
+// are block diagonal on the state's curved blocks: what the solver's structured products assume.
+TEST(MultibodyStage, SemiImplicitStructureReproducesTheJacobians) {
+  for (int mode : {0, 1, 2, 3}) {  // fixed base; go2 in flight, in contact, at a touchdown
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    std::mt19937 rng(23 + mode);
+    const RobotProblem p =
+        mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
+                  : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    VectorXd theta = p.dynamics->nominalTheta();
+    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    const StageModel& stage = p.problem->running(0);
+    auto data = stage.createData();
+    stage.calc(*data, x, w, theta);
+    stage.calcDiff(*data, x, w, theta);
+    const StageData& d = *data;
+    ASSERT_TRUE(d.semi_implicit);
+    const int nv = p.model->nv, ndx = 2 * nv, nw = stage.nw();
+    MatrixXd S(ndx, nv), Px = MatrixXd::Zero(ndx, ndx), Pw = MatrixXd::Zero(ndx, nw);
+    S << d.S_q, MatrixXd::Identity(nv, nv);
+    Px.topLeftCorner(nv, nv) = d.A_q;
+    Pw.topLeftCorner(nv, nv) = d.B_q;
+    auto expectNear = [](const MatrixXd& a, const MatrixXd& b, const char* what) {
+      EXPECT_LE((a - b).cwiseAbs().maxCoeff(), 1e-12 * (1 + b.cwiseAbs().maxCoeff())) << what;
+    };
+    expectNear(Px + S * d.F_x.bottomRows(nv), d.F_x, "F_x");
+    expectNear(Pw + S * d.F_w.bottomRows(nv), d.F_w, "F_w");
+    expectNear(S * d.F_theta.bottomRows(nv), d.F_theta, "F_theta");
+    EXPECT_TRUE(d.F_w.bottomLeftCorner(nv, nv).isZero(0)) << "v' does not depend on w_q";
+    // Zero outside the diagonal and the curved blocks, exactly.
+    std::vector<int> block_of(nv, -1);
+    const auto& blocks = p.state->curvedBlocks();
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      ASSERT_LE(blocks[b].start + blocks[b].size, nv);
+      for (int i = blocks[b].start; i < blocks[b].start + blocks[b].size; ++i)
+        block_of[i] = static_cast<int>(b);
+    }
+    for (const MatrixXd* M : {&d.A_q, &d.B_q, &d.S_q})
+      for (int i = 0; i < nv; ++i)
+        for (int j = 0; j < nv; ++j)
+          if (i != j && (block_of[i] < 0 || block_of[i] != block_of[j]))
+            EXPECT_EQ((*M)(i, j), 0.0) << i << ", " << j;
+  }
 }
 
 TEST(MultibodyStage, GaussNewtonTermsEqualDenseProducts) {
@@ -585,25 +644,36 @@ void expectRiccatiEqualsKkt(const RobotProblem& p, std::mt19937& rng) {
   VectorXd theta = p.dynamics->nominalTheta();
   theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
 
-  RiccatiOptions options;
-  options.regularization = 0;
-  options.min_regularization = 0;
-  options.theta_trust_radius = options.max_theta_trust_radius;  // the unconstrained step
-  RiccatiSolver solver(p.problem, options);
-  solver.setInitialGuess(xs, ws, theta);
-  ASSERT_TRUE(solver.computeDirection());
   const Direction dense = denseKktDirection(*p.problem, xs, ws, theta);
-
   // The KKT solve is backward stable: compare with a tolerance relative to the step's size.
   double scale = 1 + dense.dtheta.cwiseAbs().maxCoeff();
   for (const auto& v : dense.dx) scale = std::max(scale, v.cwiseAbs().maxCoeff());
   const double tol = 1e-8 * scale;
-  EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
-  for (int k = 0; k <= N; ++k)
-    EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << "dx " << k;
-  for (int k = 0; k < N; ++k)
-    EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << "dw " << k;
-  EXPECT_EQ(solver.thetaNullspace().cols(), 0);
+
+  // Both backward passes: through the multibody stages' semi-implicit structure (the default)
+  // and with the dense products; their models of the cost decrease agree as well.
+  std::vector<double> d1, d2;
+  for (bool structure : {true, false}) {
+    SCOPED_TRACE(structure ? "semi-implicit structure" : "dense products");
+    RiccatiOptions options;
+    options.regularization = 0;
+    options.min_regularization = 0;
+    options.theta_trust_radius = options.max_theta_trust_radius;  // the unconstrained step
+    options.exploit_structure = structure;
+    RiccatiSolver solver(p.problem, options);
+    solver.setInitialGuess(xs, ws, theta);
+    ASSERT_TRUE(solver.computeDirection());
+    EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
+    for (int k = 0; k <= N; ++k)
+      EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << "dx " << k;
+    for (int k = 0; k < N; ++k)
+      EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << "dw " << k;
+    EXPECT_EQ(solver.thetaNullspace().cols(), 0);
+    d1.push_back(solver.expectedFirstOrder());
+    d2.push_back(solver.expectedSecondOrder());
+  }
+  EXPECT_NEAR(d1[0], d1[1], 1e-8 * (1 + std::abs(d1[1])));
+  EXPECT_NEAR(d2[0], d2[1], 1e-8 * (1 + std::abs(d2[1])));
 }
 
 TEST(RiccatiSolver, StepEqualsDenseKktFixedBase) {

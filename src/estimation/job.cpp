@@ -85,14 +85,17 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     if (p.identified_bodies.empty()) s.fail(n, "estimate.bodies", "expected at least one body");
     if (s.has("parametrization"))
       p.parametrization = located(s, "parametrization", inertia::parseParametrization);
-    s.read("prior_std", p.theta_prior_std);
+    s.read("prior_std", p.theta_prior_std, [](double x) {
+      if (!(x > 0))
+        throw InputError("expected a value > 0 (.inf: no prior), got " + formatNumber(x));
+    });
     s.finish();
   }
   {
     Section s(top.raw("window"), "window", source);
-    s.read("start_time", config.start_time);
-    s.read("knots", config.knots);
-    s.read("stride", p.stride);
+    s.read("start_time", config.start_time, io::finite);
+    s.read("knots", config.knots, io::positiveCount);
+    s.read("stride", p.stride, io::positiveCount);
     s.finish();
   }
   {
@@ -105,43 +108,46 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
   }
   {
     Section s(top.raw("noise"), "noise", source);
-    s.read("torque", p.torque_std);
-    s.read("base_force", p.base_force_std);
-    s.read("base_moment", p.base_moment_std);
-    s.read("configuration", p.configuration_std);
-    s.read("contact_configuration_rate", p.contact_configuration_rate_std);
-    s.read("encoder", p.encoder_std);
-    s.read("joint_velocity", p.velocity_std);
-    s.read("gyro", p.gyro_std);
-    s.read("imu_orientation", p.imu_orientation_std);
-    s.read("accelerometer", p.accelerometer_std);
-    s.read("mocap_position", p.mocap_position_std);
-    s.read("mocap_orientation", p.mocap_orientation_std);
+    s.read("torque", p.torque_std, io::positive);
+    s.read("base_force", p.base_force_std, io::positive);
+    s.read("base_moment", p.base_moment_std, io::positive);
+    s.read("configuration", p.configuration_std, io::positive);
+    s.read("contact_configuration_rate", p.contact_configuration_rate_std, io::positive);
+    s.read("encoder", p.encoder_std, io::positive);
+    s.read("joint_velocity", p.velocity_std, io::positive);
+    s.read("gyro", p.gyro_std, io::positive);
+    s.read("imu_orientation", p.imu_orientation_std, io::positive);
+    s.read("accelerometer", p.accelerometer_std, io::positive);
+    s.read("mocap_position", p.mocap_position_std, io::positive);
+    s.read("mocap_orientation", p.mocap_orientation_std, io::positive);
     s.finish();
   }
   {
     Section s(top.raw("contacts"), "contacts", source);
     if (s.has("source")) p.contact_source = located(s, "source", parseContactSource);
-    s.read("height", p.contact_detection.height);
-    s.read("speed", p.contact_detection.speed);
-    s.read("ground_height", p.contact_detection.ground_height);
+    s.read("height", p.contact_detection.height, io::positive);
+    s.read("speed", p.contact_detection.speed, io::positive);
+    s.read("ground_height", p.contact_detection.ground_height, io::finite);
     s.read("impulses", p.touchdown_impulses);
-    s.read("transition_window", p.transition_window);
-    s.read("transition_noise_scale", p.transition_noise_scale);
-    s.read("damping", p.contact_damping);
+    s.read("transition_window", p.transition_window, io::nonNegative);
+    s.read("transition_noise_scale", p.transition_noise_scale, io::positive);
+    s.read("damping", p.contact_damping, io::nonNegative);
     s.finish();
   }
   {
     Section s(top.raw("solver"), "solver", source);
     RiccatiOptions& o = config.solver;
     if (s.has("rollout")) o.rollout = located(s, "rollout", parseRollout);
-    s.read("max_iterations", o.max_iterations);
-    s.read("tolerance", o.tolerance);
-    s.read("gap_tolerance", o.gap_tolerance);
-    s.read("regularization", o.regularization);
-    s.read("theta_trust_radius", o.theta_trust_radius);
-    s.read("nonmonotone_memory", o.nonmonotone_memory);
-    s.read("nullspace_tolerance", o.nullspace_tolerance);
+    s.read("max_iterations", o.max_iterations, io::nonNegativeCount);
+    s.read("tolerance", o.tolerance, io::positive);
+    s.read("gap_tolerance", o.gap_tolerance, io::positive);
+    s.read("regularization", o.regularization, io::nonNegative);
+    s.read("theta_trust_radius", o.theta_trust_radius, io::positive);
+    s.read("nonmonotone_memory", o.nonmonotone_memory, io::positiveCount);
+    s.read("nullspace_tolerance", o.nullspace_tolerance, [](double x) {
+      if (!(x >= 0 && x < 1))
+        throw InputError("expected a value in [0, 1), got " + formatNumber(x));
+    });
     s.finish();
   }
   top.raw("robot");

@@ -182,6 +182,11 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   dv_dtheta.setZero(nv, np);
   dq_dtheta.setZero(nv, np);
   for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
+  // F's semi-implicit structure (StageData): x_{k+1} = ((q ⊕ dt v') ⊕ w_q, v'), w = (w_q, w_tau)
+  if (model.hasDynamics()) {
+    semi_implicit = true;
+    for (Eigen::MatrixXd* m : {&A_q, &B_q, &S_q}) m->setZero(nv, nv);
+  }
   da_dx.setZero(nv, ndx);
   dvs_dx.setZero(nv, ndx);
   // without an impulse v_start = v: constant, set once (calcDiff sets it at a touchdown)
@@ -370,15 +375,47 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.F_w.topRightCorner(nv, nv).noalias() = d.A2 * d.dq_dw;
   d.F_w.bottomLeftCorner(nv, nv).setZero();
   d.F_w.bottomRightCorner(nv, nv) = d.dv_dw;
+  // the same q-rows in the structure's terms: A2 (A1 dq + dt B1 dv') + B2 dw_q
+  d.A_q.noalias() = d.A2 * d.A1;
+  d.B_q = d.B2;
+  d.S_q.noalias() = dt_ * d.A2 * d.B1;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
 }
 
 void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out) const {
-  // Sensor rows: every one depends on x.
-  const int first = hasDynamics() ? ndx() : 0;
-  const auto sensor_x = d.R_x.bottomRows(nr() - first);
-  out.xx.noalias() = sensor_x.transpose() * sensor_x;
-  out.x.noalias() = sensor_x.transpose() * d.r.tail(nr() - first);
+  // Sensor rows, each by the columns of x it touches (sensorJacobians): an encoder or joint
+  // velocity row one entry, the IMU and motion-capture rows 3 or 6 base columns; the accelerometer
+  // rows (through the dynamics: every column) are added below. The dense R_x^T R_x over go2's 27
+  // sensor rows was a tenth of the backward pass's multiply-adds.
+  const int nv = dynamics_->model().nv;
+  out.xx.setZero();
+  out.x.setZero();
+  for (std::size_t i = 0; i < v_index_.size(); ++i) {
+    const int row = encoder_row_ + static_cast<int>(i), col = v_index_[i];
+    out.xx(col, col) += d.R_x(row, col) * d.R_x(row, col);
+    out.x(col) += d.R_x(row, col) * d.r(row);
+    if (velocity_row_ >= 0) {
+      const int vrow = velocity_row_ + static_cast<int>(i), vcol = nv + v_index_[i];
+      out.xx(vcol, vcol) += d.R_x(vrow, vcol) * d.R_x(vrow, vcol);
+      out.x(vcol) += d.R_x(vrow, vcol) * d.r(vrow);
+    }
+  }
+  auto addRows = [&](int row, int col, auto cols) {  // 3 rows touching cols [col, col + cols)
+    const auto R = d.R_x.block<3, decltype(cols)::value>(row, col);
+    out.xx.block<decltype(cols)::value, decltype(cols)::value>(col, col).noalias() +=
+        R.transpose().lazyProduct(R);
+    out.x.segment<decltype(cols)::value>(col).noalias() += R.transpose() * d.r.segment<3>(row);
+  };
+  using Three = std::integral_constant<int, 3>;
+  using Six = std::integral_constant<int, 6>;
+  if (gyro_row_ >= 0) {
+    addRows(gyro_row_, nv + 3, Three());  // base angular velocity
+    addRows(imu_row_, 3, Three());        // base orientation
+  }
+  if (mocap_row_ >= 0) {
+    addRows(mocap_row_, 0, Six());        // position: base position and orientation
+    addRows(mocap_row_ + 3, 3, Three());  // orientation
+  }
   if (!hasDynamics()) {  // no w; theta enters no sensor row without the dynamics
     out.xt.setZero();
     out.tt.setZero();
@@ -402,13 +439,32 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
   const auto aw = d.R_w.middleRows<3>(accel_row_);
   const auto at = d.R_theta.middleRows<3>(accel_row_);
   const auto ar = d.r.segment<3>(accel_row_);
-  out.xw.noalias() = ax.transpose() * aw;
-  out.ww.noalias() += aw.transpose() * aw;
-  out.xt.noalias() = ax.transpose() * at;
-  out.wt.noalias() = aw.transpose() * at;
-  out.tt.noalias() = at.transpose() * at;
+  // Three rows: coefficient-based products (a general matrix product's blocking costs more).
+  out.xx.noalias() += ax.transpose().lazyProduct(ax);
+  out.x.noalias() += ax.transpose() * ar;
+  out.xw.noalias() = ax.transpose().lazyProduct(aw);
+  out.ww.noalias() += aw.transpose().lazyProduct(aw);
+  out.xt.noalias() = ax.transpose().lazyProduct(at);
+  out.wt.noalias() = aw.transpose().lazyProduct(at);
+  out.tt.noalias() = at.transpose().lazyProduct(at);
   out.w.noalias() += aw.transpose() * ar;
   out.t.noalias() = at.transpose() * ar;
+}
+
+// The rows gaussNewton knows: process noise diag(process_info) in w, zero in x and theta; the
+// sensor rows in x; the accelerometer's also in w and theta.
+void MultibodyStageModel::linearResidual(const StageData& d,
+                                         const Eigen::Ref<const Eigen::VectorXd>& dx,
+                                         const Eigen::Ref<const Eigen::VectorXd>& dw,
+                                         const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                                         Eigen::Ref<Eigen::VectorXd> e) const {
+  const int first = hasDynamics() ? ndx() : 0;
+  if (hasDynamics()) e.head(first) = process_info_.cwiseProduct(dw);
+  e.tail(nr() - first).noalias() = d.R_x.bottomRows(nr() - first) * dx;
+  if (hasDynamics() && accel_row_ >= 0) {
+    e.segment<3>(accel_row_).noalias() += d.R_w.middleRows<3>(accel_row_) * dw;
+    e.segment<3>(accel_row_).noalias() += d.R_theta.middleRows<3>(accel_row_) * dtheta;
+  }
 }
 
 // The IMU is on the floating base: with the base twist (v_lin, omega) and spatial acceleration

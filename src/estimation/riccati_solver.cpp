@@ -22,6 +22,24 @@ void copyLowerToUpper(Eigen::MatrixXd& m) {
     for (Eigen::Index i = 0; i < j; ++i) m(i, j) = m(j, i);
 }
 
+// out += X M_b and out += M_b^T X on one dense block of a block-diagonal M: a free flyer's 6 x 6
+// and a spherical joint's 3 x 3 with fixed sizes (the dynamic-size products cost more than their
+// arithmetic here).
+template <int Size, class X, class M, class Out>
+bool addBlockTimes(int start, int size, const X& x, const M& m, Out& out) {
+  if (size != Size) return false;
+  out.template middleCols<Size>(start).noalias() +=
+      x.template middleCols<Size>(start) * m.template block<Size, Size>(start, start);
+  return true;
+}
+template <int Size, class M, class X, class Out>
+bool addBlockTransposeTimes(int start, int size, const M& m, const X& x, Out& out) {
+  if (size != Size) return false;
+  out.template middleRows<Size>(start).noalias() +=
+      m.template block<Size, Size>(start, start).transpose() * x.template middleRows<Size>(start);
+  return true;
+}
+
 }  // namespace
 
 std::string toString(Rollout rollout) {
@@ -126,17 +144,20 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createDataSharing(workspace_));
   terminal_data_ = problem_->terminal().createDataSharing(workspace_);
 
-  k_.resize(N_);
-  K_.resize(N_);
-  K_theta_.resize(N_);
+  policy_L_.resize(N_);
+  policy_Y_.resize(N_);
+  policy_Yt_.resize(N_);
+  policy_y_.resize(N_);
   dws_.resize(N_);
   for (int k = 0; k < N_; ++k) {
     const int nw = problem_->running(k).nw();
-    k_[k] = Eigen::VectorXd::Zero(nw);
-    K_[k] = Eigen::MatrixXd::Zero(nw, ndx_);
-    K_theta_[k] = Eigen::MatrixXd::Zero(nw, np_);
+    policy_L_[k] = Eigen::MatrixXd::Identity(nw, nw);
+    policy_Y_[k] = Eigen::MatrixXd::Zero(nw, ndx_);
+    policy_Yt_[k] = Eigen::MatrixXd::Zero(nw, np_);
+    policy_y_[k] = Eigen::VectorXd::Zero(nw);
     dws_[k] = Eigen::VectorXd::Zero(nw);
   }
+  policy_tmp_.setZero(nw_max_);
   dxs_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
   lin_gaps_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
   D0_.setZero(ndx_, ndx_);
@@ -150,8 +171,38 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
     largest_block = std::max(largest_block, b.size);
   }
   block_rows_.setZero(largest_block, std::max({ndx_, nw_max_, np_}));
+  // The semi-implicit structure, where a stage declares it and its sizes fit (StageData).
+  structured_.assign(N_, 0);
+  if (options_.exploit_structure && ndx_ % 2 == 0) {
+    nv_ = ndx_ / 2;
+    std::vector<TangentBlock> blocks = problem_->state().curvedBlocks();
+    std::sort(blocks.begin(), blocks.end(),
+              [](const TangentBlock& a, const TangentBlock& b) { return a.start < b.start; });
+    bool fits = true;
+    int next = 0;
+    for (const TangentBlock& b : blocks) {
+      fits = fits && b.start >= next && b.start + b.size <= nv_;
+      if (!fits) break;
+      if (b.start > next) segments_.push_back({next, b.start - next, false});
+      segments_.push_back({b.start, b.size, true});
+      next = b.start + b.size;
+    }
+    if (next < nv_) segments_.push_back({next, nv_ - next, false});
+    for (int k = 0; fits && k < N_; ++k) {
+      const StageData& d = *datas_[k];
+      auto square = [&](const Eigen::MatrixXd& m) { return m.rows() == nv_ && m.cols() == nv_; };
+      structured_[k] = d.semi_implicit && square(d.A_q) && square(d.B_q) && square(d.S_q) &&
+                       problem_->running(k).nw() >= nv_;
+    }
+    Z_.setZero(ndx_, nv_);
+    FxVS_.setZero(ndx_, nv_);
+    FwVS_.setZero(nw_max_, nv_);
+    SG_.setZero(nv_, np_);
+    SVt_.setZero(nv_, np_);
+    tmp_v_.setZero(nv_);
+  }
   block_gap_.setZero(largest_block);
-  for (Eigen::MatrixXd* m : {&Vxx_, &Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
+  for (Eigen::MatrixXd* m : {&Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
   for (Eigen::MatrixXd* m : {&Vxt_, &Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
   for (Eigen::MatrixXd* m : {&Vtt_, &Vtt_next_, &Qtt_}) m->setZero(np_, np_);
   for (Eigen::VectorXd* v : {&Vx_, &Vx_next_, &Qx_, &vx_plus_, &gx_, &HxxInvGx_}) v->setZero(ndx_);
@@ -162,10 +213,6 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   Qwt_.setZero(nw_max_, np_);
   FwV_.setZero(nw_max_, ndx_);
   Qw_.setZero(nw_max_);
-  Qww_llt_ = Eigen::LLT<Eigen::MatrixXd>(nw_max_);
-  Y_.setZero(nw_max_, ndx_);
-  Yt_.setZero(nw_max_, np_);
-  y_.setZero(nw_max_);
   arrival_r_.setZero(ndx_);
   prior_r_.setZero(np_);
   arrival_J_.setZero(ndx_, ndx_);
@@ -270,33 +317,64 @@ void RiccatiSolver::evaluate(Trajectory& traj) {
   datas_at_current_ = &traj == &cur_;
 }
 
-bool RiccatiSolver::computeDerivatives() {
-  bool finite = true;
-  for (int k = 0; k < N_; ++k) {
-    const StageModel& stage = problem_->running(k);
-    StageData& d = *datas_[k];
-    if (!datas_at_current_) {
-      stage.calc(d, cur_.xs[k], cur_.ws[k], cur_.theta);
-      problem_->state().difference(cur_.xs[k + 1], d.xnext, cur_.gaps[k + 1]);
+bool RiccatiSolver::prepareDerivatives() {
+  if (!datas_at_current_) {
+    for (int k = 0; k < N_; ++k) {
+      problem_->running(k).calc(*datas_[k], cur_.xs[k], cur_.ws[k], cur_.theta);
+      problem_->state().difference(cur_.xs[k + 1], datas_[k]->xnext, cur_.gaps[k + 1]);
     }
-    stage.calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
-    linearizeGap(d, k);
-    finite = finite && d.r.allFinite() && d.R_x.allFinite() && d.R_w.allFinite() &&
-             d.R_theta.allFinite() && d.F_x.allFinite() && d.F_w.allFinite() &&
-             d.F_theta.allFinite() && d.xnext.allFinite();
-  }
-  if (!datas_at_current_)
     problem_->terminal().calc(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
+    datas_at_current_ = true;
+  }
   problem_->terminal().calcDiff(*terminal_data_, cur_.xs[N_], Eigen::VectorXd(), cur_.theta);
-  datas_at_current_ = true;
   const StageData& t = *terminal_data_;
-  finite = finite && t.r.allFinite() && t.R_x.allFinite() && t.R_theta.allFinite();
+  const bool finite = t.r.allFinite() && t.R_x.allFinite() && t.R_theta.allFinite();
   // The arrival residual's Jacobian w.r.t. x_0 (tangent space at x_0).
   const ArrivalPrior& arrival = problem_->arrival();
   problem_->state().differenceJacobians(arrival.x_mean, cur_.xs[0], J_unused_, J_next_unused_);
   arrival_J_.noalias() = arrival.x_sqrt_info * J_next_unused_;
   arrivalCost(cur_);  // arrival_r_ and prior_r_ at the current guess
   return finite;
+}
+
+bool RiccatiSolver::differentiateKnot(int k) {
+  StageData& d = *datas_[k];
+  problem_->running(k).calcDiff(d, cur_.xs[k], cur_.ws[k], cur_.theta);
+  linearizeGap(d, k);
+  // A NaN or an infinity anywhere makes the sum NaN or infinite: one vectorized pass each
+  // (allFinite's test of every entry took ~5 % of an iteration).
+  auto finite = [](const auto& m) { return std::isfinite(m.sum()); };
+  return finite(d.r) && finite(d.R_x) && finite(d.R_w) && finite(d.R_theta) && finite(d.F_x) &&
+         finite(d.F_w) && finite(d.F_theta) && finite(d.xnext) &&
+         (!structured_[k] || (finite(d.A_q) && finite(d.B_q) && finite(d.S_q)));
+}
+
+// Knot k's derivatives right before its backward step, from the last knot to the first: the
+// backward step reads the knot's data while it is still in cache (a go2 knot's data is ~150 kB,
+// the horizon's far more than the caches). On a failed factorization the remaining knots are
+// still differentiated, for the retries of backwardPass at a larger regularization.
+bool RiccatiSolver::derivativesAndBackwardPass(bool& finite) {
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  finite = prepareDerivatives();
+  auto t1 = Clock::now();
+  pass_derivative_seconds_ = std::chrono::duration<double>(t1 - t0).count();
+  pass_backward_seconds_ = 0;
+  if (!finite) return false;
+  terminalValue();
+  bool factorized = true;
+  for (int k = N_ - 1; k >= 0; --k) {
+    t0 = Clock::now();
+    finite = differentiateKnot(k);
+    t1 = Clock::now();
+    pass_derivative_seconds_ += std::chrono::duration<double>(t1 - t0).count();
+    if (!finite) return false;
+    if (factorized) {
+      factorized = backwardStep(k);
+      pass_backward_seconds_ += secondsSince(t1);
+    }
+  }
+  return factorized;
 }
 
 // The gap's exact linearization (see lin_gaps_): F <- -D0^{-1} D1 F, fbar <- -D0^{-1} fbar, on the
@@ -307,9 +385,21 @@ void RiccatiSolver::linearizeGap(StageData& d, int k) {
   if (blocks.empty()) return;
   problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
   auto mapRows = [&](Eigen::MatrixXd& F, const TangentBlock& b, const Eigen::MatrixXd& T) {
+    if (b.size == 6) {  // a free flyer: fixed sizes (the dynamic-size product's setup dominates)
+      auto rows = block_rows_.topLeftCorner<6, Eigen::Dynamic>(6, F.cols());
+      rows.noalias() = T.topLeftCorner<6, 6>() * F.middleRows<6>(b.start);
+      F.middleRows<6>(b.start) = rows;
+      return;
+    }
     auto rows = block_rows_.topLeftCorner(b.size, F.cols());
     rows.noalias() = T * F.middleRows(b.start, b.size);
     F.middleRows(b.start, b.size) = rows;
+  };
+  // A_q, B_q, S_q are block diagonal: only their block's columns change.
+  auto mapBlock = [&](Eigen::MatrixXd& M, const TangentBlock& b, const Eigen::MatrixXd& T) {
+    auto rows = block_rows_.topLeftCorner(b.size, b.size);
+    rows.noalias() = T * M.block(b.start, b.start, b.size, b.size);
+    M.block(b.start, b.start, b.size, b.size) = rows;
   };
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const TangentBlock& b = blocks[i];
@@ -321,6 +411,11 @@ void RiccatiSolver::linearizeGap(StageData& d, int k) {
     mapRows(d.F_x, b, T);
     mapRows(d.F_w, b, T);
     mapRows(d.F_theta, b, T);
+    if (structured_[k]) {  // the same rows of the structure's q-row terms (StageData)
+      mapBlock(d.A_q, b, T);
+      mapBlock(d.B_q, b, T);
+      mapBlock(d.S_q, b, T);
+    }
     auto gap = block_gap_.head(b.size);
     gap.noalias() = lu.solve(cur_.gaps[k + 1].segment(b.start, b.size));
     lin_gaps_[k + 1].segment(b.start, b.size) = -gap;
@@ -328,102 +423,211 @@ void RiccatiSolver::linearizeGap(StageData& d, int k) {
 }
 
 bool RiccatiSolver::backwardPass() {
-  {
-    auto no_xw = Qxw_.leftCols(0);  // a terminal stage has no w
-    auto no_ww = Qww_.topLeftCorner(0, 0);
-    auto no_wt = Qwt_.topRows(0);
-    auto no_w = Qw_.head(0);
-    GaussNewtonTerms terminal{Vxx_next_, no_xw,    no_ww, Vxt_next_, no_wt,
-                              Vtt_next_, Vx_next_, no_w,  Vt_next_};
-    problem_->terminal().gaussNewton(*terminal_data_, terminal);
-  }
-  for (int k = N_ - 1; k >= 0; --k) {
-    const StageData& d = *datas_[k];
-    const int nw = problem_->running(k).nw();
-    const Eigen::VectorXd& fbar = lin_gaps_[k + 1];
-    auto Qxw = Qxw_.leftCols(nw);
-    auto Qww = Qww_.topLeftCorner(nw, nw);
-    auto Qwt = Qwt_.topRows(nw);
-    auto Qw = Qw_.head(nw);
-    auto FwV = FwV_.topRows(nw);
+  terminalValue();
+  for (int k = N_ - 1; k >= 0; --k)
+    if (!backwardStep(k)) return false;
+  return true;
+}
 
-    // Value gradients deflected by the gap: V at dx' = (linear part) + fbar.
-    vx_plus_ = Vx_next_;
-    vx_plus_.noalias() += Vxx_next_ * fbar;
-    Vt_next_.noalias() += Vxt_next_.transpose() * fbar;
+void RiccatiSolver::terminalValue() {
+  auto no_xw = Qxw_.leftCols(0);  // a terminal stage has no w
+  auto no_ww = Qww_.topLeftCorner(0, 0);
+  auto no_wt = Qwt_.topRows(0);
+  auto no_w = Qw_.head(0);
+  GaussNewtonTerms terminal{Vxx_next_, no_xw,    no_ww, Vxt_next_, no_wt,
+                            Vtt_next_, Vx_next_, no_w,  Vt_next_};
+  problem_->terminal().gaussNewton(*terminal_data_, terminal);
+}
+
+bool RiccatiSolver::backwardStep(int k) {
+  const StageData& d = *datas_[k];
+  const int nw = problem_->running(k).nw();
+  const Eigen::VectorXd& fbar = lin_gaps_[k + 1];
+  auto Qxw = Qxw_.leftCols(nw);
+  auto Qww = Qww_.topLeftCorner(nw, nw);
+  auto Qwt = Qwt_.topRows(nw);
+  auto Qw = Qw_.head(nw);
+  auto FwV = FwV_.topRows(nw);
+
+  // Value gradients deflected by the gap: V at dx' = (linear part) + fbar.
+  vx_plus_ = Vx_next_;
+  vx_plus_.noalias() += Vxx_next_ * fbar;
+  Vt_next_.noalias() += Vxt_next_.transpose() * fbar;
+
+  // The stage's own cost terms (R^T R, R^T r), then the value function carried through F.
+  // Of the symmetric blocks only the lower triangles of Q_xx and Q_ww are formed: Q_ww is read
+  // by its Cholesky factorization, Q_xx by the lower-triangular update of V_xx below.
+  GaussNewtonTerms terms{Qxx_, Qxw, Qww, Qxt_, Qwt, Qtt_, Qx_, Qw, Qt_};
+  problem_->running(k).gaussNewton(d, terms);
+  if (structured_[k]) {
+    structuredQ(d, nw);
+  } else {
     G_ = Vxt_next_;  // V_xx' F_theta + V_xtheta'
     G_.noalias() += Vxx_next_ * d.F_theta;
     FxV_.noalias() = d.F_x.transpose() * Vxx_next_;
     FwV.noalias() = d.F_w.transpose() * Vxx_next_;
-
-    // The stage's own cost terms (R^T R, R^T r), then the value function carried through F.
-    // Of the symmetric blocks only the lower triangles of Q_xx and Q_ww are formed: Q_ww is read
-    // by its Cholesky factorization, Q_xx by the lower-triangular update of V_xx below.
-    GaussNewtonTerms terms{Qxx_, Qxw, Qww, Qxt_, Qwt, Qtt_, Qx_, Qw, Qt_};
-    problem_->running(k).gaussNewton(d, terms);
     Qxx_.triangularView<Eigen::Lower>() += FxV_ * d.F_x;
     Qxw.noalias() += FxV_ * d.F_w;
     Qww.triangularView<Eigen::Lower>() += FwV * d.F_w;
-    Qww.diagonal().array() += mu_;
     Qxt_.noalias() += d.F_x.transpose() * G_;
     Qwt.noalias() += d.F_w.transpose() * G_;
     // Both cross terms F_theta' V_xtheta' and V_xtheta'^T F_theta: eq. 23 prints only one.
     Qtt_ += Vtt_next_;
     Qtt_.noalias() += d.F_theta.transpose() * G_;
     Qtt_.noalias() += Vxt_next_.transpose() * d.F_theta;
-    Qx_.noalias() += d.F_x.transpose() * vx_plus_;
-    Qw.noalias() += d.F_w.transpose() * vx_plus_;
-    Qt_ += Vt_next_;
-    Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
-
-    // Q_ww = L L^T. With Y = L^{-1} Q_xw^T, Y_t = L^{-1} Q_wtheta and y = L^{-1} Q_w the policy is
-    // K = -L^{-T} Y, K_theta = -L^{-T} Y_t, k = -L^{-T} y, and the value V_xx = Q_xx - Y^T Y,
-    // V_xtheta = Q_xtheta - Y^T Y_t, V_thetatheta = Q_thetatheta - Y_t^T Y_t, V_x = Q_x - Y^T y,
-    // V_theta = Q_theta - Y_t^T y: the same as Q + Q_xw K etc., in fewer products, and V_xx
-    // as a symmetric rank update.
-    Qww_llt_.compute(Qww);
-    if (Qww_llt_.info() != Eigen::Success) return false;
-    const auto L = Qww_llt_.matrixL();
-    auto Y = Y_.topRows(nw);
-    auto Yt = Yt_.topRows(nw);
-    auto y = y_.head(nw);
-    Y = Qxw.transpose();
-    L.solveInPlace(Y);
-    Yt = Qwt;
-    L.solveInPlace(Yt);
-    y = Qw;
-    L.solveInPlace(y);
-    const auto U = Qww_llt_.matrixU();
-    K_[k] = -Y;
-    U.solveInPlace(K_[k]);
-    K_theta_[k] = -Yt;
-    U.solveInPlace(K_theta_[k]);
-    k_[k] = -y;
-    U.solveInPlace(k_[k]);
-
-    Vxx_ = Qxx_;
-    Vxx_.selfadjointView<Eigen::Lower>().rankUpdate(Y.transpose(), -1.0);
-    Vxt_ = Qxt_;
-    Vxt_.noalias() -= Y.transpose() * Yt;
-    Vtt_ = Qtt_;
-    Vtt_.selfadjointView<Eigen::Lower>().rankUpdate(Yt.transpose(), -1.0);
-    Vx_ = Qx_;
-    Vx_.noalias() -= Y.transpose() * y;
-    Vt_ = Qt_;
-    Vt_.noalias() -= Yt.transpose() * y;
-    // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
-    // copied into the upper ones. Session 6 found that a slightly asymmetric V_xx grows through
-    // F_x^T V F_x (on go1 at dt 0.01 to an eigenvalue of -1.5e9 of 2.6e9 within a few hundred
-    // knots), which no regularization saved.
-    copyLowerToUpper(Vxx_);
-    copyLowerToUpper(Vtt_);
-    Vxx_.swap(Vxx_next_);
-    Vxt_.swap(Vxt_next_);
-    Vtt_.swap(Vtt_next_);
-    Vx_.swap(Vx_next_);
-    Vt_.swap(Vt_next_);
   }
+  Qww.diagonal().array() += mu_;
+  Qx_.noalias() += d.F_x.transpose() * vx_plus_;
+  Qw.noalias() += d.F_w.transpose() * vx_plus_;
+  Qt_ += Vt_next_;
+  Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
+
+  // Q_ww = L L^T. With Y = L^{-1} Q_xw^T, Y_t = L^{-1} Q_wtheta and y = L^{-1} Q_w the policy is
+  // K = -L^{-T} Y, K_theta = -L^{-T} Y_t, k = -L^{-T} y, and the value V_xx = Q_xx - Y^T Y,
+  // V_xtheta = Q_xtheta - Y^T Y_t, V_thetatheta = Q_thetatheta - Y_t^T Y_t, V_x = Q_x - Y^T y,
+  // V_theta = Q_theta - Y_t^T y: the same as Q + Q_xw K etc., in fewer products, and V_xx
+  // as a symmetric rank update. The policy is kept as L, Y, Y_t, y (policyCorrection).
+  Eigen::MatrixXd& L_storage = policy_L_[k];
+  L_storage = Qww;
+  const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_storage);  // in place: L_storage = L
+  if (llt.info() != Eigen::Success) return false;
+  const auto L = L_storage.triangularView<Eigen::Lower>();
+  Eigen::MatrixXd& Y = policy_Y_[k];
+  Eigen::MatrixXd& Yt = policy_Yt_[k];
+  Eigen::VectorXd& y = policy_y_[k];
+  Y = Qxw.transpose();
+  L.solveInPlace(Y);
+  Yt = Qwt;
+  L.solveInPlace(Yt);
+  y = Qw;
+  L.solveInPlace(y);
+
+  Qxx_.selfadjointView<Eigen::Lower>().rankUpdate(Y.transpose(), -1.0);  // V_xx, in place
+  Vxt_ = Qxt_;
+  Vxt_.noalias() -= Y.transpose() * Yt;
+  Vtt_ = Qtt_;
+  Vtt_.selfadjointView<Eigen::Lower>().rankUpdate(Yt.transpose(), -1.0);
+  Vx_ = Qx_;
+  Vx_.noalias() -= Y.transpose() * y;
+  Vt_ = Qt_;
+  Vt_.noalias() -= Yt.transpose() * y;
+  // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
+  // copied into the upper ones. Session 6 found that a slightly asymmetric V_xx grows through
+  // F_x^T V F_x (on go1 at dt 0.01 to an eigenvalue of -1.5e9 of 2.6e9 within a few hundred
+  // knots), which no regularization saved.
+  copyLowerToUpper(Qxx_);
+  copyLowerToUpper(Vtt_);
+  Qxx_.swap(Vxx_next_);  // Q_xx is rewritten by the next stage's gaussNewton
+  Vxt_.swap(Vxt_next_);
+  Vtt_.swap(Vtt_next_);
+  Vx_.swap(Vx_next_);
+  Vt_.swap(Vt_next_);
   return true;
+}
+
+void RiccatiSolver::addTimesBlockDiagonal(const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                          const Eigen::MatrixXd& M,
+                                          Eigen::Ref<Eigen::MatrixXd> out) const {
+  for (const Segment& s : segments_) {
+    if (!s.block)
+      out.middleCols(s.start, s.size) +=
+          X.middleCols(s.start, s.size) * M.diagonal().segment(s.start, s.size).asDiagonal();
+    else if (!addBlockTimes<6>(s.start, s.size, X, M, out) &&
+             !addBlockTimes<3>(s.start, s.size, X, M, out))
+      out.middleCols(s.start, s.size).noalias() +=
+          X.middleCols(s.start, s.size).lazyProduct(M.block(s.start, s.start, s.size, s.size));
+  }
+}
+
+void RiccatiSolver::addBlockDiagonalTimes(const Eigen::MatrixXd& M,
+                                          const Eigen::Ref<const Eigen::VectorXd>& x,
+                                          Eigen::Ref<Eigen::VectorXd> out) const {
+  for (const Segment& s : segments_) {
+    if (s.block)
+      out.segment(s.start, s.size).noalias() +=
+          M.block(s.start, s.start, s.size, s.size) * x.segment(s.start, s.size);
+    else
+      out.segment(s.start, s.size) +=
+          M.diagonal().segment(s.start, s.size).cwiseProduct(x.segment(s.start, s.size));
+  }
+}
+
+void RiccatiSolver::addBlockDiagonalTransposeTimes(const Eigen::MatrixXd& M,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                                   Eigen::Ref<Eigen::MatrixXd> out) const {
+  for (const Segment& s : segments_) {
+    if (!s.block)
+      out.middleRows(s.start, s.size) +=
+          M.diagonal().segment(s.start, s.size).asDiagonal() * X.middleRows(s.start, s.size);
+    else if (!addBlockTransposeTimes<6>(s.start, s.size, M, X, out) &&
+             !addBlockTransposeTimes<3>(s.start, s.size, M, X, out))
+      out.middleRows(s.start, s.size).noalias() += M.block(s.start, s.start, s.size, s.size)
+                                                       .transpose()
+                                                       .lazyProduct(X.middleRows(s.start, s.size));
+  }
+}
+
+// Q's terms through V' = Vxx_next_ when F = P + S D (StageData's semi-implicit structure), with
+// S = [S_q; I], D the rows of v' and P nonzero only in the q-rows (A_q for x, B_q for w_q):
+// with Z = V' S, F^T V' = P^T V' + D^T Z^T and F_a^T V' F_b = (F_a^T V') P_b + (F_a^T V' S) D_b.
+// The dense products with F cost n^3 each (n = 2 nv); these cost n^2 nv or less, and the w_q
+// columns (D's zeros) and Q_ww's upper triangle are skipped.
+void RiccatiSolver::structuredQ(const StageData& d, int nw) {
+  const int nv = nv_, nwv = nw - nv_;
+  const Eigen::MatrixXd& V = Vxx_next_;
+  const auto Dx = d.F_x.bottomRows(nv);
+  const auto Dwv = d.F_w.bottomRightCorner(nv, nwv);
+  const auto Dt = d.F_theta.bottomRows(nv);
+  auto Qxw = Qxw_.leftCols(nw);
+  auto Qww = Qww_.topLeftCorner(nw, nw);
+  auto Qwt = Qwt_.topRows(nw);
+  auto FwV = FwV_.topRows(nw);
+
+  Z_ = V.rightCols(nv);
+  addTimesBlockDiagonal(V.leftCols(nv), d.S_q, Z_);
+  // F_x^T V' = [A_q^T V'_q; 0] + D_x^T Z^T, and F_x^T V' S
+  FxV_.setZero();
+  addBlockDiagonalTransposeTimes(d.A_q, V.topRows(nv), FxV_.topRows(nv));
+  FxV_.noalias() += Dx.transpose() * Z_.transpose();
+  FxVS_ = FxV_.rightCols(nv);
+  addTimesBlockDiagonal(FxV_.leftCols(nv), d.S_q, FxVS_);
+  // Q_xx (lower) and Q_xw
+  addTimesBlockDiagonal(FxV_.leftCols(nv), d.A_q, Qxx_.leftCols(nv));
+  Qxx_.triangularView<Eigen::Lower>() += FxVS_ * Dx;
+  addTimesBlockDiagonal(FxV_.leftCols(nv), d.B_q, Qxw.leftCols(nv));
+  Qxw.rightCols(nwv).noalias() += FxVS_ * Dwv;
+  // F_w^T V': w_q rows B_q^T V'_q, w_v rows D_wv^T Z^T; Q_ww's lower triangle
+  FwV.topRows(nv).setZero();
+  addBlockDiagonalTransposeTimes(d.B_q, V.topRows(nv), FwV.topRows(nv));
+  FwV.bottomRows(nwv).noalias() = Dwv.transpose() * Z_.transpose();
+  addTimesBlockDiagonal(FwV.leftCols(nv), d.B_q, Qww.leftCols(nv));
+  auto FwVS = FwVS_.topRows(nwv);
+  FwVS = FwV.bottomRows(nwv).rightCols(nv);
+  addTimesBlockDiagonal(FwV.bottomRows(nwv).leftCols(nv), d.S_q, FwVS);
+  Qww.bottomRightCorner(nwv, nwv).triangularView<Eigen::Lower>() += FwVS * Dwv;
+  // theta: G = V_xtheta' + V' F_theta = V_xtheta' + Z D_theta, and S^T G
+  G_ = Vxt_next_;
+  G_.noalias() += Z_ * Dt;
+  SG_ = G_.bottomRows(nv);
+  addBlockDiagonalTransposeTimes(d.S_q, G_.topRows(nv), SG_);
+  addBlockDiagonalTransposeTimes(d.A_q, G_.topRows(nv), Qxt_.topRows(nv));
+  Qxt_.noalias() += Dx.transpose() * SG_;
+  addBlockDiagonalTransposeTimes(d.B_q, G_.topRows(nv), Qwt.topRows(nv));
+  Qwt.bottomRows(nwv).noalias() += Dwv.transpose() * SG_;
+  // Q_thetatheta += V_thetatheta' + F_theta^T G + V_xtheta'^T F_theta (both cross terms)
+  Qtt_ += Vtt_next_;
+  Qtt_.noalias() += Dt.transpose() * SG_;
+  SVt_ = Vxt_next_.bottomRows(nv);
+  addBlockDiagonalTransposeTimes(d.S_q, Vxt_next_.topRows(nv), SVt_);
+  Qtt_.noalias() += SVt_.transpose() * Dt;
+}
+
+void RiccatiSolver::policyCorrection(int k, double scale, const Eigen::VectorXd& dx) {
+  auto e = policy_tmp_.head(policy_y_[k].size());
+  e.noalias() = scale * policy_y_[k];
+  e.noalias() += policy_Y_[k] * dx;
+  if (np_ > 0) e.noalias() += scale * policy_Yt_[k] * dtheta_;
+  policy_L_[k].triangularView<Eigen::Lower>().transpose().solveInPlace(e);
 }
 
 bool RiccatiSolver::solveArrival() {
@@ -530,19 +734,27 @@ void RiccatiSolver::linearRollout() {
   for (int k = 0; k < N_; ++k) {
     const StageData& d = *datas_[k];
     const int nr = problem_->running(k).nr();
-    dws_[k] = k_[k];
-    dws_[k].noalias() += K_[k] * dxs_[k];
-    dws_[k].noalias() += K_theta_[k] * dtheta_;
+    policyCorrection(k, 1.0, dxs_[k]);
+    dws_[k] = -policy_tmp_.head(dws_[k].size());
     auto e = e_.head(nr);
-    e.noalias() = d.R_x * dxs_[k];
-    e.noalias() += d.R_w * dws_[k];
-    e.noalias() += d.R_theta * dtheta_;
+    problem_->running(k).linearResidual(d, dxs_[k], dws_[k], dtheta_, e);
     d1_ += d.r.dot(e);
     d2_ += e.squaredNorm();
     dxs_[k + 1] = lin_gaps_[k + 1];
-    dxs_[k + 1].noalias() += d.F_x * dxs_[k];
-    dxs_[k + 1].noalias() += d.F_w * dws_[k];
-    dxs_[k + 1].noalias() += d.F_theta * dtheta_;
+    if (structured_[k]) {  // F = P + S D (structuredQ): the rows of v', then the q-rows
+      const int nwv = static_cast<int>(dws_[k].size()) - nv_;
+      tmp_v_.noalias() = d.F_x.bottomRows(nv_) * dxs_[k];
+      tmp_v_.noalias() += d.F_w.bottomRightCorner(nv_, nwv) * dws_[k].tail(nwv);
+      tmp_v_.noalias() += d.F_theta.bottomRows(nv_) * dtheta_;
+      dxs_[k + 1].tail(nv_) += tmp_v_;
+      addBlockDiagonalTimes(d.A_q, dxs_[k].head(nv_), dxs_[k + 1].head(nv_));
+      addBlockDiagonalTimes(d.B_q, dws_[k].head(nv_), dxs_[k + 1].head(nv_));
+      addBlockDiagonalTimes(d.S_q, tmp_v_, dxs_[k + 1].head(nv_));
+    } else {
+      dxs_[k + 1].noalias() += d.F_x * dxs_[k];
+      dxs_[k + 1].noalias() += d.F_w * dws_[k];
+      dxs_[k + 1].noalias() += d.F_theta * dtheta_;
+    }
   }
   const StageData& t = *terminal_data_;
   auto e = e_.head(problem_->terminal().nr());
@@ -553,8 +765,8 @@ void RiccatiSolver::linearRollout() {
 }
 
 bool RiccatiSolver::computeDirection() {
-  computeDerivatives();
-  if (!backwardPass()) return false;
+  bool finite = true;
+  if (!derivativesAndBackwardPass(finite)) return false;
   if (!solveArrival()) return false;
   linearRollout();
   return true;
@@ -585,10 +797,8 @@ void RiccatiSolver::rolloutTrial(double alpha) {
   const double keep = options_.rollout == Rollout::FeasibilityDriven ? 1 - alpha : 0;
   for (int k = 0; k < N_; ++k) {
     state.difference(cur_.xs[k], trial_.xs[k], tangent_);
-    trial_.ws[k] = cur_.ws[k];
-    trial_.ws[k].noalias() += alpha * k_[k];
-    trial_.ws[k].noalias() += alpha * K_theta_[k] * dtheta_;
-    trial_.ws[k].noalias() += K_[k] * tangent_;
+    policyCorrection(k, alpha, tangent_);
+    trial_.ws[k] = cur_.ws[k] - policy_tmp_.head(cur_.ws[k].size());
     problem_->running(k).calc(*datas_[k], trial_.xs[k], trial_.ws[k], trial_.theta);
     cost += datas_[k]->cost;
     if (keep > 0) {
@@ -638,24 +848,22 @@ const RiccatiSummary& RiccatiSolver::solve() {
     summary_.cost_history.push_back(cur_.cost);
     summary_.gap_history.push_back(cur_.max_gap);
 
-    auto t0 = std::chrono::steady_clock::now();
-    const bool finite = computeDerivatives();
-    summary_.derivative_seconds += secondsSince(t0);
+    bool finite = true;
+    bool direction = derivativesAndBackwardPass(finite);
+    summary_.derivative_seconds += pass_derivative_seconds_;
+    summary_.backward_seconds += pass_backward_seconds_;
     if (!finite) {
       summary_.status = RiccatiSummary::Status::NumericalFailure;
       summary_.message = "NaN or infinity in the residuals or derivatives at iteration " +
                          std::to_string(iteration);
       break;
     }
-    t0 = std::chrono::steady_clock::now();
-    bool direction = false;
-    while (!direction) {
+    auto t0 = std::chrono::steady_clock::now();
+    direction = direction && solveArrival();
+    while (!direction && mu_ < options_.max_regularization) {
+      mu_ = std::max(mu_ * options_.regularization_factor,
+                     std::max(options_.min_regularization, 1e-12));
       direction = backwardPass() && solveArrival();
-      if (!direction) {
-        if (mu_ >= options_.max_regularization) break;
-        mu_ = std::max(mu_ * options_.regularization_factor,
-                       std::max(options_.min_regularization, 1e-12));
-      }
     }
     if (!direction) {
       summary_.backward_seconds += secondsSince(t0);

@@ -42,4 +42,13 @@ void StageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out) const {
   out.t.noalias() = d.R_theta.transpose() * d.r;
 }
 
+void StageModel::linearResidual(const StageData& d, const Eigen::Ref<const Eigen::VectorXd>& dx,
+                                const Eigen::Ref<const Eigen::VectorXd>& dw,
+                                const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                                Eigen::Ref<Eigen::VectorXd> e) const {
+  e.noalias() = d.R_x * dx;
+  if (nw_ > 0) e.noalias() += d.R_w * dw;
+  e.noalias() += d.R_theta * dtheta;
+}
+
 }  // namespace heft::estimation

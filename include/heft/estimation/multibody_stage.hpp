@@ -115,6 +115,10 @@ class MultibodyStageModel final : public StageModel {
   /// The rows' structure: the process-noise rows are diagonal in w and zero in x and theta; of
   /// the sensor rows only the accelerometer's depend on w and theta.
   void gaussNewton(const StageData& data, GaussNewtonTerms& out) const override;
+  void linearResidual(const StageData& data, const Eigen::Ref<const Eigen::VectorXd>& dx,
+                      const Eigen::Ref<const Eigen::VectorXd>& dw,
+                      const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                      Eigen::Ref<Eigen::VectorXd> e) const override;
 
   const MultibodyMeasurement& measurement() const { return measurement_; }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }

@@ -6,10 +6,11 @@
 ///     fbar_{k+1} = f_k(x_k, w_k; theta) ⊖ x_{k+1}, linearized exactly on the state's curved
 ///     blocks (StateManifold::curvedBlocks);
 ///  2. backward pass: the action-value expansion Q (eq. 23, with the gap deflection of V_x and
-///     V_theta; the stage's own terms from StageModel::gaussNewton) and the policy
-///     dw = k + K dx + K_theta dtheta (eq. 25, with the signs folded into k, K, K_theta), value
-///     V_xx, V_xtheta, V_thetatheta, V_x, V_theta (eq. 27), in Cholesky form: Q_ww = L L^T,
-///     Y = L^{-1} Q_xw^T, V_xx = Q_xx - Y^T Y (docs/estimation.md, "Speed and memory");
+///     V_theta; the stage's own terms from StageModel::gaussNewton; the products with the value
+///     function through the stage's semi-implicit structure where it has one) and the policy
+///     dw = k + K dx + K_theta dtheta (eq. 25), value V_xx, V_xtheta, V_thetatheta, V_x, V_theta
+///     (eq. 27), in Cholesky form: Q_ww = L L^T, Y = L^{-1} Q_xw^T, V_xx = Q_xx - Y^T Y, the
+///     policy kept as L, Y (K = -L^{-T} Y) (docs/estimation.md, "Speed and memory");
 ///  3. arrival node: the arrival prior and the parameter prior are added to V at k = 0 and the
 ///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
 ///     information of theta given the data (its inverse is the posterior covariance). Directions
@@ -81,6 +82,9 @@ struct RiccatiOptions {
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
   /// its nullspace (eq. 31).
   double nullspace_tolerance = 1e-10;
+  /// Use the stages' semi-implicit structure (StageData::semi_implicit) in the backward pass: the
+  /// same Q in about half the products. Off: dense products with F (for tests and comparison).
+  bool exploit_structure = true;
   /// End solve() with one more backward pass at the returned iterate for its theta covariance
   /// (the loop's is one step behind). Off only to time iterations alone (bench/).
   bool posterior_covariance = true;
@@ -130,7 +134,8 @@ class RiccatiSolver {
 
   /// One direction at the current guess (derivatives, backward pass, arrival, linear rollout), no
   /// step taken. For tests: compare with the dense KKT solution.
-  /// \return false if the backward pass failed (Q_ww not positive definite at this mu).
+  /// \return false if the backward pass failed (Q_ww not positive definite at this mu) or the
+  /// derivatives are not finite.
   bool computeDirection();
 
   const std::vector<Eigen::VectorXd>& xs() const { return cur_.xs; }
@@ -166,11 +171,21 @@ class RiccatiSolver {
   void resizeTrajectory(Trajectory& traj) const;
   void closeGaps(Trajectory& traj);  // x_{k+1} = f(x_k, w_k; theta) from x_0
   void evaluate(Trajectory& traj);   // calc everywhere: gaps and cost
-  bool computeDerivatives();         // calc + calcDiff at cur_; false on NaN
-  bool backwardPass();               // false if Q_ww is not positive definite
-  bool solveArrival();               // false if the arrival Hessian is not positive definite
-  void linearRollout();              // dxs_, dws_, d1_, d2_
-  void rolloutTrial(double alpha);   // trial_ from cur_ and the direction
+  // Derivatives: calc where the datas are not at cur_, the terminal stage, the arrival Jacobian
+  // (prepareDerivatives), and calcDiff with the gap's linearization per knot; false on NaN.
+  bool prepareDerivatives();
+  bool differentiateKnot(int k);
+  // Backward pass: false if Q_ww is not positive definite (at some knot).
+  bool backwardPass();
+  void terminalValue();
+  bool backwardStep(int k);
+  /// The derivatives and the backward pass in one sweep (the knots' data stay in cache); their
+  /// times in pass_*_seconds_. false if either failed (finite tells which).
+  bool derivativesAndBackwardPass(bool& finite);
+  double pass_derivative_seconds_ = 0, pass_backward_seconds_ = 0;
+  bool solveArrival();              // false if the arrival Hessian is not positive definite
+  void linearRollout();             // dxs_, dws_, d1_, d2_
+  void rolloutTrial(double alpha);  // trial_ from cur_ and the direction
   double arrivalCost(const Trajectory& traj);
   void printProgress(int iteration, double alpha) const;
 
@@ -202,18 +217,43 @@ class RiccatiSolver {
   Eigen::MatrixXd block_rows_;              ///< workspace: largest block x max(ndx, nw, np)
   Eigen::VectorXd block_gap_;
   void linearizeGap(StageData& data, int k);
-  // Policy, per running stage.
-  std::vector<Eigen::VectorXd> k_;
-  std::vector<Eigen::MatrixXd> K_, K_theta_;
+  // Policy per running stage, kept factored: with Q_ww = L L^T, dw = -L^{-T} (y + Y dx + Y_t
+  // dtheta) (K = -L^{-T} Y is never formed: the rollouts apply it to one vector).
+  std::vector<Eigen::MatrixXd> policy_L_;   ///< nw x nw, L in the lower triangle
+  std::vector<Eigen::MatrixXd> policy_Y_;   ///< nw x ndx: L^{-1} Q_xw^T
+  std::vector<Eigen::MatrixXd> policy_Yt_;  ///< nw x np: L^{-1} Q_wtheta
+  std::vector<Eigen::VectorXd> policy_y_;   ///< nw: L^{-1} Q_w
+  Eigen::VectorXd policy_tmp_;
+  /// policy_tmp_.head(nw) = L^{-T} (scale y + Y dx + scale Y_t dtheta_): the step -that of w_k
+  /// for the state step dx and the fraction `scale` of the direction's feedforward and theta step.
+  void policyCorrection(int k, double scale, const Eigen::VectorXd& dx);
+  // Semi-implicit structure (StageData::semi_implicit), per running stage whether the backward
+  // pass uses it, the segments of [0, nv) on which A_q, B_q, S_q are dense blocks (the state's
+  // curved blocks) or diagonal, and the products' workspaces.
+  struct Segment {
+    int start = 0, size = 0;
+    bool block = false;
+  };
+  std::vector<char> structured_;
+  std::vector<Segment> segments_;
+  int nv_ = 0;
+  Eigen::MatrixXd Z_, FxVS_, FwVS_, SG_, SVt_;
+  Eigen::VectorXd tmp_v_;
+  void structuredQ(const StageData& d, int nw);  // Q's value-function terms from the structure
+  // out += X M and out += M^T X for M (nv x nv) block diagonal on segments_.
+  void addTimesBlockDiagonal(const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& M,
+                             Eigen::Ref<Eigen::MatrixXd> out) const;
+  void addBlockDiagonalTimes(const Eigen::MatrixXd& M, const Eigen::Ref<const Eigen::VectorXd>& x,
+                             Eigen::Ref<Eigen::VectorXd> out) const;
+  void addBlockDiagonalTransposeTimes(const Eigen::MatrixXd& M,
+                                      const Eigen::Ref<const Eigen::MatrixXd>& X,
+                                      Eigen::Ref<Eigen::MatrixXd> out) const;
   // Value function at the next and the current knot.
-  Eigen::MatrixXd Vxx_, Vxt_, Vtt_, Vxx_next_, Vxt_next_, Vtt_next_;
+  Eigen::MatrixXd Vxt_, Vtt_, Vxx_next_, Vxt_next_, Vtt_next_;  // V_xx is formed in Qxx_
   Eigen::VectorXd Vx_, Vt_, Vx_next_, Vt_next_;
   // Action-value expansion and temporaries.
   Eigen::MatrixXd Qxx_, Qxw_, Qww_, Qxt_, Qwt_, Qtt_, FxV_, FwV_, G_;
   Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;
-  Eigen::LLT<Eigen::MatrixXd> Qww_llt_;
-  Eigen::MatrixXd Y_, Yt_;  ///< L^{-1} Q_xw^T and L^{-1} Q_wtheta (Q_ww = L L^T)
-  Eigen::VectorXd y_;       ///< L^{-1} Q_w
   // Arrival node.
   Eigen::VectorXd arrival_r_, prior_r_, theta_diff_, gx_, gt_, gs_;
   Eigen::MatrixXd arrival_J_, J_unused_, J_next_unused_, Hxx_, Hxt_, Htt_, HxxInvHxt_, S_;

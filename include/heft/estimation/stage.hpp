@@ -33,6 +33,18 @@ struct StageData {
   // ---- calcDiff ----
   Eigen::MatrixXd R_x, R_w, R_theta;  ///< nr x ndx, nr x nw, nr x np
   Eigen::MatrixXd F_x, F_w, F_theta;  ///< ndx x ndx, ndx x nw, ndx x np (running stages)
+
+  /// Optional structure of F that a solver may use to skip products (F stays complete). A
+  /// semi-implicit step of x = (q, v), ndx = 2 nv, with w = (w_q, w_v), w_q of size nv and
+  /// q' = (q ⊕ dt v') ⊕ w_q: with F^v_* the bottom nv rows (the rows of v'),
+  ///   F_x     = [A_q 0; 0 0] + [S_q; I] F^v_x,
+  ///   F_w     = [B_q 0; 0 0] + [S_q; I] F^v_w,   F^v_w's w_q columns zero,
+  ///   F_theta =                [S_q; I] F^v_theta,
+  /// with A_q, B_q, S_q (nv x nv) block diagonal on the state's curved blocks
+  /// (StateManifold::curvedBlocks, all within the first nv tangent coordinates) and diagonal
+  /// elsewhere. Set by the stage's data; filled by calcDiff.
+  bool semi_implicit = false;
+  Eigen::MatrixXd A_q, B_q, S_q;  ///< dq'/dq at fixed v', dq'/dw_q, dq'/dv'
 };
 
 /// The Gauss-Newton expansion of a stage's cost 0.5 |r + R_x dx + R_w dw + R_theta dtheta|^2:
@@ -94,6 +106,13 @@ class StageModel {
   /// the dense products; a model that knows which rows are zero or diagonal in a block can skip
   /// them (the solver's backward pass spends most of its time here and in the dynamics' terms).
   virtual void gaussNewton(const StageData& data, GaussNewtonTerms& out) const;
+  /// e = R_x dx + R_w dw + R_theta dtheta (nr) from data's Jacobians (calcDiff was called); dw
+  /// empty for a terminal stage. The default forms the dense products; like gaussNewton, a model
+  /// may skip rows it knows (the solver's linear rollout reads every knot's data).
+  virtual void linearResidual(const StageData& data, const Eigen::Ref<const Eigen::VectorXd>& dx,
+                              const Eigen::Ref<const Eigen::VectorXd>& dw,
+                              const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                              Eigen::Ref<Eigen::VectorXd> e) const;
 
  private:
   int nx_, ndx_, nw_, nr_, np_;

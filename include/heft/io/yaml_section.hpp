@@ -5,6 +5,7 @@
 /// option).
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -47,12 +48,32 @@ class YamlSection {
     }
   }
 
+  /// read() and a range check: `check(value)` throws InputError ("expected ..., got ...") for a
+  /// value out of range, and the error then names the file, the line and the key (the options'
+  /// own validate() can only name the option).
+  template <typename T, typename Check>
+  void read(const std::string& key, T& value, Check&& check) {
+    if (!has(key)) return;
+    read(key, value);
+    try {
+      check(value);
+    } catch (const InputError& e) {
+      fail(node_[key], field(key), e.what());
+    }
+  }
   /// An optional key: `value` is set only when the key is present.
   template <typename T>
   void read(const std::string& key, std::optional<T>& value) {
     if (!has(key)) return;
     T v{};
     read(key, v);
+    value = v;
+  }
+  template <typename T, typename Check>
+  void read(const std::string& key, std::optional<T>& value, Check&& check) {
+    if (!has(key)) return;
+    T v{};
+    read(key, v, std::forward<Check>(check));
     value = v;
   }
 
@@ -122,6 +143,25 @@ class YamlSection {
   std::string docs_;
   std::set<std::string> used_;
 };
+
+// Range checks for YamlSection::read.
+inline void positive(double x) {
+  if (!(std::isfinite(x) && x > 0))
+    throw InputError("expected a finite value > 0, got " + std::to_string(x));
+}
+inline void nonNegative(double x) {
+  if (!(std::isfinite(x) && x >= 0))
+    throw InputError("expected a finite value >= 0, got " + std::to_string(x));
+}
+inline void finite(double x) {
+  if (!std::isfinite(x)) throw InputError("expected a finite value, got " + std::to_string(x));
+}
+inline void positiveCount(int n) {
+  if (n < 1) throw InputError("expected an integer >= 1, got " + std::to_string(n));
+}
+inline void nonNegativeCount(int n) {
+  if (n < 0) throw InputError("expected an integer >= 0, got " + std::to_string(n));
+}
 
 // Turns the InputError of a library parser ("method: expected ...") into one naming the config's
 // file and line.
