@@ -356,20 +356,34 @@ void expectGaussNewtonTermsEqualDense(const StageModel& stage, const VectorXd& x
   expectNear(e_fast, e_dense, "linear residual");
 }
 
+// A random problem and point for the stage checks: mode 0 a fixed base, 1-3 go2 in flight, in
+// contact, at a touchdown.
+struct StagePoint {
+  RobotProblem problem;
+  VectorXd x, w, theta;
+};
+StagePoint randomStagePoint(int mode, unsigned seed) {
+  std::mt19937 rng(seed + mode);
+  StagePoint sp;
+  sp.problem = mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
+                         : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
+  const RobotProblem& p = sp.problem;
+  std::normal_distribution<double> n(0, 1);
+  sp.x = randomState(*p.state, rng, 0.4);
+  sp.w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+  sp.theta = p.dynamics->nominalTheta();
+  sp.theta += VectorXd::NullaryExpr(sp.theta.size(), [&] { return 0.05 * n(rng); });
+  return sp;
+}
+
 // The stage's semi-implicit structure (StageData) reproduces its F exactly, and A_q, B_q, S_q
 // are block diagonal on the state's curved blocks: what the solver's structured products assume.
 TEST(MultibodyStage, SemiImplicitStructureReproducesTheJacobians) {
   for (int mode : {0, 1, 2, 3}) {  // fixed base; go2 in flight, in contact, at a touchdown
     SCOPED_TRACE("mode " + std::to_string(mode));
-    std::mt19937 rng(23 + mode);
-    const RobotProblem p =
-        mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
-                  : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
-    std::normal_distribution<double> n(0, 1);
-    const VectorXd x = randomState(*p.state, rng, 0.4);
-    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
-    VectorXd theta = p.dynamics->nominalTheta();
-    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    const StagePoint sp = randomStagePoint(mode, 23);
+    const RobotProblem& p = sp.problem;
+    const VectorXd &x = sp.x, &w = sp.w, &theta = sp.theta;
     const StageModel& stage = p.problem->running(0);
     auto data = stage.createData();
     stage.calc(*data, x, w, theta);
@@ -407,18 +421,11 @@ TEST(MultibodyStage, SemiImplicitStructureReproducesTheJacobians) {
 TEST(MultibodyStage, GaussNewtonTermsEqualDenseProducts) {
   for (int mode : {0, 1, 2, 3}) {  // fixed base; go2 in flight, in contact, at a touchdown
     SCOPED_TRACE("mode " + std::to_string(mode));
-    std::mt19937 rng(17 + mode);
-    const RobotProblem p =
-        mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
-                  : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
-    std::normal_distribution<double> n(0, 1);
-    const VectorXd x = randomState(*p.state, rng, 0.4);
-    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
-    VectorXd theta = p.dynamics->nominalTheta();
-    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
-    expectGaussNewtonTermsEqualDense(p.problem->running(0), x, w, theta);  // with mocap
-    expectGaussNewtonTermsEqualDense(p.problem->running(1), x, w, theta);  // without
-    expectGaussNewtonTermsEqualDense(p.problem->terminal(), x, VectorXd(), theta);
+    const StagePoint sp = randomStagePoint(mode, 17);
+    const Problem& problem = *sp.problem.problem;
+    expectGaussNewtonTermsEqualDense(problem.running(0), sp.x, sp.w, sp.theta);  // with mocap
+    expectGaussNewtonTermsEqualDense(problem.running(1), sp.x, sp.w, sp.theta);  // without
+    expectGaussNewtonTermsEqualDense(problem.terminal(), sp.x, VectorXd(), sp.theta);
   }
 }
 
@@ -801,6 +808,59 @@ TEST(RiccatiSolver, IterationsDoNotAllocate) {
   const long one = allocationsFor(1);
   const long four = allocationsFor(4);
   EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
+#else
+  GTEST_SKIP() << "malloc counting needs glibc";
+#endif
+}
+
+// With contacts, Pinocchio 4.1's constraint Cholesky allocates inside compute() (6 blocks per solve
+// here; Dynamics.HotCallsDoNotAllocate checks that heft's contact calls add nothing to
+// Pinocchio's): the iterations then allocate exactly what the stages' calc and calcDiff calls
+// allocate, nothing of the solver's own (measured 720 = 3 x 20 x 6 + 60 x 6 in iterations 2-4).
+TEST(RiccatiSolver, IterationsInContactAllocateOnlyInTheStagesPinocchioCalls) {
+  std::mt19937 rng(22);
+  const RobotProblem p = makeRandomProblem("go2", {1}, 20, 0.005, rng, true);
+  const Problem& problem = *p.problem;
+  const int N = problem.horizon();
+  // What one stage call allocates, at a warm data (the solver's datas are warm after iteration 1).
+  const StagePoint sp{p, randomState(*p.state, rng, 0.3), VectorXd::Zero(p.state->ndx()),
+                      p.dynamics->nominalTheta()};
+  auto data = problem.running(0).createData();
+  problem.running(0).calc(*data, sp.x, sp.w, sp.theta);
+  problem.running(0).calcDiff(*data, sp.x, sp.w, sp.theta);
+  const long per_calc =
+      test::countMallocs([&] { problem.running(0).calc(*data, sp.x, sp.w, sp.theta); });
+  const long per_calc_diff =
+      test::countMallocs([&] { problem.running(0).calcDiff(*data, sp.x, sp.w, sp.theta); });
+
+  RiccatiOptions options;
+  options.tolerance = 1e-300;  // never converged: both runs stop at max_iterations
+  options.gap_tolerance = 1e-300;
+  options.posterior_covariance = false;
+  std::vector<double> steps;
+  auto allocationsFor = [&](int iterations) {
+    options.max_iterations = iterations;
+    RiccatiSolver solver(p.problem, options);
+    solver.setInitialGuessFromRollout(p.dynamics->nominalTheta());
+    long count = test::countMallocs([&] { solver.solve(); });
+    EXPECT_EQ(solver.summary().iterations, iterations) << solver.summary().report();
+    steps = solver.summary().step_history;
+    return count;
+  };
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  const long one = allocationsFor(1);
+  const long four = allocationsFor(4);
+  // Iterations 2-4: N calcDiff, and N calc per line-search trial (halving from 1 to min_step).
+  long calcs = 0;
+  for (int i = 1; i < 4; ++i) {
+    const double alpha = steps[i];
+    const int trials = alpha > 0
+                           ? static_cast<int>(std::lround(std::log2(1 / alpha))) + 1
+                           : static_cast<int>(std::lround(std::log2(1 / options.min_step))) + 1;
+    calcs += trials * N;
+  }
+  EXPECT_GT(per_calc, 0) << "Pinocchio's constraint solve no longer allocates: tighten this test";
+  EXPECT_EQ(four - one, 3 * N * per_calc_diff + calcs * per_calc);
 #else
   GTEST_SKIP() << "malloc counting needs glibc";
 #endif

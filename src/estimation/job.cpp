@@ -108,18 +108,20 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
   }
   {
     Section s(top.raw("noise"), "noise", source);
-    s.read("torque", p.torque_std, io::positive);
-    s.read("base_force", p.base_force_std, io::positive);
-    s.read("base_moment", p.base_moment_std, io::positive);
-    s.read("configuration", p.configuration_std, io::positive);
-    s.read("contact_configuration_rate", p.contact_configuration_rate_std, io::positive);
-    s.read("encoder", p.encoder_std, io::positive);
-    s.read("joint_velocity", p.velocity_std, io::positive);
-    s.read("gyro", p.gyro_std, io::positive);
-    s.read("imu_orientation", p.imu_orientation_std, io::positive);
-    s.read("accelerometer", p.accelerometer_std, io::positive);
-    s.read("mocap_position", p.mocap_position_std, io::positive);
-    s.read("mocap_orientation", p.mocap_orientation_std, io::positive);
+    const std::pair<const char*, double*> stds[] = {
+        {"torque", &p.torque_std},
+        {"base_force", &p.base_force_std},
+        {"base_moment", &p.base_moment_std},
+        {"configuration", &p.configuration_std},
+        {"contact_configuration_rate", &p.contact_configuration_rate_std},
+        {"encoder", &p.encoder_std},
+        {"joint_velocity", &p.velocity_std},
+        {"gyro", &p.gyro_std},
+        {"imu_orientation", &p.imu_orientation_std},
+        {"accelerometer", &p.accelerometer_std},
+        {"mocap_position", &p.mocap_position_std},
+        {"mocap_orientation", &p.mocap_orientation_std}};
+    for (const auto& [key, value] : stds) s.read(key, *value, io::positive);
     s.finish();
   }
   {

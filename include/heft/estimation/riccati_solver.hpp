@@ -24,7 +24,8 @@
 /// Sign choices and where the paper's printed equations needed fixing: docs/estimation.md.
 ///
 /// No heap allocation inside an iteration when every running stage has the same nw and nr (all
-/// buffers are sized at construction). The stages' datas share one scratch per dynamics model
+/// buffers are sized at construction), other than the stages' own (with contacts, Pinocchio's
+/// constraint Cholesky allocates on every solve; docs/estimation.md). The stages' datas share one scratch per dynamics model
 /// (StageModel::createDataSharing): the solver evaluates them one at a time.
 #include <chrono>
 #include <iosfwd>
