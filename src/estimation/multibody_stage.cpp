@@ -195,6 +195,7 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   dvs_dtheta.setZero(nv, np);
   acc_dv.setZero(3, nv);
   acc_da.setZero(3, nv);
+  if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
@@ -434,21 +435,28 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
     out.t.setZero();
     return;
   }
-  // The accelerometer's rows: the only sensor rows through the dynamics.
-  const auto ax = d.R_x.middleRows<3>(accel_row_);
-  const auto aw = d.R_w.middleRows<3>(accel_row_);
-  const auto at = d.R_theta.middleRows<3>(accel_row_);
-  const auto ar = d.r.segment<3>(accel_row_);
-  // Three rows: coefficient-based products (a general matrix product's blocking costs more).
-  out.xx.noalias() += ax.transpose().lazyProduct(ax);
-  out.x.noalias() += ax.transpose() * ar;
-  out.xw.noalias() = ax.transpose().lazyProduct(aw);
-  out.ww.noalias() += aw.transpose().lazyProduct(aw);
-  out.xt.noalias() = ax.transpose().lazyProduct(at);
-  out.wt.noalias() = aw.transpose().lazyProduct(at);
-  out.tt.noalias() = at.transpose().lazyProduct(at);
-  out.w.noalias() += aw.transpose() * ar;
-  out.t.noalias() = at.transpose() * ar;
+  // The accelerometer's rows: the only sensor rows through the dynamics. Three rank-one updates
+  // on their contiguous transposed copy (calcDiff's): a general product's blocking, or a lazy one's
+  // 3-long dot products per coefficient, cost several times more.
+  const Eigen::MatrixXd& rows = static_cast<const MultibodyStageData&>(d).accel_rows;
+  const auto ax = rows.topRows(ndx()), aw = rows.middleRows(ndx(), nw()),
+             at = rows.bottomRows(np());
+  const Eigen::Vector3d ar = d.r.segment<3>(accel_row_);
+  out.xw.setZero();
+  out.xt.setZero();
+  out.wt.setZero();
+  out.tt.setZero();
+  for (int i = 0; i < 3; ++i) {
+    out.xx.noalias() += ax.col(i) * ax.col(i).transpose();
+    out.xw.noalias() += ax.col(i) * aw.col(i).transpose();
+    out.ww.noalias() += aw.col(i) * aw.col(i).transpose();
+    out.xt.noalias() += ax.col(i) * at.col(i).transpose();
+    out.wt.noalias() += aw.col(i) * at.col(i).transpose();
+    out.tt.noalias() += at.col(i) * at.col(i).transpose();
+  }
+  out.x.noalias() += ax * ar;
+  out.w.noalias() += aw * ar;
+  out.t.noalias() = at * ar;
 }
 
 // The rows gaussNewton knows: process noise diag(process_info) in w, zero in x and theta; the
@@ -514,6 +522,9 @@ void MultibodyStageModel::accelerometerJacobians(MultibodyStageData& d,
   auto R_theta = d.R_theta.middleRows<3>(accel_row_);
   R_theta.noalias() = d.acc_dv * d.dvs_dtheta;
   R_theta.noalias() += d.acc_da * d.da_dtheta;
+  d.accel_rows.topRows(ndx()) = R_x.transpose();
+  d.accel_rows.middleRows(ndx(), nw()) = R_w.transpose();
+  d.accel_rows.bottomRows(np()) = R_theta.transpose();
 }
 
 }  // namespace heft::estimation

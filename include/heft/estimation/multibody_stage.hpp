@@ -171,6 +171,9 @@ struct MultibodyStageData final : StageData {
   // d a / d x and d a / d theta through v^+ too; d v_start / d x and d theta (accelerometer)
   Eigen::MatrixXd da_dx, da_dtheta, dvs_dx, dvs_dtheta;
   Eigen::Matrix<double, 3, Eigen::Dynamic> acc_dv, acc_da;  ///< 3 x nv
+  /// The accelerometer's rows of R_x, R_w, R_theta, transposed: (ndx + nw + np) x 3, contiguous
+  /// columns for gaussNewton's rank-one updates.
+  Eigen::MatrixXd accel_rows;
 };
 
 }  // namespace heft::estimation
