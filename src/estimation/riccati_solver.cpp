@@ -144,17 +144,12 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
   for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createDataSharing(workspace_));
   terminal_data_ = problem_->terminal().createDataSharing(workspace_);
 
-  policy_L_.resize(N_);
-  policy_Y_.resize(N_);
-  policy_Yt_.resize(N_);
-  policy_y_.resize(N_);
+  policy_.resize(N_);
   dws_.resize(N_);
   for (int k = 0; k < N_; ++k) {
     const int nw = problem_->running(k).nw();
-    policy_L_[k] = Eigen::MatrixXd::Identity(nw, nw);
-    policy_Y_[k] = Eigen::MatrixXd::Zero(nw, ndx_);
-    policy_Yt_[k] = Eigen::MatrixXd::Zero(nw, np_);
-    policy_y_[k] = Eigen::VectorXd::Zero(nw);
+    policy_[k] = Eigen::MatrixXd::Zero(nw, nw + ndx_ + np_ + 1);
+    policy_[k].leftCols(nw).setIdentity();
     dws_[k] = Eigen::VectorXd::Zero(nw);
   }
   policy_tmp_.setZero(nw_max_);
@@ -487,14 +482,15 @@ bool RiccatiSolver::backwardStep(int k) {
   // V_xtheta = Q_xtheta - Y^T Y_t, V_thetatheta = Q_thetatheta - Y_t^T Y_t, V_x = Q_x - Y^T y,
   // V_theta = Q_theta - Y_t^T y: the same as Q + Q_xw K etc., in fewer products, and V_xx
   // as a symmetric rank update. The policy is kept as L, Y, Y_t, y (policyCorrection).
-  Eigen::MatrixXd& L_storage = policy_L_[k];
+  Eigen::MatrixXd& policy = policy_[k];  // [L | Y | Y_t | y], one block per knot
+  Eigen::Ref<Eigen::MatrixXd> L_storage = policy.leftCols(nw);
   L_storage = Qww;
   const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_storage);  // in place: L_storage = L
   if (llt.info() != Eigen::Success) return false;
   const auto L = L_storage.triangularView<Eigen::Lower>();
-  Eigen::MatrixXd& Y = policy_Y_[k];
-  Eigen::MatrixXd& Yt = policy_Yt_[k];
-  Eigen::VectorXd& y = policy_y_[k];
+  auto Y = policy.middleCols(nw, ndx_);
+  auto Yt = policy.middleCols(nw + ndx_, np_);
+  auto y = policy.col(nw + ndx_ + np_);
   Y = Qxw.transpose();
   L.solveInPlace(Y);
   Yt = Qwt;
@@ -623,11 +619,13 @@ void RiccatiSolver::structuredQ(const StageData& d, int nw) {
 }
 
 void RiccatiSolver::policyCorrection(int k, double scale, const Eigen::VectorXd& dx) {
-  auto e = policy_tmp_.head(policy_y_[k].size());
-  e.noalias() = scale * policy_y_[k];
-  e.noalias() += policy_Y_[k] * dx;
-  if (np_ > 0) e.noalias() += scale * policy_Yt_[k] * dtheta_;
-  policy_L_[k].triangularView<Eigen::Lower>().transpose().solveInPlace(e);
+  const Eigen::MatrixXd& policy = policy_[k];
+  const int nw = static_cast<int>(policy.rows());
+  auto e = policy_tmp_.head(nw);
+  e.noalias() = scale * policy.col(nw + ndx_ + np_);
+  e.noalias() += policy.middleCols(nw, ndx_) * dx;
+  if (np_ > 0) e.noalias() += scale * policy.middleCols(nw + ndx_, np_) * dtheta_;
+  policy.leftCols(nw).triangularView<Eigen::Lower>().transpose().solveInPlace(e);
 }
 
 bool RiccatiSolver::solveArrival() {

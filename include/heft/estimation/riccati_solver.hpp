@@ -25,8 +25,9 @@
 ///
 /// No heap allocation inside an iteration when every running stage has the same nw and nr (all
 /// buffers are sized at construction), other than the stages' own (with contacts, Pinocchio's
-/// constraint Cholesky allocates on every solve; docs/estimation.md). The stages' datas share one scratch per dynamics model
-/// (StageModel::createDataSharing): the solver evaluates them one at a time.
+/// constraint Cholesky allocates on every solve; docs/estimation.md). The stages' datas share one
+/// scratch per dynamics model (StageModel::createDataSharing): the solver evaluates them one at a
+/// time.
 #include <chrono>
 #include <iosfwd>
 #include <memory>
@@ -220,10 +221,9 @@ class RiccatiSolver {
   void linearizeGap(StageData& data, int k);
   // Policy per running stage, kept factored: with Q_ww = L L^T, dw = -L^{-T} (y + Y dx + Y_t
   // dtheta) (K = -L^{-T} Y is never formed: the rollouts apply it to one vector).
-  std::vector<Eigen::MatrixXd> policy_L_;   ///< nw x nw, L in the lower triangle
-  std::vector<Eigen::MatrixXd> policy_Y_;   ///< nw x ndx: L^{-1} Q_xw^T
-  std::vector<Eigen::MatrixXd> policy_Yt_;  ///< nw x np: L^{-1} Q_wtheta
-  std::vector<Eigen::VectorXd> policy_y_;   ///< nw: L^{-1} Q_w
+  /// nw x (nw + ndx + np + 1) per knot, [L | Y | Y_t | y]: L in the lower triangle, Y = L^{-1}
+  /// Q_xw^T, Y_t = L^{-1} Q_wtheta, y = L^{-1} Q_w (one block: the rollouts read it in one stream).
+  std::vector<Eigen::MatrixXd> policy_;
   Eigen::VectorXd policy_tmp_;
   /// policy_tmp_.head(nw) = L^{-T} (scale y + Y dx + scale Y_t dtheta_): the step -that of w_k
   /// for the state step dx and the fraction `scale` of the direction's feedforward and theta step.
