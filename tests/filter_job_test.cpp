@@ -69,7 +69,14 @@ TEST(FilterJobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(state.find("log-cholesky or linear-pi"), std::string::npos) << state;
 
   const std::string width = errorOf(base + "filter:\n  difference_half_width: 0\n");
-  EXPECT_NE(width.find("difference_half_width"), std::string::npos) << width;
+  EXPECT_NE(
+      width.find("job.yaml:5: filter.difference_half_width: expected an integer in [1, 1000]"),
+      std::string::npos)
+      << width;
+  const std::string gate = errorOf(base + "filter:\n  gating: true\n  gate_probability: 1.5\n");
+  EXPECT_NE(gate.find("job.yaml:6: filter.gate_probability: expected a probability in (0, 1)"),
+            std::string::npos)
+      << gate;
 
   const std::string frame = errorOf(base + "contacts:\n  - {name: a, offset: [0, 0, 0]}\n");
   EXPECT_NE(frame.find("contacts[0].frame"), std::string::npos) << frame;

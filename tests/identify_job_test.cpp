@@ -55,7 +55,20 @@ TEST(JobConfig, ErrorsNameFileLineAndField) {
       << window;
 
   const std::string nested = errorOf(base + "map:\n  total_mass: -3\n");
-  EXPECT_NE(nested.find("map.total_mass"), std::string::npos) << nested;
+  EXPECT_NE(nested.find("job.yaml:4: map.total_mass: expected a finite value > 0"),
+            std::string::npos)
+      << nested;
+
+  // Out-of-range values name the YAML key and its line, not the C++ option.
+  const std::string prior =
+      errorOf(base + "prior:\n  length_scale: 0.1\n  mass_relative_std: -1\n");
+  EXPECT_NE(prior.find("job.yaml:5: prior.mass_relative_std: expected a finite value > 0"),
+            std::string::npos)
+      << prior;
+  const std::string rank = errorOf(base + "least_squares:\n  rank_tolerance: 2\n");
+  EXPECT_NE(rank.find("job.yaml:4: least_squares.rank_tolerance: expected a value in (0, 1)"),
+            std::string::npos)
+      << rank;
 
   const std::string wrong_method = errorOf(base + "method: ls\nmap:\n  total_mass: 18\n");
   EXPECT_NE(wrong_method.find("need method map"), std::string::npos) << wrong_method;

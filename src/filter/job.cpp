@@ -106,27 +106,36 @@ FilterJobConfig parseFilterJobConfig(const std::string& yaml_text, const std::st
   {
     Section s(top.raw("filter"), "filter", source);
     InertialEkfOptions& o = config.options;
-    s.read("difference_half_width", o.difference_half_width);
-    s.read("max_sample_gap", o.max_sample_gap);
-    s.read("calibration_duration", o.calibration_duration);
-    s.read("prior_std_log", o.prior_std_log);
-    s.read("prior_std_length", o.prior_std_length);
-    s.read("process_std_log", o.process_std_log);
-    s.read("process_std_length", o.process_std_length);
-    s.read("joint_torque_std", o.joint_torque_std);
-    s.read("base_force_std", o.base_force_std);
-    s.read("base_moment_std", o.base_moment_std);
+    s.read("difference_half_width", o.difference_half_width, [](int n) {
+      if (n < 1 || n > 1000)
+        throw InputError("expected an integer in [1, 1000], got " + std::to_string(n));
+    });
+    s.read("max_sample_gap", o.max_sample_gap, io::positive);
+    s.read("calibration_duration", o.calibration_duration, io::nonNegative);
+    s.read("prior_std_log", o.prior_std_log, io::positive);
+    s.read("prior_std_length", o.prior_std_length, io::positive);
+    s.read("process_std_log", o.process_std_log, io::nonNegative);
+    s.read("process_std_length", o.process_std_length, io::nonNegative);
+    s.read("joint_torque_std", o.joint_torque_std, io::positive);
+    s.read("base_force_std", o.base_force_std, io::positive);
+    s.read("base_moment_std", o.base_moment_std, io::positive);
     s.read("gating", o.gating);
-    s.read("gate_probability", o.gate_probability);
-    s.read("gate_threshold", o.gate_threshold);
-    s.read("gate_max_consecutive", o.gate_max_consecutive);
-    s.read("max_mass_rate", o.max_mass_rate);
+    s.read("gate_probability", o.gate_probability, [](double x) {
+      if (!(x > 0 && x < 1))
+        throw InputError("expected a probability in (0, 1), got " + std::to_string(x));
+    });
+    s.read("gate_threshold", o.gate_threshold, io::nonNegative);
+    s.read("gate_max_consecutive", o.gate_max_consecutive, io::nonNegativeCount);
+    s.read("max_mass_rate", o.max_mass_rate, io::nonNegative);
     s.read("rate_limit_always", o.rate_limit_always);
     s.finish();
   }
   {
     Section s(top.raw("metrics"), "metrics", source);
-    s.read("settle_tolerance", config.settle_tolerance);
+    s.read("settle_tolerance", config.settle_tolerance, [](double x) {
+      if (!(x > 0 && x < 1))
+        throw InputError("expected a fraction in (0, 1), got " + std::to_string(x));
+    });
     s.finish();
   }
   top.finish();

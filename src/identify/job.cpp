@@ -98,17 +98,18 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
   }
   {
     Section s(top.raw("prior"), "prior", source);
-    s.read("mass_relative_std", config.set.body_prior.mass_relative_std);
-    s.read("first_moment_relative_std", config.set.body_prior.first_moment_relative_std);
-    s.read("inertia_relative_std", config.set.body_prior.inertia_relative_std);
-    s.read("length_scale", config.set.body_prior.length_scale);
+    s.read("mass_relative_std", config.set.body_prior.mass_relative_std, io::positive);
+    s.read("first_moment_relative_std", config.set.body_prior.first_moment_relative_std,
+           io::positive);
+    s.read("inertia_relative_std", config.set.body_prior.inertia_relative_std, io::positive);
+    s.read("length_scale", config.set.body_prior.length_scale, io::positive);
     s.read("friction_coulomb", config.set.friction_prior.gamma[3]);
     s.read("friction_viscous", config.set.friction_prior.gamma[5]);
     double log_std = -1;
     s.read("friction_log_std", log_std);
     if (log_std != -1) config.set.friction_prior.log_std.setConstant(log_std);
-    s.read("armature_median", config.options.problem.armature_prior_median);
-    s.read("armature_log_std", config.options.problem.armature_prior_log_std);
+    s.read("armature_median", config.options.problem.armature_prior_median, io::positive);
+    s.read("armature_log_std", config.options.problem.armature_prior_log_std, io::positive);
     s.finish();
   }
   {
@@ -119,7 +120,7 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
     s.read("order", p.filter.order);
     s.read("smooth_velocity", p.smooth_velocity);
     s.read("commanded_torque", p.use_commanded_torque);
-    s.read("decimation", p.decimation);
+    s.read("decimation", p.decimation, io::positiveCount);
     s.read("start_time", p.start_time);
     s.read("end_time", p.end_time);
     if (s.has("base_state")) {
@@ -130,40 +131,43 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
       });
     }
     s.read("detect_contacts", p.detect_contacts);
-    s.read("contact_height", p.contact.height);
-    s.read("contact_speed", p.contact.speed);
-    s.read("ground_height", p.contact.ground_height);
+    s.read("contact_height", p.contact.height, io::positive);
+    s.read("contact_speed", p.contact.speed, io::positive);
+    s.read("ground_height", p.contact.ground_height, io::finite);
     s.finish();
   }
   {
     Section s(top.raw("problem"), "problem", source);
     if (s.has("friction_form"))
       config.options.problem.friction_form = located(s, "friction_form", parseFrictionForm);
-    s.read("coulomb_rate", config.options.problem.coulomb_rate);
+    s.read("coulomb_rate", config.options.problem.coulomb_rate, io::positive);
     if (s.has("projection"))
       config.options.problem.projection = located(s, "projection", parseProjection);
-    s.read("contact_offset", config.options.problem.contact_offset);
-    s.read("min_speed", config.options.problem.min_speed);
+    s.read("contact_offset", config.options.problem.contact_offset, io::finite);
+    s.read("min_speed", config.options.problem.min_speed, io::nonNegative);
     s.finish();
   }
   {
     Section s(top.raw("least_squares"), "least_squares", source);
-    s.read("rank_tolerance", config.options.least_squares.rank_tolerance);
+    s.read("rank_tolerance", config.options.least_squares.rank_tolerance, [](double x) {
+      if (!(std::isfinite(x) && x > 0 && x < 1))
+        throw InputError("expected a value in (0, 1), got " + std::to_string(x));
+    });
     s.finish();
   }
   {
     Section s(top.raw("energy"), "energy", source);
-    s.read("interval", config.options.energy.interval);
+    s.read("interval", config.options.energy.interval, io::positiveCount);
     s.finish();
   }
   {
     Section s(top.raw("map"), "map", source);
-    s.read("max_iterations", config.options.map.max_iterations);
-    s.read("function_tolerance", config.options.map.function_tolerance);
-    s.read("step_tolerance", config.options.map.step_tolerance);
-    s.read("gradient_tolerance", config.options.map.gradient_tolerance);
-    s.read("min_channel_std", config.options.map.min_channel_std);
-    s.read("total_mass", config.total_mass);
+    s.read("max_iterations", config.options.map.max_iterations, io::positiveCount);
+    s.read("function_tolerance", config.options.map.function_tolerance, io::positive);
+    s.read("step_tolerance", config.options.map.step_tolerance, io::positive);
+    s.read("gradient_tolerance", config.options.map.gradient_tolerance, io::positive);
+    s.read("min_channel_std", config.options.map.min_channel_std, io::positive);
+    s.read("total_mass", config.total_mass, io::positive);
     if (s.has("symmetric")) {
       const YAML::Node n = s.raw("symmetric");
       bool ok = n.IsSequence();
