@@ -40,6 +40,7 @@ using estimation::MultibodyState;
 using estimation::Problem;
 using estimation::RiccatiOptions;
 using estimation::RiccatiSolver;
+using estimation::RiccatiSummary;
 using estimation::StageData;
 using estimation::StageModel;
 
@@ -790,23 +791,32 @@ TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
 // compute() (4 per constraintDynamics call, measured by Dynamics.HotCallsDoNotAllocate, which
 // checks that heft's contact and impulse calls add nothing to it): a go2 problem with four feet in
 // contact allocates 12 per stage and iteration, 24 with an impulse (docs/estimation.md).
+// Heap allocations of solve() with exactly `iterations` iterations (never converged) from the
+// nominal theta's rollout.
+struct CountedSolve {
+  long allocations = 0;
+  RiccatiSummary summary;
+};
+CountedSolve countSolveAllocations(const RobotProblem& p, RiccatiOptions options, int iterations) {
+  options.tolerance = 1e-300;
+  options.gap_tolerance = 1e-300;
+  options.max_iterations = iterations;
+  RiccatiSolver solver(p.problem, options);
+  solver.setInitialGuessFromRollout(p.dynamics->nominalTheta());
+  CountedSolve out;
+  out.allocations = test::countMallocs([&] { solver.solve(); });
+  out.summary = solver.summary();
+  EXPECT_EQ(out.summary.iterations, iterations) << out.summary.report();
+  return out;
+}
+
 TEST(RiccatiSolver, IterationsDoNotAllocate) {
   std::mt19937 rng(21);
   const RobotProblem p = makeRandomProblem("double_pendulum", {2}, 40, 0.01, rng);
   RiccatiOptions options;
-  options.tolerance = 1e-300;  // never converged: both runs stop at max_iterations
-  options.gap_tolerance = 1e-300;
-  auto allocationsFor = [&](int iterations) {
-    options.max_iterations = iterations;
-    RiccatiSolver solver(p.problem, options);
-    solver.setInitialGuessFromRollout(p.dynamics->nominalTheta());
-    long count = test::countMallocs([&] { solver.solve(); });
-    EXPECT_EQ(solver.summary().iterations, iterations) << solver.summary().report();
-    return count;
-  };
 #if defined(HEFT_CAN_COUNT_MALLOCS)
-  const long one = allocationsFor(1);
-  const long four = allocationsFor(4);
+  const long one = countSolveAllocations(p, options, 1).allocations;
+  const long four = countSolveAllocations(p, options, 4).allocations;
   EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
 #else
   GTEST_SKIP() << "malloc counting needs glibc";
@@ -834,22 +844,12 @@ TEST(RiccatiSolver, IterationsInContactAllocateOnlyInTheStagesPinocchioCalls) {
       test::countMallocs([&] { problem.running(0).calcDiff(*data, sp.x, sp.w, sp.theta); });
 
   RiccatiOptions options;
-  options.tolerance = 1e-300;  // never converged: both runs stop at max_iterations
-  options.gap_tolerance = 1e-300;
   options.posterior_covariance = false;
-  std::vector<double> steps;
-  auto allocationsFor = [&](int iterations) {
-    options.max_iterations = iterations;
-    RiccatiSolver solver(p.problem, options);
-    solver.setInitialGuessFromRollout(p.dynamics->nominalTheta());
-    long count = test::countMallocs([&] { solver.solve(); });
-    EXPECT_EQ(solver.summary().iterations, iterations) << solver.summary().report();
-    steps = solver.summary().step_history;
-    return count;
-  };
 #if defined(HEFT_CAN_COUNT_MALLOCS)
-  const long one = allocationsFor(1);
-  const long four = allocationsFor(4);
+  const long one = countSolveAllocations(p, options, 1).allocations;
+  const CountedSolve run = countSolveAllocations(p, options, 4);
+  const long four = run.allocations;
+  const std::vector<double>& steps = run.summary.step_history;
   // Iterations 2-4: N calcDiff, and N calc per line-search trial (halving from 1 to min_step).
   long calcs = 0;
   for (int i = 1; i < 4; ++i) {
