@@ -84,6 +84,10 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("job.yaml:6: solver.nullspace_tolerance: expected a value in [0, 1)"),
             std::string::npos)
       << e;
+  e = configErrorOf(base + "solver:\n  tolerance: -1.0e-12\n");  // not "-0.000000"
+  EXPECT_NE(e.find("job.yaml:6: solver.tolerance: expected a finite value > 0, got -1e-12"),
+            std::string::npos)
+      << e;
   e = configErrorOf(base + "contacts:\n  damping: -0.5\n");
   EXPECT_NE(e.find("job.yaml:6: contacts.damping: expected a finite value >= 0"), std::string::npos)
       << e;

@@ -120,10 +120,7 @@ FilterJobConfig parseFilterJobConfig(const std::string& yaml_text, const std::st
     s.read("base_force_std", o.base_force_std, io::positive);
     s.read("base_moment_std", o.base_moment_std, io::positive);
     s.read("gating", o.gating);
-    s.read("gate_probability", o.gate_probability, [](double x) {
-      if (!(x > 0 && x < 1))
-        throw InputError("expected a probability in (0, 1), got " + std::to_string(x));
-    });
+    s.read("gate_probability", o.gate_probability, io::inOpenInterval(0, 1, "a probability"));
     s.read("gate_threshold", o.gate_threshold, io::nonNegative);
     s.read("gate_max_consecutive", o.gate_max_consecutive, io::nonNegativeCount);
     s.read("max_mass_rate", o.max_mass_rate, io::nonNegative);
@@ -132,10 +129,7 @@ FilterJobConfig parseFilterJobConfig(const std::string& yaml_text, const std::st
   }
   {
     Section s(top.raw("metrics"), "metrics", source);
-    s.read("settle_tolerance", config.settle_tolerance, [](double x) {
-      if (!(x > 0 && x < 1))
-        throw InputError("expected a fraction in (0, 1), got " + std::to_string(x));
-    });
+    s.read("settle_tolerance", config.settle_tolerance, io::inOpenInterval(0, 1, "a fraction"));
     s.finish();
   }
   top.finish();

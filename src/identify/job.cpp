@@ -149,10 +149,8 @@ JobConfig parseJobConfig(const std::string& yaml_text, const std::string& source
   }
   {
     Section s(top.raw("least_squares"), "least_squares", source);
-    s.read("rank_tolerance", config.options.least_squares.rank_tolerance, [](double x) {
-      if (!(std::isfinite(x) && x > 0 && x < 1))
-        throw InputError("expected a value in (0, 1), got " + std::to_string(x));
-    });
+    s.read("rank_tolerance", config.options.least_squares.rank_tolerance,
+           io::inOpenInterval(0, 1, "a value"));
     s.finish();
   }
   {

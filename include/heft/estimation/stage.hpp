@@ -57,7 +57,7 @@ struct GaussNewtonTerms {
 
 /// Scratch memory that the datas of many stages share when they are used one at a time (one
 /// solver, one thread): a go2 stage's Pinocchio workspaces take about 2 MB; with them shared the
-/// solver holds 128 kB per knot, outputs and its own buffers (docs/estimation.md, "Speed and
+/// solver holds ~150 kB per knot, outputs and its own buffers (docs/estimation.md, "Speed and
 /// memory"). Items are keyed by their type and an address (a dynamics model's), created on first
 /// request.
 class StageWorkspace {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::io {
 
@@ -144,23 +145,32 @@ class YamlSection {
   std::set<std::string> used_;
 };
 
-// Range checks for YamlSection::read.
+// Range checks for YamlSection::read (numbers as formatNumber writes them: std::to_string would
+// print a tolerance of 1e-12 as 0.000000).
 inline void positive(double x) {
   if (!(std::isfinite(x) && x > 0))
-    throw InputError("expected a finite value > 0, got " + std::to_string(x));
+    throw InputError("expected a finite value > 0, got " + formatNumber(x));
 }
 inline void nonNegative(double x) {
   if (!(std::isfinite(x) && x >= 0))
-    throw InputError("expected a finite value >= 0, got " + std::to_string(x));
+    throw InputError("expected a finite value >= 0, got " + formatNumber(x));
 }
 inline void finite(double x) {
-  if (!std::isfinite(x)) throw InputError("expected a finite value, got " + std::to_string(x));
+  if (!std::isfinite(x)) throw InputError("expected a finite value, got " + formatNumber(x));
 }
 inline void positiveCount(int n) {
   if (n < 1) throw InputError("expected an integer >= 1, got " + std::to_string(n));
 }
 inline void nonNegativeCount(int n) {
   if (n < 0) throw InputError("expected an integer >= 0, got " + std::to_string(n));
+}
+/// lo < x < hi: "expected <what> in (lo, hi), got x".
+inline auto inOpenInterval(double lo, double hi, std::string what) {
+  return [lo, hi, what = std::move(what)](double x) {
+    if (!(x > lo && x < hi))
+      throw InputError("expected " + what + " in (" + formatNumber(lo) + ", " + formatNumber(hi) +
+                       "), got " + formatNumber(x));
+  };
 }
 
 // Turns the InputError of a library parser ("method: expected ...") into one naming the config's
