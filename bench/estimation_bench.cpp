@@ -21,8 +21,12 @@
 //    and kB_per_knot, the heap the solver took when it was constructed (buffers and stage datas).
 //
 // And the reference ratio: heft's time to convergence over Crocoddyl's augmented-state
-// FDDP on the same problem (target at most 0.5), on the MuJoCo double pendulum with a payload
-// (link 2 identified, encoders, 1 kHz from t = 1 s, the problem of tests/reference_test.cpp):
+// FDDP on the same problem (target at most 0.5), on two MuJoCo problems of
+// tests/reference_test.cpp: the double pendulum with a payload (link 2 identified, encoders, 1 kHz
+// from t = 1 s; 1000 and 2000 knots) and go2 trotting in place (free flyer, trunk identified,
+// encoders, IMU, accelerometer, motion capture, the log's contact flags, rigid point contacts,
+// touchdown impulses; 300 knots at 1 kHz from t = 2 s, prior std 0.1), prefixes pendulum/ and
+// go2_trot/:
 //  - pendulum/heft_solve_N: RiccatiSolver::solve() from the LogProblem's initial guess, default
 //    options (multiple shooting, tolerance 1e-9), without the final covariance pass (Crocoddyl
 //    computes none); manual time = solve() alone;
@@ -39,7 +43,7 @@
 // Counters: iterations, final cost, converged, and the mass / COM errors of link 2 against the
 // MuJoCo truth.
 //
-//   ./bench_estimation --benchmark_filter=pendulum --benchmark_repetitions=3
+//   ./bench_estimation --benchmark_filter='pendulum|go2_trot' --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -178,50 +182,76 @@ void prepareGo2(const benchmark::State&) {
               problem(1000).model->nv, problem(1000).problem->running(0).nr());
 }
 
-// ---- heft against Crocoddyl's augmented-state FDDP on the double pendulum -------------------
+// ---- heft against Crocoddyl's augmented-state FDDP ------------------------------------------
 
-const heft::model::RobotModel& pendulum() {
-  static const heft::model::RobotModel robot = heft::model::loadRobot("double_pendulum");
-  return robot;
-}
+// A problem both solvers solve: a MuJoCo log, the body identified, the window.
+struct Comparison {
+  std::string name;  // benchmark prefix
+  std::string robot_name, scenario;
+  double duration = 0;  // [s] simulated
+  bool torque_bias = true;
+  int body = 1;  // identified body (joint index; the truth's)
+  int first_sample = 1000;
+  double theta_prior_std = 1.0;
 
-const heft::io::Log& pendulumLog() {
-  static const heft::io::Log log = [] {
-    heft::sim::SimulationOptions options;
-    options.duration = 3.2;  // t = 1 s + 2000 knots at 1 kHz
-    options.seed = 1;
-    heft::sim::NoiseProfile profile = heft::sim::NoiseProfile::fromName("nominal");
-    profile.torque_bias = 0;  // heft has no actuator-bias parameter (docs/estimation.md)
-    options.profile = profile;
-    return heft::sim::simulate(heft::sim::findScenario("double-pendulum-payload"), options).log;
-  }();
-  return log;
-}
-
-const heft::estimation::LogProblem& pendulumProblem(int knots) {
-  static std::map<int, heft::estimation::LogProblem> cache;
-  auto it = cache.find(knots);
-  if (it == cache.end()) {
-    heft::estimation::LogProblemOptions options;
-    options.identified_bodies = {pendulum().body(2).name};
-    options.parametrization = heft::inertia::Parametrization::LogCholesky;  // the reference's
-    options.first_sample = 1000;
-    options.knots = knots;
-    it = cache.emplace(knots, heft::estimation::buildLogProblem(pendulum(), pendulumLog(), options))
-             .first;
+  const heft::model::RobotModel& robot() const {
+    static std::map<std::string, heft::model::RobotModel> robots;
+    auto it = robots.find(robot_name);
+    if (it == robots.end())
+      it = robots.emplace(robot_name, heft::model::loadRobot(robot_name)).first;
+    return it->second;
   }
-  return it->second;
-}
+  const heft::io::Log& log() const {
+    static std::map<std::string, heft::io::Log> logs;
+    auto it = logs.find(name);
+    if (it == logs.end()) {
+      heft::sim::SimulationOptions options;
+      options.duration = duration;
+      options.seed = 1;
+      heft::sim::NoiseProfile profile = heft::sim::NoiseProfile::fromName("nominal");
+      if (!torque_bias) profile.torque_bias = 0;  // heft has no actuator-bias parameter
+      options.profile = profile;
+      it = logs.emplace(name, heft::sim::simulate(heft::sim::findScenario(scenario), options).log)
+               .first;
+    }
+    return it->second;
+  }
+  const heft::estimation::LogProblem& problem(int knots) const {
+    static std::map<std::pair<std::string, int>, heft::estimation::LogProblem> cache;
+    auto it = cache.find({name, knots});
+    if (it == cache.end()) {
+      heft::estimation::LogProblemOptions options;
+      options.identified_bodies = {robot().body(body).name};
+      options.parametrization = heft::inertia::Parametrization::LogCholesky;  // the reference's
+      options.first_sample = first_sample;
+      options.knots = knots;
+      options.theta_prior_std = theta_prior_std;
+      it = cache
+               .emplace(std::make_pair(name, knots),
+                        heft::estimation::buildLogProblem(robot(), log(), options))
+               .first;
+    }
+    return it->second;
+  }
+  std::string referencePath(int knots, const std::string& what) const {
+    return std::string(HEFT_BINARY_DIR) + "/bench_reference_" + name + "_" + std::to_string(knots) +
+           "_" + what + ".txt";
+  }
+};
 
-std::string referencePath(int knots, const std::string& what) {
-  return std::string(HEFT_BINARY_DIR) + "/bench_reference_pendulum_" + std::to_string(knots) + "_" +
-         what + ".txt";
-}
+// The double pendulum with a payload on link 2 (encoders, 1 kHz from t = 1 s; the problem of
+// tests/reference_test.cpp's first estimation test), and go2 trotting in place (free flyer, the
+// trunk identified, encoders, IMU, accelerometer, motion capture, the log's contact flags,
+// touchdown impulses; from t = 2 s, when the feet swing fully; the problem of its floating-base
+// test).
+const Comparison kPendulum{
+    "pendulum", "double_pendulum", "double-pendulum-payload", 3.2, false, 2, 1000, 1.0};
+const Comparison kTrot{"go2_trot", "go2", "go2-trot", 2.6, true, 1, 2000, 0.1};
 
-// heft's optimum cost per size and the bound within which another solver's cost counts as the same
-// optimum: 2 eps_stop, eps_stop = 0.5 tol (1 + J), the bound of tests/reference_test.cpp.
-std::map<int, double>& optimumCost() {
-  static std::map<int, double> costs;
+// heft's optimum cost per problem and the bound within which another solver's cost counts as the
+// same optimum: 2 eps_stop, eps_stop = 0.5 tol (1 + J), the bound of tests/reference_test.cpp.
+std::map<std::string, double>& optimumCost() {
+  static std::map<std::string, double> costs;
   return costs;
 }
 double sameOptimumBound(double cost) {
@@ -229,27 +259,25 @@ double sameOptimumBound(double cost) {
 }
 
 // Simulates and builds the problem, solves it once with heft (its optimum cost) and writes the
-// reference's problem files, before the first pendulum benchmark of this size runs (outside
-// timing). Two files: heft's stopping rule, and a stricter one for the run to the optimum.
-template <int knots>
-void preparePendulum(const benchmark::State&) {
-  static bool written = false;
-  if (written) return;
-  written = true;
-  const auto& lp = pendulumProblem(knots);
+// reference's problem files, before the first benchmark of this problem runs (outside timing).
+// Two files: heft's stopping rule, and a stricter one for the run to the optimum.
+void prepare(const Comparison& c, int knots) {
+  const std::string key = c.name + std::to_string(knots);
+  if (optimumCost().count(key)) return;
+  const auto& lp = c.problem(knots);
   heft::estimation::RiccatiSolver solver(lp.problem);
   solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
-  optimumCost()[knots] = solver.solve().cost;
+  optimumCost()[key] = solver.solve().cost;
   heft::estimation::ReferenceOptions options;
   options.max_iterations = heft::estimation::RiccatiOptions().max_iterations;
   options.tolerance = heft::estimation::RiccatiOptions().tolerance;
   options.threads = 1;
-  heft::estimation::writeReferenceProblem(referencePath(knots, "rule"), lp, pendulum().source(),
+  heft::estimation::writeReferenceProblem(c.referencePath(knots, "rule"), lp, c.robot().source(),
                                           options);
   // Only long enough to pass the optimum: its time is read from the iteration history.
   options.max_iterations = 300;
   options.tolerance = 1e-13;
-  heft::estimation::writeReferenceProblem(referencePath(knots, "optimum"), lp, pendulum().source(),
+  heft::estimation::writeReferenceProblem(c.referencePath(knots, "optimum"), lp, c.robot().source(),
                                           options);
 }
 
@@ -259,11 +287,11 @@ std::map<std::string, std::string>& details() {
   return lines;
 }
 
-// Counters (iterations, cost, converged, mass error [%] and COM error [mm] of link 2 against the
-// MuJoCo truth) and the detail line.
-void report(benchmark::State& state, const std::string& name, int iterations, double cost,
-            bool converged, const Eigen::VectorXd& theta) {
-  const heft::Vector10 truth = heft::identify::truthPi(pendulum(), pendulumLog(), 2);
+// Counters (iterations, cost, converged, mass error [%] and COM error [mm] of the identified body
+// against the MuJoCo truth) and the detail line.
+void report(benchmark::State& state, const Comparison& c, const std::string& name, int iterations,
+            double cost, bool converged, const Eigen::VectorXd& theta) {
+  const heft::Vector10 truth = heft::identify::truthPi(c.robot(), c.log(), c.body);
   const heft::Vector10 pi = heft::inertia::piFromLogCholesky(theta.head<10>());
   const double mass_error = 100 * (pi(0) - truth(0)) / truth(0);
   const double com_error = 1e3 * (pi.segment<3>(1) / pi(0) - truth.segment<3>(1) / truth(0)).norm();
@@ -274,15 +302,16 @@ void report(benchmark::State& state, const std::string& name, int iterations, do
   state.counters["com_err_mm"] = com_error;
   char line[256];
   std::snprintf(line, sizeof line,
-                "%-28s %s, %3d iterations, cost %.10f, mass %.6f kg (truth %.6f, %+.3f %%), "
+                "%-37s %s, %3d iterations, cost %.10f, mass %.6f kg (truth %.6f, %+.3f %%), "
                 "COM error %.2f mm",
-                name.c_str(), converged ? "converged" : "NOT converged", iterations, cost, pi(0),
-                truth(0), mass_error, com_error);
-  details()[name] = line;
+                (c.name + "/" + name).c_str(), converged ? "converged" : "NOT converged",
+                iterations, cost, pi(0), truth(0), mass_error, com_error);
+  details()[c.name + "/" + name] = line;
 }
 
-void heftSolve(benchmark::State& state, int knots) {
-  const auto& lp = pendulumProblem(knots);
+void heftSolve(benchmark::State& state, const Comparison* c, int knots) {
+  prepare(*c, knots);
+  const auto& lp = c->problem(knots);
   heft::estimation::RiccatiOptions options;
   options.posterior_covariance = false;
   heft::estimation::RiccatiSolver solver(lp.problem, options);
@@ -295,32 +324,36 @@ void heftSolve(benchmark::State& state, int knots) {
     benchmark::DoNotOptimize(summary.cost);
   }
   const auto& summary = solver.summary();
-  report(state, "heft_solve_" + std::to_string(knots), summary.iterations, summary.cost,
+  report(state, *c, "heft_solve_" + std::to_string(knots), summary.iterations, summary.cost,
          summary.ok(), solver.theta());
 }
 
 // Crocoddyl with heft's stopping rule: the time of solve() as the reference measured it.
-void crocoddylSolve(benchmark::State& state, int knots) {
+void crocoddylSolve(benchmark::State& state, const Comparison* c, int knots) {
+  prepare(*c, knots);
   heft::estimation::ReferenceResult r;
   for (auto _ : state) {
-    r = heft::estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE, referencePath(knots, "rule"),
-                                       referencePath(knots, "rule_result"));
+    r = heft::estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE,
+                                       c->referencePath(knots, "rule"),
+                                       c->referencePath(knots, "rule_result"));
     state.SetIterationTime(r.seconds.front());
   }
-  report(state, "crocoddyl_fddp_" + std::to_string(knots), r.iterations, r.cost, r.converged,
+  report(state, *c, "crocoddyl_fddp_" + std::to_string(knots), r.iterations, r.cost, r.converged,
          r.theta);
 }
 
 // Crocoddyl until a feasible iterate's cost first comes within the same-optimum bound of heft's:
 // the time from the start of solve() to the end of that iteration (the reference's clock).
-void crocoddylToOptimum(benchmark::State& state, int knots) {
-  const double target = optimumCost().at(knots) + sameOptimumBound(optimumCost().at(knots));
+void crocoddylToOptimum(benchmark::State& state, const Comparison* c, int knots) {
+  prepare(*c, knots);
+  const double optimum = optimumCost().at(c->name + std::to_string(knots));
+  const double target = optimum + sameOptimumBound(optimum);
   heft::estimation::ReferenceResult r;
   double seconds = -1;
   for (auto _ : state) {
     r = heft::estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE,
-                                       referencePath(knots, "optimum"),
-                                       referencePath(knots, "optimum_result"));
+                                       c->referencePath(knots, "optimum"),
+                                       c->referencePath(knots, "optimum_result"));
     seconds = r.secondsToCost(target);
     if (seconds < 0) {
       state.SkipWithError("Crocoddyl did not reach heft's optimum cost in 300 iterations");
@@ -332,7 +365,7 @@ void crocoddylToOptimum(benchmark::State& state, int knots) {
   int iterations = 0;
   while (!r.feasible_history[iterations] || r.cost_history[iterations] > target) ++iterations;
   // theta is the final one of this longer run (the histories do not keep theta).
-  report(state, "crocoddyl_to_optimum_" + std::to_string(knots), iterations + 1,
+  report(state, *c, "crocoddyl_to_optimum_" + std::to_string(knots), iterations + 1,
          r.cost_history[iterations], true, r.theta);
 }
 
@@ -376,28 +409,25 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
-  for (int knots : {1000, 2000}) {
-    void (*prepare)(const benchmark::State&) =
-        knots == 1000 ? preparePendulum<1000> : preparePendulum<2000>;
-    benchmark::RegisterBenchmark(("pendulum/heft_solve_" + std::to_string(knots)).c_str(),
-                                 heftSolve, knots)
-        ->Setup(prepare)
+  // The reference comparisons: the pendulum at 1000 and 2000 knots, go2 trotting at 300.
+  for (const auto& [c, knots] : {std::make_pair(&kPendulum, 1000), std::make_pair(&kPendulum, 2000),
+                                 std::make_pair(&kTrot, 300)}) {
+    const std::string n = std::to_string(knots);
+    benchmark::RegisterBenchmark((c->name + "/heft_solve_" + n).c_str(), heftSolve, c, knots)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("pendulum/crocoddyl_fddp_" + std::to_string(knots)).c_str(),
-                                 crocoddylSolve, knots)
-        ->Setup(prepare)
+    benchmark::RegisterBenchmark((c->name + "/crocoddyl_fddp_" + n).c_str(), crocoddylSolve, c,
+                                 knots)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("pendulum/crocoddyl_to_optimum_" + std::to_string(knots)).c_str(),
-                                 crocoddylToOptimum, knots)
-        ->Setup(prepare)
+    benchmark::RegisterBenchmark((c->name + "/crocoddyl_to_optimum_" + n).c_str(),
+                                 crocoddylToOptimum, c, knots)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
   PendulumReporter reporter(
-      "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; pendulum: "
-      "heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
+      "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; pendulum, "
+      "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
       [](const std::string& name) {
         if (name == "go2/direction_1000" || name == "go2/iteration_1000" ||
             name == "go2/mean_iteration_1000")
@@ -405,20 +435,22 @@ int main(int argc, char** argv) {
         for (const char* what : {"derivatives", "direction", "iteration", "mean_iteration"})
           if (name == std::string("go2/") + what + "_2000")
             return std::string("go2/") + what + "_1000";
-        const std::string heft = "pendulum/heft_solve_";
-        if (name.rfind(heft, 0) == 0) return "pendulum/crocoddyl_fddp_" + name.substr(heft.size());
+        for (const std::string prefix : {"pendulum/", "go2_trot/"})
+          if (name.rfind(prefix + "heft_solve_", 0) == 0)
+            return prefix + "crocoddyl_fddp_" + name.substr(prefix.size() + 11);
         return std::string();
       });
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  if (!details().empty()) std::printf("\nPendulum solves (last run of each):\n");
+  if (!details().empty()) std::printf("\nReference comparisons (last run of each):\n");
   for (const auto& [name, line] : details()) std::printf("  %s\n", line.c_str());
-  for (int knots : {1000, 2000}) {
-    const std::string n = std::to_string(knots);
-    const auto heft = reporter.medians.find("pendulum/heft_solve_" + n);
-    const auto to_optimum = reporter.medians.find("pendulum/crocoddyl_to_optimum_" + n);
+  for (const auto& [prefix, n] : {std::make_pair(std::string("pendulum/"), std::string("1000")),
+                                  std::make_pair(std::string("pendulum/"), std::string("2000")),
+                                  std::make_pair(std::string("go2_trot/"), std::string("300"))}) {
+    const auto heft = reporter.medians.find(prefix + "heft_solve_" + n);
+    const auto to_optimum = reporter.medians.find(prefix + "crocoddyl_to_optimum_" + n);
     if (heft != reporter.medians.end() && to_optimum != reporter.medians.end())
-      std::printf("  heft_solve_%s over crocoddyl_to_optimum_%s: x%.2f\n", n.c_str(), n.c_str(),
-                  heft->second / to_optimum->second);
+      std::printf("  %sheft_solve_%s over crocoddyl_to_optimum_%s: x%.2f\n", prefix.c_str(),
+                  n.c_str(), n.c_str(), heft->second / to_optimum->second);
   }
   benchmark::Shutdown();
   return 0;

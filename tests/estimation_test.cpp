@@ -744,10 +744,11 @@ class SpringStage final : public StageModel {
   double z_, dt_;
 };
 
-TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
+// The spring of SpringStage observed over N steps of its true stiffness 40 (noise-free), the
+// arrival prior at the true initial state, theta's prior mean (25, 7) with sqrt-information
+// `theta_sqrt_info` times the identity (0: no prior, theta_1 unobservable).
+std::shared_ptr<Problem> springProblem(int N, double theta_sqrt_info) {
   const double dt = 0.01, stiffness = 40;
-  const int N = 300;
-  // Noise-free oscillation of the true spring.
   std::vector<double> z;
   double p = 0.1, v = 0;
   for (int k = 0; k <= N; ++k) {
@@ -761,9 +762,15 @@ TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
   arrival.x_mean = Eigen::Vector2d(0.1, 0);
   arrival.x_sqrt_info = 10 * MatrixXd::Identity(2, 2);
   arrival.theta_mean = Eigen::Vector2d(25, 7);
-  arrival.theta_sqrt_info = MatrixXd::Zero(2, 2);  // no prior: theta_1 is unobservable
-  auto problem = std::make_shared<Problem>(std::make_shared<estimation::EuclideanState>(2), running,
-                                           std::make_shared<SpringStage>(z[N], dt, true), arrival);
+  arrival.theta_sqrt_info = theta_sqrt_info * MatrixXd::Identity(2, 2);
+  return std::make_shared<Problem>(std::make_shared<estimation::EuclideanState>(2), running,
+                                   std::make_shared<SpringStage>(z[N], dt, true), arrival);
+}
+
+TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
+  const double stiffness = 40;
+  const auto problem = springProblem(300, 0);  // no prior: theta_1 is unobservable
+  const estimation::ArrivalPrior& arrival = problem->arrival();
   for (auto rollout : {estimation::Rollout::SingleShooting, estimation::Rollout::FeasibilityDriven,
                        estimation::Rollout::MultipleShooting}) {
     SCOPED_TRACE(estimation::toString(rollout));
@@ -782,6 +789,30 @@ TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
     EXPECT_GT(solver.thetaCovariance()(0, 0), 0);
     EXPECT_NEAR(solver.thetaCovariance()(1, 1), 0.0, 1e-12);  // not in the covariance's range
   }
+}
+
+// A step the theta trust region shortened has a directional derivative that shrinks with the
+// radius, however far theta is from the optimum: it must not pass the convergence test. With the
+// radius pinned at 1e-12 every theta step is shortened; the states converge for the wrong
+// stiffness (25 instead of 40), where |d1| ~ 1e-12 |grad theta| is far below the tolerance.
+TEST(RiccatiSolver, TrustRegionShortenedStepsDoNotConverge) {
+  const double stiffness = 40;
+  const auto problem = springProblem(100, 1e-3);
+  const estimation::ArrivalPrior& arrival = problem->arrival();
+  RiccatiOptions options;
+  options.theta_trust_radius = options.min_theta_trust_radius = options.max_theta_trust_radius =
+      1e-12;
+  options.max_iterations = 30;
+  RiccatiSolver solver(problem, options);
+  solver.setInitialGuessFromRollout(arrival.theta_mean);
+  const auto& summary = solver.solve();
+  EXPECT_EQ(summary.status, RiccatiSummary::Status::MaxIterations) << summary.report();
+  EXPECT_LT(solver.theta()(0), 26);  // theta barely moved: nowhere near the optimum
+  // Without the pin the same problem converges to the true stiffness.
+  RiccatiSolver free_solver(problem);
+  free_solver.setInitialGuessFromRollout(arrival.theta_mean);
+  ASSERT_TRUE(free_solver.solve().ok()) << free_solver.summary().report();
+  EXPECT_NEAR(free_solver.theta()(0), stiffness, 1e-2 * stiffness);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ EstimateJobConfig parseEstimateJobConfig(const std::string& yaml_text, const std
     s.read("gap_tolerance", o.gap_tolerance, io::positive);
     s.read("regularization", o.regularization, io::nonNegative);
     s.read("theta_trust_radius", o.theta_trust_radius, io::positive);
-    s.read("nonmonotone_memory", o.nonmonotone_memory, io::positiveCount);
+    s.read("nonmonotone_memory", o.nonmonotone_memory, io::nonNegativeCount);
     s.read("nullspace_tolerance", o.nullspace_tolerance, [](double x) {
       if (!(x >= 0 && x < 1))
         throw InputError("expected a value in [0, 1), got " + formatNumber(x));

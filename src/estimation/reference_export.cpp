@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
 
 namespace heft::estimation {
 namespace {
@@ -54,7 +55,8 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   const pinocchio::Model& model = *lp.model;
   const Problem& problem = *lp.problem;
   const int nq = model.nq, nv = model.nv, np = problem.np(), N = problem.horizon();
-  for (int j = 1; j < model.njoints; ++j)
+  const bool free_flyer = model.njoints > 1 && model.joints[1].shortname() == "JointModelFreeFlyer";
+  for (int j = free_flyer ? 2 : 1; j < model.njoints; ++j)
     require(model.joints[j].nq() == 1 && model.joints[j].nv() == 1,
             "reference problem joint " + model.names[j], "one position and one velocity coordinate",
             std::to_string(model.joints[j].nq()) + " and " + std::to_string(model.joints[j].nv()));
@@ -62,9 +64,6 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
           "reference problem parametrization", "log-cholesky",
           inertia::toString(lp.dynamics->parametrization()));
   const MultibodySensors& sensors = *lp.sensors;
-  require(!sensors.joint_velocities && sensors.imu_frame == 0 && sensors.mocap_frame == 0,
-          "reference problem sensors", "encoders only",
-          "joint velocities, an IMU or motion capture");
   const int nj = static_cast<int>(sensors.encoders.size());
   require(static_cast<int>(lp.xs.size()) == N + 1 && static_cast<int>(lp.ws.size()) == N &&
               lp.theta.size() == np,
@@ -72,30 +71,60 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
           std::to_string(lp.xs.size()) + ", " + std::to_string(lp.ws.size()) + ", " +
               std::to_string(lp.theta.size()));
 
+  // The stages, and the contact points they hold (the reference's models: rigid 3D points in
+  // LOCAL_WORLD_ALIGNED without Baumgarte terms, exact KKT solves, rigid touchdowns).
   std::vector<const MultibodyStageModel*> stages;
+  std::vector<std::string> contact_frames;
+  auto contactIndex = [&](const std::string& frame) {
+    auto it = std::find(contact_frames.begin(), contact_frames.end(), frame);
+    if (it != contact_frames.end()) return static_cast<int>(it - contact_frames.begin());
+    contact_frames.push_back(frame);
+    return static_cast<int>(contact_frames.size()) - 1;
+  };
+  std::vector<std::vector<int>> held(N);
   for (int k = 0; k <= N; ++k) {
+    const std::string stage = "reference problem stage " + std::to_string(k);
     const StageModel& s = k < N ? problem.running(k) : problem.terminal();
     const auto* m = dynamic_cast<const MultibodyStageModel*>(&s);
-    require(m != nullptr && m->contact() == nullptr, "reference problem stage " + std::to_string(k),
-            "a MultibodyStageModel without contacts", "another stage");
+    require(m != nullptr, stage, "a MultibodyStageModel", "another stage");
     stages.push_back(m);
+    if (k == N) break;
+    require(m->dt() == lp.dt, stage + " dt", formatNumber(lp.dt), formatNumber(m->dt()));
+    if (const dynamics::ContactDynamicsModel* c = m->contact()) {
+      const dynamics::ContactOptions& o = c->options();
+      require(o.baumgarte_kp == 0 && o.baumgarte_kd == 0 && o.mu == 0, stage + " contact options",
+              "no Baumgarte gains and an exact solve (mu 0)", "other options");
+      for (const dynamics::ContactSpec& spec : c->contacts()) {
+        require(spec.type == dynamics::ContactSpec::Type::Point3D &&
+                    spec.reference_frame == pinocchio::LOCAL_WORLD_ALIGNED,
+                stage + " contact " + spec.frame, "a 3D point contact in LOCAL_WORLD_ALIGNED",
+                "another kind");
+        held[k].push_back(contactIndex(spec.frame));
+      }
+    }
+    if (const dynamics::ImpulseDynamicsModel* impulse = m->impulse()) {
+      require(impulse->options().restitution == 0 && impulse->options().mu == 0,
+              stage + " impulse options", "restitution 0 and mu 0", "other options");
+      std::vector<std::string> frames, impulse_frames;
+      for (const auto& spec : m->contact()->contacts()) frames.push_back(spec.frame);
+      for (const auto& spec : impulse->contacts()) impulse_frames.push_back(spec.frame);
+      require(frames == impulse_frames, stage + " impulse", "the stage's contact set",
+              "another set");
+    }
   }
-  // The process-noise weights, as the stage uses them: R_w's first ndx rows are diag(1 / sigma).
-  const int ndx = 2 * nv;
-  auto data = stages[0]->createData();
-  stages[0]->calc(*data, lp.xs[0], lp.ws[0], lp.theta);
-  stages[0]->calcDiff(*data, lp.xs[0], lp.ws[0], lp.theta);
-  const Eigen::VectorXd process_info = data->R_w.topRows(ndx).diagonal();
-  Eigen::MatrixXd off = data->R_w;
-  off.topRows(ndx).diagonal().setZero();
-  require(off.isZero(0), "reference problem R_w", "diag(1 / sigma_w) over zero rows",
-          "another structure");
 
   std::ofstream out(path);
   require(static_cast<bool>(out), "reference problem file", "a writable path", path);
   out << std::setprecision(17);
-  out << "heft-reference-estimation 1\n";
+  auto placement = [&](pinocchio::FrameIndex frame) {
+    const pinocchio::Frame& f = model.frames[frame];
+    out << ' ' << f.parentJoint;
+    writeMatrix(out, f.placement.rotation());
+    writeVector(out, f.placement.translation());
+  };
+  out << "heft-reference-estimation 2\n";
   out << "urdf " << urdf << "\n";
+  out << "base " << (free_flyer ? "free-flyer" : "fixed") << "\n";
   out << "sizes " << nq << ' ' << nv << ' ' << np << ' ' << N << ' ' << nj << "\n";
   out << "gravity";
   writeVector(out, model.gravity.linear());
@@ -111,11 +140,30 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   for (pinocchio::JointIndex j : lp.identified) out << ' ' << j;
   out << "\nparametrization log-cholesky\n";
   out << "dt " << lp.dt << "\n";
-  out << "process_info";
-  writeVector(out, process_info);
-  out << "\nencoders";
+  out << "encoders";
   for (pinocchio::JointIndex j : sensors.encoders) out << ' ' << j;
-  out << "\nencoder_info " << 1 / sensors.encoder_std << "\n";
+  const bool imu = sensors.imu_frame > 0, mocap = sensors.mocap_frame > 0;
+  out << "\nsensors " << sensors.joint_velocities << ' ' << imu << ' '
+      << (imu && sensors.accelerometer) << ' ' << mocap << "\n";
+  out << "stds " << sensors.encoder_std << ' ' << sensors.joint_velocity_std << ' '
+      << sensors.gyro_std << ' ' << sensors.imu_orientation_std << ' ' << sensors.accelerometer_std
+      << ' ' << sensors.mocap_position_std << ' ' << sensors.mocap_orientation_std << "\n";
+  if (imu) {
+    out << "imu_frame";
+    placement(sensors.imu_frame);
+    out << "\n";
+  }
+  if (mocap) {
+    out << "mocap_frame";
+    placement(sensors.mocap_frame);
+    out << "\n";
+  }
+  out << "contact_frames " << contact_frames.size() << "\n";
+  for (std::size_t i = 0; i < contact_frames.size(); ++i) {
+    out << "contact_frame " << i;
+    placement(model.getFrameId(contact_frames[i]));
+    out << "\n";
+  }
   const ArrivalPrior& arrival = problem.arrival();
   out << "prior_x_mean";
   writeVector(out, arrival.x_mean);
@@ -128,22 +176,46 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   out << "\ntheta_guess";
   writeVector(out, lp.theta);
   out << "\n";
+  auto quaternion = [&](const Eigen::Quaterniond& q) {
+    out << ' ' << q.x() << ' ' << q.y() << ' ' << q.z() << ' ' << q.w();
+  };
   for (int k = 0; k <= N; ++k) {
     const MultibodyMeasurement& z = stages[k]->measurement();
     out << (k < N ? "knot " : "terminal ") << k;
+    writeVector(out, lp.xs[k]);
     if (k < N) {
-      require(stages[k]->dt() == lp.dt, "reference problem stage " + std::to_string(k) + " dt",
-              std::to_string(lp.dt), std::to_string(stages[k]->dt()));
+      writeVector(out, lp.ws[k]);
+      out << "\nprocess_info";
+      writeVector(out, stages[k]->processInfo());
+      out << "\ntau";
       writeVector(out, z.tau);
     }
+    out << "\njoints";
     writeVector(out, z.joint_q);
-    writeVector(out, lp.xs[k]);
-    if (k < N) writeVector(out, lp.ws[k]);
+    if (sensors.joint_velocities) writeVector(out, z.joint_v);
+    if (k < N) {
+      out << "\ncontacts " << (stages[k]->impulse() != nullptr) << ' ' << held[k].size();
+      for (int c : held[k]) out << ' ' << c;
+    }
+    if (imu) {
+      out << "\nimu " << z.has_gyro;
+      writeVector(out, z.gyro);
+      out << ' ' << z.has_imu_orientation;
+      quaternion(z.imu_orientation.normalized());
+      out << ' ' << z.has_accel;
+      writeVector(out, z.accel);
+    }
+    if (mocap) {
+      out << "\nmocap " << z.has_mocap;
+      writeVector(out, z.mocap_position);
+      quaternion(z.mocap_orientation.normalized());
+    }
     out << "\n";
   }
   out << "solver " << options.max_iterations << ' ' << options.tolerance << ' ' << options.threads
       << ' ' << options.repetitions << "\n";
   out << "checks " << options.checks.size();
+  const int ndx = 2 * nv;
   for (const ReferenceCheck& c : options.checks) {
     require(c.knot >= 0 && c.knot < N, "reference check knot", "in [0, N)", std::to_string(c.knot));
     require(c.x.size() == nq + nv && c.w.size() == ndx && c.theta.size() == np,

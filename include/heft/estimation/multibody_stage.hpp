@@ -124,6 +124,8 @@ class MultibodyStageModel final : public StageModel {
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
   const dynamics::ImpulseDynamicsModel* impulse() const { return impulse_.get(); }
   double dt() const { return dt_; }
+  /// 1 / sigma of w = (w_q, w_tau) at this stage (its process-noise rows' weights), ndx.
+  const Eigen::VectorXd& processInfo() const { return process_info_; }
 
  private:
   friend struct MultibodyStageData;

@@ -1,6 +1,8 @@
 #pragma once
-/// \file The estimation problem of a fixed-base arm in the file format of the Crocoddyl reference
-/// (reference/estimation_reference.cpp, program heft-reference-estimation), and its result file.
+/// \file heft's estimation problem (a fixed-base robot or a free-flyer base with point contacts,
+/// touchdown impulses, encoders, IMU and motion capture) in the file format of the Crocoddyl
+/// reference (reference/estimation_reference.cpp, program heft-reference-estimation), and its
+/// result file.
 ///
 /// Crocoddyl 3.2.1 runs on libpinocchio 4.0.0, heft on 4.1 (different pinocchio::Model layout), so
 /// the reference is a separate program driven through files (docs/install.md, "Crocoddyl
@@ -61,12 +63,14 @@ struct ReferenceResult {
   double secondsToCost(double cost) const;
 };
 
-/// Writes `lp` (its problem, initial guess lp.xs / lp.ws / lp.theta and its model's inertias,
-/// armature and gravity) as heft-reference-estimation's input. `urdf` is the robot's file
-/// (model::RobotModel::source()). The process-noise weights are read from the first stage's R_w.
-/// \throws InputError if the problem is not one the reference models: a fixed-base robot whose
-///   joints have one coordinate each, no contacts, encoders only, log-Cholesky parameters; or if
-///   the file cannot be written.
+/// Writes `lp` (its problem, initial guess lp.xs / lp.ws / lp.theta, its model's inertias,
+/// armature, gravity and sensor and contact frames, each stage's measurements, process-noise
+/// weights, contact set and touchdown) as heft-reference-estimation's input. `urdf` is the robot's
+/// file (model::RobotModel::source()).
+/// \throws InputError if the problem is not one the reference models: a fixed base or a free-flyer
+///   root whose other joints have one coordinate each, log-Cholesky parameters, 3D point contacts
+///   in LOCAL_WORLD_ALIGNED without Baumgarte gains or regularization, rigid touchdowns
+///   (restitution 0); or if the file cannot be written.
 void writeReferenceProblem(const std::string& path, const LogProblem& lp, const std::string& urdf,
                            const ReferenceOptions& options);
 
