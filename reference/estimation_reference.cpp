@@ -621,11 +621,12 @@ struct StageData : ActionData {
   StageData(Model* model, const Shared& shared)
       : ActionData(static_cast<ActionModel*>(model)),
         regressor(model->robot()),
-        regressor_no_gravity(model->robotWithoutGravity()),
         R_y(MatrixXd::Zero(model->get_nr(), shared.ndy())),
         R_u(MatrixXd::Zero(model->get_nr(), model->get_nu())),
         tau(shared.nv),
         v_start(shared.nv),
+        v_jump(shared.nv),
+        zero_velocity(VectorXd::Zero(shared.nv)),
         x_start(shared.nx()),
         v_next(shared.nv),
         dq(shared.nv),
@@ -642,17 +643,27 @@ struct StageData : ActionData {
         A1(shared.nv, shared.nv),
         B1(shared.nv, shared.nv),
         A2(shared.nv, shared.nv),
-        B2(shared.nv, shared.nv) {
+        B2(shared.nv, shared.nv),
+        A2B1(shared.nv, shared.nv),
+        acc_dv(Eigen::MatrixXd::Zero(3, shared.nv)),
+        acc_da(Eigen::MatrixXd::Zero(3, shared.nv)) {
     if (model->dynamics()) dynamics = model->dynamics()->createData();
-    if (model->impulse()) impulse = model->impulse()->createData();
+    if (model->impulse()) {
+      impulse = model->impulse()->createData();
+      regressor_no_gravity = std::make_unique<pinocchio::Data>(*model->robotWithoutGravity());
+    }
   }
   std::shared_ptr<DifferentialData> dynamics;
   std::shared_ptr<ActionData> impulse;
-  pinocchio::Data regressor, regressor_no_gravity;
+  pinocchio::Data regressor;
+  std::unique_ptr<pinocchio::Data> regressor_no_gravity;  // touchdown stages only
   MatrixXd R_y, R_u;
-  VectorXd tau, v_start, x_start, v_next, dq, q_next;  // x_start = (q, v_start)
+  // x_start = (q, v_start); v_jump = v^+ - v at a touchdown
+  VectorXd tau, v_start, v_jump, zero_velocity, x_start, v_next, dq, q_next;
   MatrixXd dvs_dx, dvs_dtheta, da_dx, da_dtheta, dv_dx, dv_dtheta, dv_dw, Y, dpi_dtheta;
-  MatrixXd A1, B1, A2, B2;
+  MatrixXd A1, B1, A2, B2, A2B1;  // A2B1 = dt A2 B1
+  // d acc_b / d v_start and d acc_b / d a: only the base's six columns are ever nonzero
+  Eigen::Matrix<double, 3, Eigen::Dynamic> acc_dv, acc_da;
 };
 
 // heft's stage k on the augmented state (node k + 1). u = w = (w_q, w_tau).
@@ -667,10 +678,8 @@ class StageModel : public ActionModel {
         terminal_(terminal),
         dt_(shared_->input->dt),
         robot_(std::make_shared<pinocchio::Model>(shared_->model)),
-        robot_no_gravity_(shared_->model),
         theta_(VectorXd::Constant(shared_->np, std::numeric_limits<double>::quiet_NaN())) {
     const EstimationInput& p = *shared_->input;
-    robot_no_gravity_.gravity.setZero();
     for (int j : p.encoders) {
       q_index_.push_back(robot_->idx_qs[j]);
       v_index_.push_back(robot_->idx_vs[j]);
@@ -726,12 +735,15 @@ class StageModel : public ActionModel {
                                                           pinocchio::LOCAL_WORLD_ALIGNED));
         impulse_ = std::make_shared<crocoddyl::ActionModelImpulseFwdDynamics>(
             robot_state, impulses, std::make_shared<crocoddyl::CostModelSum>(robot_state, 0));
+        robot_no_gravity_ = std::make_unique<pinocchio::Model>(shared_->model);
+        robot_no_gravity_->gravity.setZero();
       }
     }
   }
 
   const pinocchio::Model& robot() const { return *robot_; }
-  const pinocchio::Model& robotWithoutGravity() const { return robot_no_gravity_; }
+  /// The robot without gravity (the impulse's regressor), at touchdown stages only; else null.
+  const pinocchio::Model* robotWithoutGravity() const { return robot_no_gravity_.get(); }
   const std::shared_ptr<DifferentialModel>& dynamics() const { return dynamics_; }
   const std::shared_ptr<crocoddyl::ActionModelImpulseFwdDynamics>& impulse() const {
     return impulse_;
@@ -800,9 +812,10 @@ class StageModel : public ActionModel {
         const auto& I = static_cast<crocoddyl::ActionDataImpulseFwdDynamics&>(*d.impulse);
         d.dvs_dx = I.Fx.bottomRows(nv);
         // M (v^+ - v) = J^T Lambda: theta moves v^+ through Y0(q, 0, v^+ - v) pi
+        d.v_jump = d.v_start - x.tail(nv);
         selectColumns(
-            pinocchio::computeJointTorqueRegressor(robot_no_gravity_, d.regressor_no_gravity, q,
-                                                   VectorXd::Zero(nv), d.v_start - x.tail(nv)),
+            pinocchio::computeJointTorqueRegressor(*robot_no_gravity_, *d.regressor_no_gravity, q,
+                                                   d.zero_velocity, d.v_jump),
             d.Y);
         d.dvs_dtheta.noalias() = -I.Kinv.topLeftCorner(nv, nv) * (d.Y * d.dpi_dtheta);
       } else {
@@ -832,17 +845,17 @@ class StageModel : public ActionModel {
       pinocchio::dIntegrate(*robot_, q, d.dq, d.B1, pinocchio::ARG1);
       pinocchio::dIntegrate(*robot_, d.q_next, u.head(nv), d.A2, pinocchio::ARG0);
       pinocchio::dIntegrate(*robot_, d.q_next, u.head(nv), d.B2, pinocchio::ARG1);
-      const MatrixXd A2B1 = dt_ * d.A2 * d.B1;
+      d.A2B1.noalias() = dt_ * d.A2 * d.B1;
       d.Fx.setZero();
-      d.Fx.topLeftCorner(nv, ndx).noalias() = A2B1 * d.dv_dx;
+      d.Fx.topLeftCorner(nv, ndx).noalias() = d.A2B1 * d.dv_dx;
       d.Fx.topLeftCorner(nv, nv).noalias() += d.A2 * d.A1;
-      d.Fx.block(0, ndx, nv, np).noalias() = A2B1 * d.dv_dtheta;
+      d.Fx.block(0, ndx, nv, np).noalias() = d.A2B1 * d.dv_dtheta;
       d.Fx.block(nv, 0, nv, ndx) = d.dv_dx;
       d.Fx.block(nv, ndx, nv, np) = d.dv_dtheta;
       d.Fx.bottomRightCorner(np, np).setIdentity();
       d.Fu.setZero();
       d.Fu.topLeftCorner(nv, nv) = d.B2;
-      d.Fu.topRightCorner(nv, nv).noalias() = A2B1 * d.dv_dw;
+      d.Fu.topRightCorner(nv, nv).noalias() = d.A2B1 * d.dv_dw;
       d.Fu.block(nv, nv, nv, nv) = d.dv_dw;
       d.R_u.topRows(ndx).diagonal() = knot_.info;
       if (accel_row_ >= 0) accelerometerJacobians(d, x, da_dtau);
@@ -877,7 +890,7 @@ class StageModel : public ActionModel {
       const pinocchio::Inertia inertia =
           pinocchio::Inertia::FromDynamicParameters(lc.toDynamicParameters());
       robot_->inertias[identified[k]] = inertia;
-      robot_no_gravity_.inertias[identified[k]] = inertia;
+      if (robot_no_gravity_) robot_no_gravity_->inertias[identified[k]] = inertia;
     }
   }
 
@@ -967,8 +980,8 @@ class StageModel : public ActionModel {
     const Vector3d& p = bMi.translation();
     const Vector3d v_lin = d.v_start.head<3>(), omega = d.v_start.segment<3>(3);
     const Matrix3d S = accel_info_ * bMi.rotation().transpose();
-    Eigen::Matrix<double, 3, Eigen::Dynamic> acc_dv = Eigen::MatrixXd::Zero(3, nv);
-    Eigen::Matrix<double, 3, Eigen::Dynamic> acc_da = Eigen::MatrixXd::Zero(3, nv);
+    auto& acc_dv = d.acc_dv;
+    auto& acc_da = d.acc_da;
     acc_dv.leftCols<3>() = S * pinocchio::skew(omega);
     acc_dv.middleCols<3>(3) = -S * (pinocchio::skew(v_lin) + pinocchio::skew(omega.cross(p)) +
                                     pinocchio::skew(omega) * pinocchio::skew(p));
@@ -990,9 +1003,9 @@ class StageModel : public ActionModel {
   const Knot& knot_;
   bool terminal_;
   double dt_;
-  std::shared_ptr<pinocchio::Model> robot_;  // this stage's copy: inertias follow theta
-  pinocchio::Model robot_no_gravity_;        // the same without gravity (impulse regressor)
-  VectorXd theta_;                           // theta of robot_'s inertias
+  std::shared_ptr<pinocchio::Model> robot_;             // this stage's copy: inertias follow theta
+  std::unique_ptr<pinocchio::Model> robot_no_gravity_;  // touchdowns: the impulse's regressor
+  VectorXd theta_;                                      // theta of robot_'s inertias
   std::shared_ptr<DifferentialModel> dynamics_;
   std::shared_ptr<crocoddyl::ActionModelImpulseFwdDynamics> impulse_;
   std::vector<int> q_index_, v_index_;

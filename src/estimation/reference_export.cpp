@@ -9,6 +9,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::estimation {
 namespace {
@@ -55,7 +56,7 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   const pinocchio::Model& model = *lp.model;
   const Problem& problem = *lp.problem;
   const int nq = model.nq, nv = model.nv, np = problem.np(), N = problem.horizon();
-  const bool free_flyer = model.njoints > 1 && model.joints[1].shortname() == "JointModelFreeFlyer";
+  const bool free_flyer = model::isFreeFlyer(model, 1);
   for (int j = free_flyer ? 2 : 1; j < model.njoints; ++j)
     require(model.joints[j].nq() == 1 && model.joints[j].nv() == 1,
             "reference problem joint " + model.names[j], "one position and one velocity coordinate",

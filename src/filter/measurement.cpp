@@ -11,6 +11,7 @@
 #include <pinocchio/algorithm/rnea.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::filter {
 namespace {
@@ -52,7 +53,7 @@ MeasurementModel::MeasurementModel(const pinocchio::Model& model,
             "each body once", "joint " + model.names[j] + " twice");
     rest_.inertias[j] = pinocchio::Inertia::Zero();
   }
-  base_rows_ = model.njoints > 1 && model.joints[1].shortname() == "JointModelFreeFlyer" ? 6 : 0;
+  base_rows_ = model::isFreeFlyer(model, 1) ? 6 : 0;
 
   // rows: every degree of freedom of a joint supporting some estimated body
   std::vector<pinocchio::JointIndex> joints;

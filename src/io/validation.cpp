@@ -8,6 +8,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::io {
 
@@ -437,8 +438,7 @@ void checkLog(Collector& out, const Log& log) {
 /// Base type and joint names against the model.
 void checkJointsAgainstModel(Collector& out, const Log& log, const pinocchio::Model& model) {
   // the model's root: free-flyer or a fixed base; other multi-DoF joints cannot be logged
-  const bool model_floating =
-      model.njoints > 1 && model.joints[1].shortname() == "JointModelFreeFlyer";
+  const bool model_floating = model::isFreeFlyer(model, 1);
   const BaseType model_base = model_floating ? BaseType::FreeFlyer : BaseType::Fixed;
   if (model_base != log.meta.base_type) {
     out.add("base_type", -1,

@@ -144,10 +144,6 @@ Format detectFormat(const std::string& path) {
                    "root element");
 }
 
-bool isFreeFlyer(const pinocchio::Model& model, pinocchio::JointIndex j) {
-  return j < model.joints.size() && model.joints[j].shortname() == "JointModelFreeFlyer";
-}
-
 // Parses the file with Pinocchio, turning every failure into an InputError naming the file.
 pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
                        std::vector<std::string>& warnings) {
@@ -185,6 +181,10 @@ pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
 bool isIdentityPlacement(const pinocchio::SE3& placement) { return placement.isIdentity(1e-12); }
 
 }  // namespace
+
+bool isFreeFlyer(const pinocchio::Model& model, pinocchio::JointIndex j) {
+  return j < model.joints.size() && model.joints[j].shortname() == "JointModelFreeFlyer";
+}
 
 void LoadOptions::validate() const {
   require(base == BaseType::Default || base == BaseType::FreeFlyer || base == BaseType::Fixed,

@@ -20,6 +20,9 @@
 
 namespace heft::model {
 
+/// True if joint `j` of `model` is a pinocchio::JointModelFreeFlyer (false past the last joint).
+bool isFreeFlyer(const pinocchio::Model& model, pinocchio::JointIndex j);
+
 /// How loadRobot builds the model.
 struct LoadOptions {
   /// Root joint. BaseType::Default means: the table's base for a short name or for the path of a
