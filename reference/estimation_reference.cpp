@@ -97,6 +97,9 @@
 //   feasible_history f_1 .. f_n        1 if the iterate after each iteration has every gap
 //                                      closed (FDDP's is_feasible), else 0
 //   check k xnext[nq + nv] cost        one line per check: f(x, w; theta), 0.5 |r_k(x, w)|^2
+//   check_jacobians k ndx np F[ndx x (ndx + np)] G[ndx x ndx]   after each check line (ndx = 2nv):
+//                                      the robot's rows of d f / d(x, theta) and d f / d w,
+//                                      row-major
 //   end
 // Exit code 0 on success (converged or not), 2 on a malformed input.
 #include <crocoddyl/core/action-base.hpp>
@@ -640,10 +643,11 @@ struct StageData : ActionData {
         dv_dw(shared.nv, shared.nv),
         Y(shared.nv, shared.np),
         dpi_dtheta(MatrixXd::Zero(shared.np, shared.np)),
-        A1(shared.nv, shared.nv),
-        B1(shared.nv, shared.nv),
-        A2(shared.nv, shared.nv),
-        B2(shared.nv, shared.nv),
+        // zero: pinocchio::dIntegrate writes the joints' diagonal blocks only
+        A1(MatrixXd::Zero(shared.nv, shared.nv)),
+        B1(MatrixXd::Zero(shared.nv, shared.nv)),
+        A2(MatrixXd::Zero(shared.nv, shared.nv)),
+        B2(MatrixXd::Zero(shared.nv, shared.nv)),
         A2B1(shared.nv, shared.nv),
         acc_dv(Eigen::MatrixXd::Zero(3, shared.nv)),
         acc_da(Eigen::MatrixXd::Zero(3, shared.nv)) {
@@ -1135,6 +1139,16 @@ int run(const std::string& in_path, const std::string& out_path) {
     std::ostringstream line;
     line << std::setprecision(17) << "check " << c.knot << " " << data->xnext.head(nx).transpose()
          << " " << data->cost << "\n";
+    // The robot's rows of the Jacobians, [Fx_x Fx_theta] and Fu, row-major (heft compares them
+    // with its own, which its finite-difference tests cover).
+    model->calcDiff(data, y, c.w);
+    const int ndx = 2 * p.nv;
+    line << "check_jacobians " << c.knot << " " << ndx << " " << p.np;
+    for (int i = 0; i < ndx; ++i)
+      for (int j = 0; j < ndx + p.np; ++j) line << " " << data->Fx(i, j);
+    for (int i = 0; i < ndx; ++i)
+      for (int j = 0; j < ndx; ++j) line << " " << data->Fu(i, j);
+    line << "\n";
     checks.push_back(line.str());
   }
 

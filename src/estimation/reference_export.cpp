@@ -284,6 +284,24 @@ ReferenceResult readReferenceResult(const std::string& path) {
       c.xnext = Eigen::Map<const Eigen::VectorXd>(values.data() + 1, values.size() - 2);
       c.cost = values.back();
       r.checks.push_back(std::move(c));
+    } else if (tag == "check_jacobians") {
+      require(!r.checks.empty() && !values.empty() && values[0] == r.checks.back().knot,
+              path + ": record check_jacobians", "after the check of the same knot",
+              line.substr(0, 40));
+      // values: knot, ndx, np, then ndx (ndx + np) + ndx^2 numbers
+      const int ndx = values.size() >= 3 ? static_cast<int>(values[1]) : 0;
+      const int np = values.size() >= 3 ? static_cast<int>(values[2]) : -1;
+      require(ndx > 0 && np >= 0 &&
+                  values.size() == static_cast<size_t>(3 + ndx * (ndx + np) + ndx * ndx),
+              path + ": record check_jacobians", "knot, ndx, np and ndx (ndx + np) + ndx^2 numbers",
+              std::to_string(values.size()) + " numbers");
+      ReferenceResult::Check& c = r.checks.back();
+      c.F =
+          Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+              values.data() + 3, ndx, ndx + np);
+      c.G =
+          Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+              values.data() + 3 + ndx * (ndx + np), ndx, ndx);
     } else if (tag == "end") {
       end = true;
     } else {

@@ -54,6 +54,8 @@ struct ReferenceResult {
     int knot = 0;
     Eigen::VectorXd xnext;  ///< f(x, w; theta)
     double cost = 0;        ///< 0.5 |r_k(x, w)|^2
+    Eigen::MatrixXd F;      ///< ndx x (ndx + np): d f / d(x, theta), tangent spaces
+    Eigen::MatrixXd G;      ///< ndx x ndx: d f / d w
   };
   std::vector<Check> checks;
   double medianSeconds() const;
