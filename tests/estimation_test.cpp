@@ -403,6 +403,13 @@ TEST(MultibodyStage, SemiImplicitStructureReproducesTheJacobians) {
     expectNear(Pw + S * d.F_w.bottomRows(nv), d.F_w, "F_w");
     expectNear(S * d.F_theta.bottomRows(nv), d.F_theta, "F_theta");
     EXPECT_TRUE(d.F_w.bottomLeftCorner(nv, nv).isZero(0)) << "v' does not depend on w_q";
+    // w_q's residual rows are its own: no row has both a w_q entry and an x, w_v or theta one.
+    for (int row = 0; row < stage.nr(); ++row) {
+      if (d.R_w.row(row).head(nv).isZero(0)) continue;
+      EXPECT_TRUE(d.R_x.row(row).isZero(0) && d.R_theta.row(row).isZero(0) &&
+                  d.R_w.row(row).tail(nw - nv).isZero(0))
+          << "row " << row;
+    }
     // Zero outside the diagonal and the curved blocks, exactly.
     std::vector<int> block_of(nv, -1);
     const auto& blocks = p.state->curvedBlocks();
@@ -520,6 +527,15 @@ TEST(MultibodyState, DifferenceJacobiansAreIdentityOutsideCurvedBlocks) {
       }
     // and the curved blocks are really curved here (not the identity by accident)
     EXPECT_GT((J1.topLeftCorner(6, 6) - MatrixXd::Identity(6, 6)).norm(), 1e-3);
+    // curvedDifferenceJacobians: the same blocks, whatever the matrices held before
+    MatrixXd C0 = MatrixXd::Constant(ndx, ndx, 7.0), C1 = MatrixXd::Constant(ndx, ndx, -7.0);
+    state.curvedDifferenceJacobians(x0, x1, C0, C1);
+    for (const auto& b : state.curvedBlocks()) {
+      EXPECT_EQ(C0.block(b.start, b.start, b.size, b.size),
+                J0.block(b.start, b.start, b.size, b.size));
+      EXPECT_EQ(C1.block(b.start, b.start, b.size, b.size),
+                J1.block(b.start, b.start, b.size, b.size));
+    }
   }
   EXPECT_EQ(nv * 2, ndx);
   EXPECT_TRUE(estimation::EuclideanState(4).curvedBlocks().empty());
@@ -698,6 +714,47 @@ TEST(RiccatiSolver, StepEqualsDenseKktInContact) {
   std::mt19937 rng(13);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true), rng);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true, true), rng);
+}
+
+// The nonlinear rollouts apply the policy to the actual state deviation, at a fraction of the
+// feedforward: through the structure it is two policies (w_v on dx, then w_q on the step before
+// the configuration noise), densely one. Both are the same affine map, so the iterates agree.
+TEST(RiccatiSolver, StructuredPolicyRollsOutLikeTheDenseOne) {
+  std::mt19937 rng(14);
+  const RobotProblem p = makeRandomProblem("go2", {1, 2}, 6, 0.005, rng, true, true);
+  const int N = p.problem->horizon(), ndx = p.problem->ndx();
+  std::normal_distribution<double> n(0, 1);
+  std::vector<VectorXd> xs, ws;
+  for (int k = 0; k <= N; ++k) xs.push_back(randomState(*p.state, rng, 0.3));
+  for (int k = 0; k < N; ++k)
+    ws.push_back(VectorXd::NullaryExpr(ndx, [&] { return 0.01 * n(rng); }));
+  const VectorXd theta = p.dynamics->nominalTheta();
+  for (auto rollout :
+       {estimation::Rollout::SingleShooting, estimation::Rollout::FeasibilityDriven}) {
+    SCOPED_TRACE(estimation::toString(rollout));
+    std::vector<std::unique_ptr<RiccatiSolver>> solvers;
+    for (bool structure : {true, false}) {
+      RiccatiOptions options;
+      options.rollout = rollout;
+      options.max_iterations = 4;
+      options.exploit_structure = structure;
+      solvers.push_back(std::make_unique<RiccatiSolver>(p.problem, options));
+      solvers.back()->setInitialGuess(xs, ws, theta);
+      solvers.back()->solve();
+    }
+    const RiccatiSolver &a = *solvers[0], &b = *solvers[1];
+    // steps shorter than 1 scale the feedforward: the comparison covers them
+    const auto& steps = a.summary().step_history;
+    EXPECT_EQ(steps, b.summary().step_history);
+    EXPECT_TRUE(std::any_of(steps.begin(), steps.end(), [](double s) { return s < 1; }));
+    ASSERT_EQ(a.summary().cost_history.size(), b.summary().cost_history.size());
+    for (std::size_t i = 0; i < a.summary().cost_history.size(); ++i)
+      EXPECT_NEAR(a.summary().cost_history[i], b.summary().cost_history[i],
+                  1e-8 * b.summary().cost_history[i]);
+    for (int k = 0; k < N; ++k)
+      EXPECT_LE((a.ws()[k] - b.ws()[k]).cwiseAbs().maxCoeff(), 1e-8 * (1 + b.ws()[k].norm()));
+    EXPECT_LE((a.theta() - b.theta()).cwiseAbs().maxCoeff(), 1e-8 * (1 + b.theta().norm()));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -383,14 +383,53 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
 }
 
+namespace {
+// out = A B^T for A (m x 3) and B (n x 3), a column at a time: one pass over out with three
+// multiply-adds per entry (zeroing out and three rank-one updates made four passes: 77k -> 39k
+// instructions per go2 knot; session 8 measured a general product's packing, and a lazy
+// product's 3-long dot products per entry, slower than the rank-one updates).
+template <class Out, class A, class B>
+void assignRankThree(Out&& out, const A& a, const B& b) {
+  for (Eigen::Index j = 0; j < out.cols(); ++j)
+    out.col(j).noalias() = a.col(0) * b(j, 0) + a.col(1) * b(j, 1) + a.col(2) * b(j, 2);
+}
+}  // namespace
+
 void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out) const {
-  // Sensor rows, each by the columns of x it touches (sensorJacobians): an encoder or joint
-  // velocity row one entry, the IMU and motion-capture rows 3 or 6 base columns; the accelerometer
-  // rows (through the dynamics: every column) are added below. The dense R_x^T R_x over go2's 27
-  // sensor rows was a tenth of the backward pass's multiply-adds.
+  // The accelerometer's rows, the only sensor rows through the dynamics (every column of x, w_v
+  // and theta), from their contiguous transposed copy (calcDiff's); then the other sensor rows,
+  // each by the columns of x it touches (sensorJacobians): an encoder or joint velocity row one
+  // entry, the IMU and motion-capture rows 3 or 6 base columns. The dense R_x^T R_x over go2's
+  // 27 sensor rows was a tenth of the backward pass's multiply-adds.
   const int nv = dynamics_->model().nv;
-  out.xx.setZero();
-  out.x.setZero();
+  const bool accel = hasDynamics() && accel_row_ >= 0;
+  if (accel) {
+    const Eigen::MatrixXd& rows = static_cast<const MultibodyStageData&>(d).accel_rows;
+    const auto ax = rows.topRows(ndx()), aw = rows.middleRows(ndx(), nw()),
+               at = rows.bottomRows(np());
+    const Eigen::Vector3d ar = d.r.segment<3>(accel_row_);
+    assignRankThree(out.xx, ax, ax);
+    assignRankThree(out.xw, ax, aw);
+    assignRankThree(out.ww, aw, aw);
+    assignRankThree(out.xt, ax, at);
+    assignRankThree(out.wt, aw, at);
+    assignRankThree(out.tt, at, at);
+    out.x.noalias() = ax * ar;
+    out.w.noalias() = aw * ar;
+    out.t.noalias() = at * ar;
+  } else {
+    out.xx.setZero();
+    out.x.setZero();
+    out.xt.setZero();
+    out.tt.setZero();
+    out.t.setZero();
+    if (hasDynamics()) {
+      out.xw.setZero();
+      out.ww.setZero();
+      out.wt.setZero();
+      out.w.setZero();
+    }
+  }
   for (std::size_t i = 0; i < v_index_.size(); ++i) {
     const int row = encoder_row_ + static_cast<int>(i), col = v_index_[i];
     out.xx(col, col) += d.R_x(row, col) * d.R_x(row, col);
@@ -417,61 +456,51 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
     addRows(mocap_row_, 0, Six());        // position: base position and orientation
     addRows(mocap_row_ + 3, 3, Three());  // orientation
   }
-  if (!hasDynamics()) {  // no w; theta enters no sensor row without the dynamics
-    out.xt.setZero();
-    out.tt.setZero();
-    out.t.setZero();
-    return;
-  }
+  if (!hasDynamics()) return;  // no w; theta enters no sensor row without the dynamics
   // Process-noise rows: r = process_info .* w.
-  out.ww.setZero();
-  out.ww.diagonal() = process_info_.cwiseAbs2();
-  out.w = process_info_.cwiseProduct(d.r.head(ndx()));
-  if (accel_row_ < 0) {
-    out.xw.setZero();
-    out.xt.setZero();
-    out.wt.setZero();
-    out.tt.setZero();
-    out.t.setZero();
-    return;
-  }
-  // The accelerometer's rows: the only sensor rows through the dynamics. Three rank-one updates
-  // on their contiguous transposed copy (calcDiff's): a general product's blocking, or a lazy one's
-  // 3-long dot products per coefficient, cost several times more.
-  const Eigen::MatrixXd& rows = static_cast<const MultibodyStageData&>(d).accel_rows;
-  const auto ax = rows.topRows(ndx()), aw = rows.middleRows(ndx(), nw()),
-             at = rows.bottomRows(np());
-  const Eigen::Vector3d ar = d.r.segment<3>(accel_row_);
-  out.xw.setZero();
-  out.xt.setZero();
-  out.wt.setZero();
-  out.tt.setZero();
-  for (int i = 0; i < 3; ++i) {
-    out.xx.noalias() += ax.col(i) * ax.col(i).transpose();
-    out.xw.noalias() += ax.col(i) * aw.col(i).transpose();
-    out.ww.noalias() += aw.col(i) * aw.col(i).transpose();
-    out.xt.noalias() += ax.col(i) * at.col(i).transpose();
-    out.wt.noalias() += aw.col(i) * at.col(i).transpose();
-    out.tt.noalias() += at.col(i) * at.col(i).transpose();
-  }
-  out.x.noalias() += ax * ar;
-  out.w.noalias() += aw * ar;
-  out.t.noalias() = at * ar;
+  out.ww.diagonal() += process_info_.cwiseAbs2();
+  out.w += process_info_.cwiseProduct(d.r.head(ndx()));
 }
 
 // The rows gaussNewton knows: process noise diag(process_info) in w, zero in x and theta; the
-// sensor rows in x; the accelerometer's also in w and theta.
+// sensor rows by the columns of x they touch; the accelerometer's through every column of x, w
+// and theta, from their contiguous transposed copy (the dense R_x product read all of R_x's
+// columns for 27 sparse rows, in the linear rollout's stream over every knot's data).
 void MultibodyStageModel::linearResidual(const StageData& d,
                                          const Eigen::Ref<const Eigen::VectorXd>& dx,
                                          const Eigen::Ref<const Eigen::VectorXd>& dw,
                                          const Eigen::Ref<const Eigen::VectorXd>& dtheta,
                                          Eigen::Ref<Eigen::VectorXd> e) const {
-  const int first = hasDynamics() ? ndx() : 0;
-  if (hasDynamics()) e.head(first) = process_info_.cwiseProduct(dw);
-  e.tail(nr() - first).noalias() = d.R_x.bottomRows(nr() - first) * dx;
-  if (hasDynamics() && accel_row_ >= 0) {
-    e.segment<3>(accel_row_).noalias() += d.R_w.middleRows<3>(accel_row_) * dw;
-    e.segment<3>(accel_row_).noalias() += d.R_theta.middleRows<3>(accel_row_) * dtheta;
+  const int nv = dynamics_->model().nv;
+  if (hasDynamics()) e.head(ndx()) = process_info_.cwiseProduct(dw);
+  for (std::size_t i = 0; i < v_index_.size(); ++i) {
+    const int row = encoder_row_ + static_cast<int>(i), col = v_index_[i];
+    e(row) = d.R_x(row, col) * dx(col);
+    if (velocity_row_ >= 0) {
+      const int vrow = velocity_row_ + static_cast<int>(i), vcol = nv + v_index_[i];
+      e(vrow) = d.R_x(vrow, vcol) * dx(vcol);
+    }
+  }
+  if (gyro_row_ >= 0) {
+    e.segment<3>(gyro_row_).noalias() =
+        d.R_x.block<3, 3>(gyro_row_, nv + 3) * dx.segment<3>(nv + 3);
+    e.segment<3>(imu_row_).noalias() = d.R_x.block<3, 3>(imu_row_, 3) * dx.segment<3>(3);
+  }
+  if (mocap_row_ >= 0) {
+    e.segment<3>(mocap_row_).noalias() = d.R_x.block<3, 6>(mocap_row_, 0) * dx.head<6>();
+    e.segment<3>(mocap_row_ + 3).noalias() =
+        d.R_x.block<3, 3>(mocap_row_ + 3, 3) * dx.segment<3>(3);
+  }
+  if (accel_row_ >= 0) {
+    if (!hasDynamics()) {  // the terminal knot's rows have zero weight
+      e.segment<3>(accel_row_).setZero();
+      return;
+    }
+    const Eigen::MatrixXd& rows = static_cast<const MultibodyStageData&>(d).accel_rows;
+    auto ea = e.segment<3>(accel_row_);
+    ea.noalias() = rows.topRows(ndx()).transpose() * dx;
+    ea.noalias() += rows.middleRows(ndx(), nw()).transpose() * dw;
+    ea.noalias() += rows.bottomRows(np()).transpose() * dtheta;
   }
 }
 

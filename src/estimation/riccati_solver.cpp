@@ -195,14 +195,14 @@ RiccatiSolver::RiccatiSolver(std::shared_ptr<const Problem> problem, const Ricca
     SG_.setZero(nv_, np_);
     SVt_.setZero(nv_, np_);
     tmp_v_.setZero(nv_);
+    pre_noise_.setZero(ndx_);
   }
   block_gap_.setZero(largest_block);
   for (Eigen::MatrixXd* m : {&Vxx_next_, &Qxx_, &FxV_}) m->setZero(ndx_, ndx_);
-  for (Eigen::MatrixXd* m : {&Vxt_, &Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
-  for (Eigen::MatrixXd* m : {&Vtt_, &Vtt_next_, &Qtt_}) m->setZero(np_, np_);
-  for (Eigen::VectorXd* v : {&Vx_, &Vx_next_, &Qx_, &vx_plus_, &gx_, &HxxInvGx_}) v->setZero(ndx_);
-  for (Eigen::VectorXd* v : {&Vt_, &Vt_next_, &Qt_, &gt_, &gs_, &dtheta_, &theta_diff_})
-    v->setZero(np_);
+  for (Eigen::MatrixXd* m : {&Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
+  for (Eigen::MatrixXd* m : {&Vtt_next_, &Qtt_}) m->setZero(np_, np_);
+  for (Eigen::VectorXd* v : {&Vx_next_, &Qx_, &vx_plus_, &gx_, &HxxInvGx_}) v->setZero(ndx_);
+  for (Eigen::VectorXd* v : {&Vt_next_, &Qt_, &gt_, &gs_, &dtheta_, &theta_diff_}) v->setZero(np_);
   Qxw_.setZero(ndx_, nw_max_);
   Qww_.setZero(nw_max_, nw_max_);
   Qwt_.setZero(nw_max_, np_);
@@ -378,7 +378,7 @@ void RiccatiSolver::linearizeGap(StageData& d, int k) {
   lin_gaps_[k + 1] = cur_.gaps[k + 1];
   const std::vector<TangentBlock>& blocks = problem_->state().curvedBlocks();
   if (blocks.empty()) return;
-  problem_->state().differenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
+  problem_->state().curvedDifferenceJacobians(cur_.xs[k + 1], d.xnext, D0_, D1_);
   auto mapRows = [&](Eigen::MatrixXd& F, const TangentBlock& b, const Eigen::MatrixXd& T) {
     if (b.size == 6) {  // a free flyer: fixed sizes (the dynamic-size product's setup dominates)
       auto rows = block_rows_.topLeftCorner<6, Eigen::Dynamic>(6, F.cols());
@@ -442,7 +442,7 @@ bool RiccatiSolver::backwardStep(int k) {
   auto Qww = Qww_.topLeftCorner(nw, nw);
   auto Qwt = Qwt_.topRows(nw);
   auto Qw = Qw_.head(nw);
-  auto FwV = FwV_.topRows(nw);
+  Eigen::MatrixXd& policy = policy_[k];  // [L | Y | Y_t | y], one block per knot
 
   // Value gradients deflected by the gap: V at dx' = (linear part) + fbar.
   vx_plus_ = Vx_next_;
@@ -455,8 +455,19 @@ bool RiccatiSolver::backwardStep(int k) {
   GaussNewtonTerms terms{Qxx_, Qxw, Qww, Qxt_, Qwt, Qtt_, Qx_, Qw, Qt_};
   problem_->running(k).gaussNewton(d, terms);
   if (structured_[k]) {
+    // w_q first, on the next value function (it enters only through x' = y ⊕ w_q), then w_v.
+    const int nwv = nw - nv_;
+    if (!eliminateConfigurationNoise(d, policy)) return false;
     structuredQ(d, nw);
+    Qww.bottomRightCorner(nwv, nwv).diagonal().array() += mu_;
+    policy.block(nv_, nw, nwv, ndx_) = Qxw.rightCols(nwv).transpose();
+    policy.block(nv_, nw + ndx_, nwv, np_) = Qwt.bottomRows(nwv);
+    policy.col(nw + ndx_ + np_).segment(nv_, nwv) = Qw.tail(nwv);
+    policy.block(nv_, nv_, nwv, nwv).triangularView<Eigen::Lower>() =
+        Qww.bottomRightCorner(nwv, nwv);
+    if (!eliminate(policy, nv_, nwv, Qxx_, Qxt_, Qtt_, Qx_, Qt_)) return false;
   } else {
+    auto FwV = FwV_.topRows(nw);
     G_ = Vxt_next_;  // V_xx' F_theta + V_xtheta'
     G_.noalias() += Vxx_next_ * d.F_theta;
     FxV_.noalias() = d.F_x.transpose() * Vxx_next_;
@@ -470,54 +481,84 @@ bool RiccatiSolver::backwardStep(int k) {
     Qtt_ += Vtt_next_;
     Qtt_.noalias() += d.F_theta.transpose() * G_;
     Qtt_.noalias() += Vxt_next_.transpose() * d.F_theta;
+    Qx_.noalias() += d.F_x.transpose() * vx_plus_;
+    Qw.noalias() += d.F_w.transpose() * vx_plus_;
+    Qt_ += Vt_next_;
+    Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
+    Qww.diagonal().array() += mu_;
+    policy.middleCols(nw, ndx_) = Qxw.transpose();
+    policy.middleCols(nw + ndx_, np_) = Qwt;
+    policy.col(nw + ndx_ + np_) = Qw;
+    policy.leftCols(nw).triangularView<Eigen::Lower>() = Qww;
+    if (!eliminate(policy, 0, nw, Qxx_, Qxt_, Qtt_, Qx_, Qt_)) return false;
   }
-  Qww.diagonal().array() += mu_;
-  Qx_.noalias() += d.F_x.transpose() * vx_plus_;
-  Qw.noalias() += d.F_w.transpose() * vx_plus_;
-  Qt_ += Vt_next_;
-  Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
-
-  // Q_ww = L L^T. With Y = L^{-1} Q_xw^T, Y_t = L^{-1} Q_wtheta and y = L^{-1} Q_w the policy is
-  // K = -L^{-T} Y, K_theta = -L^{-T} Y_t, k = -L^{-T} y, and the value V_xx = Q_xx - Y^T Y,
-  // V_xtheta = Q_xtheta - Y^T Y_t, V_thetatheta = Q_thetatheta - Y_t^T Y_t, V_x = Q_x - Y^T y,
-  // V_theta = Q_theta - Y_t^T y: the same as Q + Q_xw K etc., in fewer products, and V_xx
-  // as a symmetric rank update. The policy is kept as L, Y, Y_t, y (policyCorrection).
-  Eigen::MatrixXd& policy = policy_[k];  // [L | Y | Y_t | y], one block per knot
-  Eigen::Ref<Eigen::MatrixXd> L_storage = policy.leftCols(nw);
-  L_storage = Qww;
-  const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_storage);  // in place: L_storage = L
-  if (llt.info() != Eigen::Success) return false;
-  const auto L = L_storage.triangularView<Eigen::Lower>();
-  auto Y = policy.middleCols(nw, ndx_);
-  auto Yt = policy.middleCols(nw + ndx_, np_);
-  auto y = policy.col(nw + ndx_ + np_);
-  Y = Qxw.transpose();
-  L.solveInPlace(Y);
-  Yt = Qwt;
-  L.solveInPlace(Yt);
-  y = Qw;
-  L.solveInPlace(y);
-
-  Qxx_.selfadjointView<Eigen::Lower>().rankUpdate(Y.transpose(), -1.0);  // V_xx, in place
-  Vxt_ = Qxt_;
-  Vxt_.noalias() -= Y.transpose() * Yt;
-  Vtt_ = Qtt_;
-  Vtt_.selfadjointView<Eigen::Lower>().rankUpdate(Yt.transpose(), -1.0);
-  Vx_ = Qx_;
-  Vx_.noalias() -= Y.transpose() * y;
-  Vt_ = Qt_;
-  Vt_.noalias() -= Yt.transpose() * y;
   // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
   // copied into the upper ones. Session 6 found that a slightly asymmetric V_xx grows through
   // F_x^T V F_x (on go1 at dt 0.01 to an eigenvalue of -1.5e9 of 2.6e9 within a few hundred
   // knots), which no regularization saved.
   copyLowerToUpper(Qxx_);
-  copyLowerToUpper(Vtt_);
-  Qxx_.swap(Vxx_next_);  // Q_xx is rewritten by the next stage's gaussNewton
-  Vxt_.swap(Vxt_next_);
-  Vtt_.swap(Vtt_next_);
-  Vx_.swap(Vx_next_);
-  Vt_.swap(Vt_next_);
+  copyLowerToUpper(Qtt_);
+  // Q's blocks now hold this knot's value; Q's are rewritten by the next stage's gaussNewton.
+  Qxx_.swap(Vxx_next_);
+  Qxt_.swap(Vxt_next_);
+  Qtt_.swap(Vtt_next_);
+  Qx_.swap(Vx_next_);
+  Qt_.swap(Vt_next_);
+  return true;
+}
+
+// H_uu = L L^T (its lower triangle in the policy's L block on entry), and with Y = L^{-1} H_xu^T,
+// Y_t = L^{-1} H_utheta, y = L^{-1} g_u (their blocks hold H_xu^T, H_utheta, g_u on entry) the
+// model minimized over u: H_xx -= Y^T Y, H_xtheta -= Y^T Y_t, H_thetatheta -= Y_t^T Y_t (lower
+// triangles of the symmetric ones), g_x -= Y^T y, g_theta -= Y_t^T y. The same as H + H_xu K etc.
+// with K = -L^{-T} Y, in fewer products, and H_xx as a symmetric rank update.
+bool RiccatiSolver::eliminate(Eigen::MatrixXd& policy, int first, int size, Eigen::MatrixXd& Hxx,
+                              Eigen::MatrixXd& Hxt, Eigen::MatrixXd& Htt, Eigen::VectorXd& gx,
+                              Eigen::VectorXd& gt) const {
+  const int nw = static_cast<int>(policy.rows());
+  Eigen::Ref<Eigen::MatrixXd> L_storage = policy.block(first, first, size, size);
+  const Eigen::LLT<Eigen::Ref<Eigen::MatrixXd>> llt(L_storage);  // in place: L_storage = L
+  if (llt.info() != Eigen::Success) return false;
+  const auto L = L_storage.triangularView<Eigen::Lower>();
+  auto Y = policy.block(first, nw, size, ndx_);
+  auto Yt = policy.block(first, nw + ndx_, size, np_);
+  auto y = policy.col(nw + ndx_ + np_).segment(first, size);
+  L.solveInPlace(Y);
+  L.solveInPlace(Yt);
+  L.solveInPlace(y);
+  Hxx.selfadjointView<Eigen::Lower>().rankUpdate(Y.transpose(), -1.0);
+  Hxt.noalias() -= Y.transpose() * Yt;
+  Htt.selfadjointView<Eigen::Lower>().rankUpdate(Yt.transpose(), -1.0);
+  gx.noalias() -= Y.transpose() * y;
+  gt.noalias() -= Yt.transpose() * y;
+  return true;
+}
+
+// x' = y ⊕ w_q with y the state before the configuration noise (StageData's structure: F_w's
+// w_q columns are [B_q; 0] and w_q's residual rows touch nothing else), so w_q is eliminated
+// from the next value at y, V(y + [B_q; 0] dw_q) + the w_q rows' cost, before the products with
+// F: H_uu = l_qq + mu + B_q^T V_qq B_q, H_xu = V_{:,q} B_q, H_utheta = B_q^T V_{q,theta},
+// g_u = l_q + B_q^T (V_x + V fbar)_q. Two eliminations of nv then cost about two thirds of one
+// of 2 nv (in the size: the Cholesky factor is cubic, Y's solve quadratic, the rank update
+// linear).
+bool RiccatiSolver::eliminateConfigurationNoise(const StageData& d, Eigen::MatrixXd& policy) {
+  const int nw = static_cast<int>(policy.rows()), nv = nv_;
+  auto Y = policy.block(0, nw, nv, ndx_);
+  auto Yt = policy.block(0, nw + ndx_, nv, np_);
+  auto y = policy.col(nw + ndx_ + np_).head(nv);
+  auto Huu = policy.topLeftCorner(nv, nv);
+  Y.setZero();  // B_q^T V_{q,:}
+  addBlockDiagonalTransposeTimes(d.B_q, Vxx_next_.topRows(nv), Y);
+  Huu.triangularView<Eigen::Lower>() = Qww_.topLeftCorner(nv, nv);
+  Huu.diagonal().array() += mu_;
+  addTimesBlockDiagonal(Y.leftCols(nv), d.B_q, Huu);  // (upper triangle: unused)
+  Yt.setZero();
+  addBlockDiagonalTransposeTimes(d.B_q, Vxt_next_.topRows(nv), Yt);
+  y = Qw_.head(nv);
+  addBlockDiagonalTimes(d.B_q, vx_plus_.head(nv), y, true);
+  if (!eliminate(policy, 0, nv, Vxx_next_, Vxt_next_, Vtt_next_, vx_plus_, Vt_next_)) return false;
+  copyLowerToUpper(Vxx_next_);  // read whole by structuredQ
+  copyLowerToUpper(Vtt_next_);
   return true;
 }
 
@@ -537,14 +578,18 @@ void RiccatiSolver::addTimesBlockDiagonal(const Eigen::Ref<const Eigen::MatrixXd
 
 void RiccatiSolver::addBlockDiagonalTimes(const Eigen::MatrixXd& M,
                                           const Eigen::Ref<const Eigen::VectorXd>& x,
-                                          Eigen::Ref<Eigen::VectorXd> out) const {
+                                          Eigen::Ref<Eigen::VectorXd> out, bool transposed) const {
   for (const Segment& s : segments_) {
-    if (s.block)
-      out.segment(s.start, s.size).noalias() +=
-          M.block(s.start, s.start, s.size, s.size) * x.segment(s.start, s.size);
-    else
+    if (s.block) {
+      const auto B = M.block(s.start, s.start, s.size, s.size);
+      if (transposed)
+        out.segment(s.start, s.size).noalias() += B.transpose() * x.segment(s.start, s.size);
+      else
+        out.segment(s.start, s.size).noalias() += B * x.segment(s.start, s.size);
+    } else {
       out.segment(s.start, s.size) +=
           M.diagonal().segment(s.start, s.size).cwiseProduct(x.segment(s.start, s.size));
+    }
   }
 }
 
@@ -563,21 +608,22 @@ void RiccatiSolver::addBlockDiagonalTransposeTimes(const Eigen::MatrixXd& M,
   }
 }
 
-// Q's terms through V' = Vxx_next_ when F = P + S D (StageData's semi-implicit structure), with
-// S = [S_q; I], D the rows of v' and P nonzero only in the q-rows (A_q for x, B_q for w_q):
-// with Z = V' S, F^T V' = P^T V' + D^T Z^T and F_a^T V' F_b = (F_a^T V') P_b + (F_a^T V' S) D_b.
-// The dense products with F cost n^3 each (n = 2 nv); these cost n^2 nv or less, and the w_q
-// columns (D's zeros) and Q_ww's upper triangle are skipped.
+// Q's terms through V' = Vxx_next_ (w_q already eliminated from it) for the w_v columns, when
+// F = P + S D (StageData's semi-implicit structure), with S = [S_q; I], D the rows of v' and P
+// nonzero only in the q-rows (A_q for x): with Z = V' S, F^T V' = P^T V' + D^T Z^T and
+// F_a^T V' F_b = (F_a^T V') P_b + (F_a^T V' S) D_b. The dense products with F cost n^3 each
+// (n = 2 nv); these cost n^2 nv or less, and Q_ww's upper triangle is skipped.
 void RiccatiSolver::structuredQ(const StageData& d, int nw) {
   const int nv = nv_, nwv = nw - nv_;
   const Eigen::MatrixXd& V = Vxx_next_;
   const auto Dx = d.F_x.bottomRows(nv);
   const auto Dwv = d.F_w.bottomRightCorner(nv, nwv);
   const auto Dt = d.F_theta.bottomRows(nv);
-  auto Qxw = Qxw_.leftCols(nw);
-  auto Qww = Qww_.topLeftCorner(nw, nw);
-  auto Qwt = Qwt_.topRows(nw);
-  auto FwV = FwV_.topRows(nw);
+  auto Qxw = Qxw_.middleCols(nv, nwv);
+  auto Qww = Qww_.block(nv, nv, nwv, nwv);
+  auto Qwt = Qwt_.middleRows(nv, nwv);
+  auto Qw = Qw_.segment(nv, nwv);
+  auto FwV = FwV_.topRows(nwv);
 
   Z_ = V.rightCols(nv);
   addTimesBlockDiagonal(V.leftCols(nv), d.S_q, Z_);
@@ -590,17 +636,13 @@ void RiccatiSolver::structuredQ(const StageData& d, int nw) {
   // Q_xx (lower) and Q_xw
   addTimesBlockDiagonal(FxV_.leftCols(nv), d.A_q, Qxx_.leftCols(nv));
   Qxx_.triangularView<Eigen::Lower>() += FxVS_ * Dx;
-  addTimesBlockDiagonal(FxV_.leftCols(nv), d.B_q, Qxw.leftCols(nv));
-  Qxw.rightCols(nwv).noalias() += FxVS_ * Dwv;
-  // F_w^T V': w_q rows B_q^T V'_q, w_v rows D_wv^T Z^T; Q_ww's lower triangle
-  FwV.topRows(nv).setZero();
-  addBlockDiagonalTransposeTimes(d.B_q, V.topRows(nv), FwV.topRows(nv));
-  FwV.bottomRows(nwv).noalias() = Dwv.transpose() * Z_.transpose();
-  addTimesBlockDiagonal(FwV.leftCols(nv), d.B_q, Qww.leftCols(nv));
+  Qxw.noalias() += FxVS_ * Dwv;
+  // F_w^T V' = D_wv^T Z^T; Q_ww's lower triangle
+  FwV.noalias() = Dwv.transpose() * Z_.transpose();
   auto FwVS = FwVS_.topRows(nwv);
-  FwVS = FwV.bottomRows(nwv).rightCols(nv);
-  addTimesBlockDiagonal(FwV.bottomRows(nwv).leftCols(nv), d.S_q, FwVS);
-  Qww.bottomRightCorner(nwv, nwv).triangularView<Eigen::Lower>() += FwVS * Dwv;
+  FwVS = FwV.rightCols(nv);
+  addTimesBlockDiagonal(FwV.leftCols(nv), d.S_q, FwVS);
+  Qww.triangularView<Eigen::Lower>() += FwVS * Dwv;
   // theta: G = V_xtheta' + V' F_theta = V_xtheta' + Z D_theta, and S^T G
   G_ = Vxt_next_;
   G_.noalias() += Z_ * Dt;
@@ -608,24 +650,53 @@ void RiccatiSolver::structuredQ(const StageData& d, int nw) {
   addBlockDiagonalTransposeTimes(d.S_q, G_.topRows(nv), SG_);
   addBlockDiagonalTransposeTimes(d.A_q, G_.topRows(nv), Qxt_.topRows(nv));
   Qxt_.noalias() += Dx.transpose() * SG_;
-  addBlockDiagonalTransposeTimes(d.B_q, G_.topRows(nv), Qwt.topRows(nv));
-  Qwt.bottomRows(nwv).noalias() += Dwv.transpose() * SG_;
+  Qwt.noalias() += Dwv.transpose() * SG_;
   // Q_thetatheta += V_thetatheta' + F_theta^T G + V_xtheta'^T F_theta (both cross terms)
   Qtt_ += Vtt_next_;
   Qtt_.noalias() += Dt.transpose() * SG_;
   SVt_ = Vxt_next_.bottomRows(nv);
   addBlockDiagonalTransposeTimes(d.S_q, Vxt_next_.topRows(nv), SVt_);
   Qtt_.noalias() += SVt_.transpose() * Dt;
+  // Gradients: F^T (V_x + V fbar) = P^T vx_plus + D^T S^T vx_plus
+  tmp_v_ = vx_plus_.tail(nv);
+  addBlockDiagonalTimes(d.S_q, vx_plus_.head(nv), tmp_v_, true);
+  addBlockDiagonalTimes(d.A_q, vx_plus_.head(nv), Qx_.head(nv), true);
+  Qx_.noalias() += Dx.transpose() * tmp_v_;
+  Qw.noalias() += Dwv.transpose() * tmp_v_;
+  Qt_ += Vt_next_;
+  Qt_.noalias() += Dt.transpose() * tmp_v_;
+}
+
+void RiccatiSolver::applyPolicy(const Eigen::MatrixXd& policy, int first, int size, double scale,
+                                const Eigen::VectorXd& z, Eigen::Ref<Eigen::VectorXd> e) const {
+  const int nw = static_cast<int>(policy.rows());
+  e.noalias() = scale * policy.col(nw + ndx_ + np_).segment(first, size);
+  e.noalias() += policy.block(first, nw, size, ndx_) * z;
+  if (np_ > 0) e.noalias() += scale * policy.block(first, nw + ndx_, size, np_) * dtheta_;
+  policy.block(first, first, size, size).triangularView<Eigen::Lower>().transpose().solveInPlace(e);
 }
 
 void RiccatiSolver::policyCorrection(int k, double scale, const Eigen::VectorXd& dx) {
   const Eigen::MatrixXd& policy = policy_[k];
   const int nw = static_cast<int>(policy.rows());
-  auto e = policy_tmp_.head(nw);
-  e.noalias() = scale * policy.col(nw + ndx_ + np_);
-  e.noalias() += policy.middleCols(nw, ndx_) * dx;
-  if (np_ > 0) e.noalias() += scale * policy.middleCols(nw + ndx_, np_) * dtheta_;
-  policy.leftCols(nw).triangularView<Eigen::Lower>().transpose().solveInPlace(e);
+  if (!structured_[k]) {
+    applyPolicy(policy, 0, nw, scale, dx, policy_tmp_.head(nw));
+    return;
+  }
+  // w_v from dx; then w_q from the step of the state before the configuration noise,
+  // y = F_x dx + F_wv dw_v + scale F_theta dtheta (its gap part is in w_q's feedforward).
+  const StageData& d = *datas_[k];
+  const int nwv = nw - nv_;
+  auto e_v = policy_tmp_.segment(nv_, nwv);  // -dw_v
+  applyPolicy(policy, nv_, nwv, scale, dx, e_v);
+  tmp_v_.noalias() = d.F_x.bottomRows(nv_) * dx;
+  tmp_v_.noalias() -= d.F_w.bottomRightCorner(nv_, nwv) * e_v;
+  if (np_ > 0) tmp_v_.noalias() += scale * (d.F_theta.bottomRows(nv_) * dtheta_);
+  pre_noise_.tail(nv_) = tmp_v_;
+  pre_noise_.head(nv_).setZero();
+  addBlockDiagonalTimes(d.A_q, dx.head(nv_), pre_noise_.head(nv_));
+  addBlockDiagonalTimes(d.S_q, tmp_v_, pre_noise_.head(nv_));
+  applyPolicy(policy, 0, nv_, scale, pre_noise_, policy_tmp_.head(nv_));
 }
 
 bool RiccatiSolver::solveArrival() {
@@ -739,15 +810,9 @@ void RiccatiSolver::linearRollout() {
     d1_ += d.r.dot(e);
     d2_ += e.squaredNorm();
     dxs_[k + 1] = lin_gaps_[k + 1];
-    if (structured_[k]) {  // F = P + S D (structuredQ): the rows of v', then the q-rows
-      const int nwv = static_cast<int>(dws_[k].size()) - nv_;
-      tmp_v_.noalias() = d.F_x.bottomRows(nv_) * dxs_[k];
-      tmp_v_.noalias() += d.F_w.bottomRightCorner(nv_, nwv) * dws_[k].tail(nwv);
-      tmp_v_.noalias() += d.F_theta.bottomRows(nv_) * dtheta_;
-      dxs_[k + 1].tail(nv_) += tmp_v_;
-      addBlockDiagonalTimes(d.A_q, dxs_[k].head(nv_), dxs_[k + 1].head(nv_));
+    if (structured_[k]) {  // y (policyCorrection's) + [B_q dw_q; 0]
+      dxs_[k + 1] += pre_noise_;
       addBlockDiagonalTimes(d.B_q, dws_[k].head(nv_), dxs_[k + 1].head(nv_));
-      addBlockDiagonalTimes(d.S_q, tmp_v_, dxs_[k + 1].head(nv_));
     } else {
       dxs_[k + 1].noalias() += d.F_x * dxs_[k];
       dxs_[k + 1].noalias() += d.F_w * dws_[k];

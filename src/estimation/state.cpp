@@ -100,4 +100,17 @@ void MultibodyState::differenceJacobians(const Eigen::Ref<const Eigen::VectorXd>
   J_x1.bottomRightCorner(nv, nv).setIdentity();
 }
 
+// Pinocchio's dDifference writes every joint's diagonal block of the q-rows (the curved blocks
+// among them) and nothing else.
+void MultibodyState::curvedDifferenceJacobians(const Eigen::Ref<const Eigen::VectorXd>& x0,
+                                               const Eigen::Ref<const Eigen::VectorXd>& x1,
+                                               Eigen::Ref<Eigen::MatrixXd> J_x0,
+                                               Eigen::Ref<Eigen::MatrixXd> J_x1) const {
+  const int nq = model_->nq, nv = model_->nv;
+  pinocchio::dDifference(*model_, x0.head(nq), x1.head(nq), J_x0.topLeftCorner(nv, nv),
+                         pinocchio::ARG0);
+  pinocchio::dDifference(*model_, x0.head(nq), x1.head(nq), J_x1.topLeftCorner(nv, nv),
+                         pinocchio::ARG1);
+}
+
 }  // namespace heft::estimation

@@ -10,7 +10,10 @@
 ///     function through the stage's semi-implicit structure where it has one) and the policy
 ///     dw = k + K dx + K_theta dtheta (eq. 25), value V_xx, V_xtheta, V_thetatheta, V_x, V_theta
 ///     (eq. 27), in Cholesky form: Q_ww = L L^T, Y = L^{-1} Q_xw^T, V_xx = Q_xx - Y^T Y, the
-///     policy kept as L, Y (K = -L^{-T} Y) (docs/estimation.md, "Speed and memory");
+///     policy kept as L, Y (K = -L^{-T} Y) (docs/estimation.md, "Speed and memory"); where the
+///     structure holds, the configuration noise w_q is eliminated first, from the next value
+///     function, and then w_v: two eliminations of nv instead of one of 2 nv (exact: the same
+///     minimizer);
 ///  3. arrival node: the arrival prior and the parameter prior are added to V at k = 0 and the
 ///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
 ///     information of theta given the data (its inverse is the posterior covariance). Directions
@@ -228,11 +231,24 @@ class RiccatiSolver {
   // dtheta) (K = -L^{-T} Y is never formed: the rollouts apply it to one vector).
   /// nw x (nw + ndx + np + 1) per knot, [L | Y | Y_t | y]: L in the lower triangle, Y = L^{-1}
   /// Q_xw^T, Y_t = L^{-1} Q_wtheta, y = L^{-1} Q_w (one block: the rollouts read it in one stream).
+  /// A structured knot keeps two policies in its rows: w_q's (rows [0, nv), L in the leading
+  /// nv x nv block, Y acting on the state step before the configuration noise) and w_v's (rows
+  /// [nv, nw), L in the trailing block, Y acting on dx).
   std::vector<Eigen::MatrixXd> policy_;
   Eigen::VectorXd policy_tmp_;
-  /// policy_tmp_.head(nw) = L^{-T} (scale y + Y dx + scale Y_t dtheta_): the step -that of w_k
-  /// for the state step dx and the fraction `scale` of the direction's feedforward and theta step.
+  /// policy_tmp_.head(nw) = -dw_k, the step of w_k for the state step dx and the fraction
+  /// `scale` of the direction's feedforward and theta step; at a structured knot pre_noise_ = y.
   void policyCorrection(int k, double scale, const Eigen::VectorXd& dx);
+  /// e = L^{-T} (scale y + Y z + scale Y_t dtheta_) for the policy rows [first, first + size).
+  void applyPolicy(const Eigen::MatrixXd& policy, int first, int size, double scale,
+                   const Eigen::VectorXd& z, Eigen::Ref<Eigen::VectorXd> e) const;
+  /// Minimizes the quadratic model over the decision rows [first, first + size) of `policy`
+  /// (definitions at the function); false if its Hessian is not positive definite.
+  bool eliminate(Eigen::MatrixXd& policy, int first, int size, Eigen::MatrixXd& Hxx,
+                 Eigen::MatrixXd& Hxt, Eigen::MatrixXd& Htt, Eigen::VectorXd& gx,
+                 Eigen::VectorXd& gt) const;
+  /// w_q eliminated from the next value function (a structured knot's first policy).
+  bool eliminateConfigurationNoise(const StageData& d, Eigen::MatrixXd& policy);
   // Semi-implicit structure (StageData::semi_implicit), per running stage whether the backward
   // pass uses it, the segments of [0, nv) on which A_q, B_q, S_q are dense blocks (the state's
   // curved blocks) or diagonal, and the products' workspaces.
@@ -245,18 +261,20 @@ class RiccatiSolver {
   int nv_ = 0;
   Eigen::MatrixXd Z_, FxVS_, FwVS_, SG_, SVt_;
   Eigen::VectorXd tmp_v_;
+  Eigen::VectorXd pre_noise_;                    ///< ndx: the linear step of the state before w_q
   void structuredQ(const StageData& d, int nw);  // Q's value-function terms from the structure
   // out += X M and out += M^T X for M (nv x nv) block diagonal on segments_.
   void addTimesBlockDiagonal(const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& M,
                              Eigen::Ref<Eigen::MatrixXd> out) const;
+  /// out += M x, or M^T x when `transposed`.
   void addBlockDiagonalTimes(const Eigen::MatrixXd& M, const Eigen::Ref<const Eigen::VectorXd>& x,
-                             Eigen::Ref<Eigen::VectorXd> out) const;
+                             Eigen::Ref<Eigen::VectorXd> out, bool transposed = false) const;
   void addBlockDiagonalTransposeTimes(const Eigen::MatrixXd& M,
                                       const Eigen::Ref<const Eigen::MatrixXd>& X,
                                       Eigen::Ref<Eigen::MatrixXd> out) const;
-  // Value function at the next and the current knot.
-  Eigen::MatrixXd Vxt_, Vtt_, Vxx_next_, Vxt_next_, Vtt_next_;  // V_xx is formed in Qxx_
-  Eigen::VectorXd Vx_, Vt_, Vx_next_, Vt_next_;
+  // Value function at the next knot (a step forms the current one in the Q's and swaps).
+  Eigen::MatrixXd Vxx_next_, Vxt_next_, Vtt_next_;
+  Eigen::VectorXd Vx_next_, Vt_next_;
   // Action-value expansion and temporaries.
   Eigen::MatrixXd Qxx_, Qxw_, Qww_, Qxt_, Qwt_, Qtt_, FxV_, FwV_, G_;
   Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;

@@ -42,7 +42,10 @@ struct StageData {
   ///   F_theta =                [S_q; I] F^v_theta,
   /// with A_q, B_q, S_q (nv x nv) block diagonal on the state's curved blocks
   /// (StateManifold::curvedBlocks, all within the first nv tangent coordinates) and diagonal
-  /// elsewhere. Set by the stage's data; filled by calcDiff.
+  /// elsewhere. And w_q enters the residual only through rows of its own: R_w's w_q columns are
+  /// zero in every row where R_x, R_theta or R_w's w_v columns are not (its prior), so that a
+  /// solver may eliminate w_q from the next knot's value function before the rest.
+  /// Set by the stage's data; filled by calcDiff.
   bool semi_implicit = false;
   Eigen::MatrixXd A_q, B_q, S_q;  ///< dq'/dq at fixed v', dq'/dw_q, dq'/dv'
 };

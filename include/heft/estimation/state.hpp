@@ -54,6 +54,15 @@ class StateManifold {
                                    const Eigen::Ref<const Eigen::VectorXd>& x1,
                                    Eigen::Ref<Eigen::MatrixXd> J_x0,
                                    Eigen::Ref<Eigen::MatrixXd> J_x1) const = 0;
+  /// differenceJacobians() on the curved blocks only: J_x0 and J_x1 hold those blocks on return,
+  /// their other entries are unspecified (a solver that maps by the blocks skips filling and
+  /// zeroing two ndx x ndx matrices per knot). The default computes the whole Jacobians.
+  virtual void curvedDifferenceJacobians(const Eigen::Ref<const Eigen::VectorXd>& x0,
+                                         const Eigen::Ref<const Eigen::VectorXd>& x1,
+                                         Eigen::Ref<Eigen::MatrixXd> J_x0,
+                                         Eigen::Ref<Eigen::MatrixXd> J_x1) const {
+    differenceJacobians(x0, x1, J_x0, J_x1);
+  }
 
  protected:
   std::vector<TangentBlock> curved_blocks_;
@@ -107,6 +116,10 @@ class MultibodyState final : public StateManifold {
                            const Eigen::Ref<const Eigen::VectorXd>& x1,
                            Eigen::Ref<Eigen::MatrixXd> J_x0,
                            Eigen::Ref<Eigen::MatrixXd> J_x1) const override;
+  void curvedDifferenceJacobians(const Eigen::Ref<const Eigen::VectorXd>& x0,
+                                 const Eigen::Ref<const Eigen::VectorXd>& x1,
+                                 Eigen::Ref<Eigen::MatrixXd> J_x0,
+                                 Eigen::Ref<Eigen::MatrixXd> J_x1) const override;
 
  private:
   std::shared_ptr<const pinocchio::Model> model_;
