@@ -1,7 +1,7 @@
 // Cost of one iteration of heft::estimation's Riccati solver on go2 (free flyer, four feet in rigid
 // contact, base identified), against the cost of the dynamics derivatives of the same horizon alone
 // (every stage's calc + calcDiff), and 2000 knots against 1000, measured in the same run. The
-// issue's targets: iteration / derivatives at most 2; T(2000) / T(1000) at most 2.2.
+// targets: iteration / derivatives at most 2; T(2000) / T(1000) at most 2.2.
 //
 //   ./bench_estimation --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
@@ -20,7 +20,7 @@
 //    iterations instead of charged to the first. Counters: the solver's time split per iteration
 //    and kB_per_knot, the heap the solver took when it was constructed (buffers and stage datas).
 //
-// And the reference ratio: heft's time to convergence over Crocoddyl's augmented-state
+// And the reference ratio: heft's time to convergence over Crocoddyl's augmented-state
 // FDDP on the same problem (target at most 0.5), on two MuJoCo problems of
 // tests/reference_test.cpp: the double pendulum with a payload (link 2 identified, encoders, 1 kHz
 // from t = 1 s; 1000 and 2000 knots) and go2 trotting in place (free flyer, trunk identified,
@@ -59,9 +59,9 @@
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/reference_export.hpp"
 #include "heft/estimation/riccati_solver.hpp"
-#include "heft/identify/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/model/model.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/ratio_reporter.hpp"
 
@@ -291,7 +291,7 @@ std::map<std::string, std::string>& details() {
 // against the MuJoCo truth) and the detail line.
 void report(benchmark::State& state, const Comparison& c, const std::string& name, int iterations,
             double cost, bool converged, const Eigen::VectorXd& theta) {
-  const heft::Vector10 truth = heft::identify::truthPi(c.robot(), c.log(), c.body);
+  const heft::Vector10 truth = heft::results::truthPi(c.robot(), c.log(), c.body);
   const heft::Vector10 pi = heft::inertia::piFromLogCholesky(theta.head<10>());
   const double mass_error = 100 * (pi(0) - truth(0)) / truth(0);
   const double com_error = 1e3 * (pi.segment<3>(1) / pi(0) - truth.segment<3>(1) / truth(0)).norm();

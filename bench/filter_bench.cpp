@@ -1,6 +1,6 @@
 // Cost of one InertialEkf::update() on TALOS (free flyer, 8 sole-corner contacts), estimating one
 // link (the forearm, arm_left_4) and two (forearm and upper torso), in both states, against one
-// pinocchio::rnea on the same model, measured in the same run. The target: update() of
+// pinocchio::rnea on the same model, measured in the same run. The target: update() of
 // one and of two links at most 5 RNEAs.
 //
 //   ./bench_filter --benchmark_repetitions=5 --benchmark_report_aggregates_only=true

@@ -1,5 +1,5 @@
-// The `heft estimate` job (heft/estimation/job.hpp): config parsing and its errors, a whole job on
-// a MuJoCo log (heft::sim, a payload the model does not know) through result.json, the estimated
+// The `heft estimate` job (heft/jobs/estimate_job.hpp): config parsing and its errors, a whole job
+// on a MuJoCo log (heft::sim, a payload the model does not know) through result.json, the estimated
 // trajectory log and the written URDF, and the output and input rules (no overwrite, the input
 // log never an output, a NaN in the log named by group and row).
 #include <gtest/gtest.h>
@@ -16,11 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
-#include "heft/estimation/job.hpp"
-#include "heft/identify/job.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
+#include "heft/jobs/estimate_job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
@@ -29,13 +28,15 @@
 namespace heft::estimation {
 namespace {
 
+using jobs::EstimateJob;
+
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) { return test::scratchPath("estimation_job", name); }
 
 std::string configErrorOf(const std::string& yaml) {
   try {
-    parseEstimateJobConfig(yaml, "job.yaml", ".");
+    EstimateJob::parse(yaml, "job.yaml", ".");
   } catch (const InputError& e) {
     return e.what();
   }
@@ -117,7 +118,7 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
 TEST(EstimateJobConfig, BundledExampleParses) {
   const fs::path example =
       fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "go2_payload_estimate.yaml";
-  const EstimateJobConfig config = loadEstimateJobConfig(example.string());
+  const EstimateJob::Config config = EstimateJob::load(example.string());
   EXPECT_EQ(config.robot, "go2");
   EXPECT_TRUE(fs::exists(config.log)) << config.log;
   ASSERT_EQ(config.problem.identified_bodies.size(), 1u);
@@ -131,15 +132,15 @@ TEST(EstimateJobConfig, BundledExampleParses) {
 // output readable: result.json in identify's schema, a trajectory log that validates, a URDF that
 // reloads with the estimate.
 TEST(EstimateJob, PendulumPayloadWritesResultTrajectoryAndUrdf) {
-  const EstimateJobConfig config =
-      parseEstimateJobConfig(pendulumConfig(pendulumLog()), "job.yaml", ".");
-  const EstimateJobResult result = runEstimateJob(config);
+  const EstimateJob::Config config =
+      EstimateJob::parse(pendulumConfig(pendulumLog()), "job.yaml", ".");
+  const EstimateJob::Result result = EstimateJob::run(config);
   ASSERT_EQ(result.summary.status, RiccatiSummary::Status::Converged) << result.report();
   ASSERT_TRUE(result.writable());
   ASSERT_EQ(result.bodies.size(), 1u);
-  const identify::BodyEstimate& body = result.bodies[0];
+  const results::BodyEstimate& body = result.bodies[0];
   ASSERT_TRUE(result.truth.has_value());
-  const identify::BodyError& error = result.truth->bodies.at(0);
+  const results::BodyError& error = result.truth->bodies.at(0);
   EXPECT_LT(std::abs(body.mass - error.mass_true), 3 * body.mass_std) << result.report();
   EXPECT_LT(error.com_error, 0.01) << result.report();
   ASSERT_TRUE(result.trajectory_errors.has_value());
@@ -147,7 +148,7 @@ TEST(EstimateJob, PendulumPayloadWritesResultTrajectoryAndUrdf) {
       << result.report();
 
   const fs::path out = scratch("pendulum");
-  const auto written = writeEstimateJobOutputs(config, result, out.string(), false);
+  const auto written = EstimateJob::write(result, out.string(), {false});
   EXPECT_EQ(written.size(), 3u);
 
   std::ifstream in(out / "result.json");
@@ -182,12 +183,12 @@ TEST(EstimateJob, PendulumPayloadWritesResultTrajectoryAndUrdf) {
 
   // Outputs are not replaced without --overwrite.
   try {
-    writeEstimateJobOutputs(config, result, out.string(), false);
+    EstimateJob::write(result, out.string(), {false});
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(writeEstimateJobOutputs(config, result, out.string(), true));
+  EXPECT_NO_THROW(EstimateJob::write(result, out.string(), {true}));
 }
 
 TEST(EstimateJob, InputLogIsNeverAnOutput) {
@@ -196,13 +197,13 @@ TEST(EstimateJob, InputLogIsNeverAnOutput) {
   const fs::path log = out / "trajectory.h5";
   fs::copy_file(pendulumLog(), log);
   const auto before = fs::file_size(log);
-  EstimateJobConfig config =
-      parseEstimateJobConfig(pendulumConfig(log.string(), ""), "job.yaml", ".");
+  EstimateJob::Config config =
+      EstimateJob::parse(pendulumConfig(log.string(), ""), "job.yaml", ".");
   config.knots = 50;
   config.solver.max_iterations = 2;
-  const EstimateJobResult result = runEstimateJob(config);
+  const EstimateJob::Result result = EstimateJob::run(config);
   try {
-    writeEstimateJobOutputs(config, result, out.string(), true);
+    EstimateJob::write(result, out.string(), {true});
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("input log"), std::string::npos) << e.what();
@@ -211,10 +212,10 @@ TEST(EstimateJob, InputLogIsNeverAnOutput) {
 }
 
 TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
-  EstimateJobConfig config = parseEstimateJobConfig(pendulumConfig(pendulumLog()), "job.yaml", ".");
+  EstimateJob::Config config = EstimateJob::parse(pendulumConfig(pendulumLog()), "job.yaml", ".");
   config.knots = 1000000;
   try {
-    runEstimateJob(config);
+    EstimateJob::run(config);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("window.knots"), std::string::npos) << e.what();
@@ -222,7 +223,7 @@ TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
   config.knots = 100;
   config.start_time = 99.0;
   try {
-    runEstimateJob(config);
+    EstimateJob::run(config);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("window.start_time"), std::string::npos) << e.what();
@@ -234,9 +235,9 @@ TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
   io::WriteOptions write;
   write.check_log = false;
   io::writeLog(log, bad.string(), write);
-  config = parseEstimateJobConfig(pendulumConfig(bad.string()), "job.yaml", ".");
+  config = EstimateJob::parse(pendulumConfig(bad.string()), "job.yaml", ".");
   try {
-    runEstimateJob(config);
+    EstimateJob::run(config);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();

@@ -1,6 +1,7 @@
-// Study of issue 5 (label `long`, outside the default suite): heft::estimation on MuJoCo payload
-// logs of legged robots. Simulates each log with heft::sim, estimates the base body's inertia and
-// the trajectory, writes the table to studies/payload/estimate.md and checks the issue's targets.
+// Study of heft::estimation's payload estimates (label `long`, outside the default suite):
+// heft::estimation on MuJoCo payload logs of legged robots. Simulates each log with heft::sim,
+// estimates the base body's inertia and the trajectory, writes the table to
+// studies/payload/estimate.md and checks the targets.
 //
 // Regenerate: cmake --build build --target test_estimation_long && build/bin/test_estimation_long
 #include <gtest/gtest.h>
@@ -17,10 +18,10 @@
 
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/riccati_solver.hpp"
-#include "heft/identify/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/model/model.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/simulated_log.hpp"
 
@@ -51,7 +52,7 @@ struct RowSpec {
   std::string robot, scenario;
   bool tight = false;
   int first_sample = kFirstSample;
-  int stride = 1;            // 10: the issue's protocol, 10 s at dt 0.01
+  int stride = 1;            // 10: the coarse protocol, 10 s at dt 0.01
   bool truth_flags = false;  // the simulator's contact flags instead of the logged ones
   inertia::Parametrization parametrization = estimation::LogProblemOptions().parametrization;
 };
@@ -104,7 +105,7 @@ Row estimate(const RowSpec& spec) {
   std::printf("%s\n%s", row.scenario.c_str(), summary.report().c_str());
 
   const auto& truth = *log.truth;
-  const Vector10 pi_true = identify::truthPi(robot, log, 1);
+  const Vector10 pi_true = results::truthPi(robot, log, 1);
   const Vector10 pi = inertia::piFromTheta(options.parametrization, solver.theta().head<10>());
   row.true_mass = pi_true(0);
   row.nominal_mass = robot.pi(1)(0);
@@ -140,7 +141,7 @@ TEST(Studies, PayloadEstimate) {
   }
   // go1's trot fades in over 1-1.5 s: the same window at full height
   rows.push_back(estimate({"go1", "go1-7.2kg", false, 1600}));
-  // the issue's protocol: 1000 knots of 10 ms (10 s)
+  // the coarse protocol: 1000 knots of 10 ms (10 s)
   for (const auto& [robot, scenario] : scenarios)
     rows.push_back(estimate({robot, scenario, false, kFirstSample, 10}));
   // go1 with exact contact flags: how much of its error the logged flags cause
@@ -156,7 +157,7 @@ TEST(Studies, PayloadEstimate) {
      << "- Logs: heft::sim, noise profile `nominal` without the torque bias (heft::estimation has "
         "no actuator-bias parameter yet), seed 1.\n"
      << "- Window: " << kKnots << " knots at the log's 1 kHz from t = " << kFirstSample / 1000.0
-     << " s; rows marked dt 0.01 s: the issue's protocol, " << kKnots
+     << " s; rows marked dt 0.01 s: the coarse protocol, " << kKnots
      << " knots of 10 ms (every 10th sample, the torque held over the step) from t = "
      << kFirstSample / 1000.0 << " s.\n"
      << "- Contact flags: the log's (a 15 N threshold on the noisy normal force); the row marked "
@@ -190,7 +191,7 @@ TEST(Studies, PayloadEstimate) {
         r.status.c_str(), r.iterations, r.seconds);
     md << buffer;
   }
-  md << "\nIssue 5 targets (mass within 1 %, COM within 1 cm, base RMSE below the motion "
+  md << "\nTargets (mass within 1 %, COM within 1 cm, base RMSE below the motion "
         "capture's):\n\n";
   for (const Row& r : rows) {
     md << "- " << r.scenario << " (" << r.setting << "): mass "
@@ -204,7 +205,7 @@ TEST(Studies, PayloadEstimate) {
   io::writeTextFileAtomically(std::string(HEFT_SOURCE_DIR) + "/studies/payload/estimate.md",
                               md.str(), true);
 
-  // The issue's targets: mass within 1 %, COM within 1 cm, base trajectory better than the raw
+  // The targets: mass within 1 %, COM within 1 cm, base trajectory better than the raw
   // measurement.
   for (const Row& r : rows) {
     SCOPED_TRACE(r.scenario + " " + r.setting);
@@ -321,8 +322,8 @@ TEST(Studies, Rollouts) {
        100,
        0.5},
   };
-  // go2 in both parametrizations: log-Cholesky as in session 5's rows, exponential eigenvalue the
-  // job's default since session 6.
+  // go2 in both parametrizations: log-Cholesky and exponential eigenvalue (the
+  // job's default).
   for (inertia::Parametrization parametrization :
        {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue})
     systems.push_back(
@@ -345,7 +346,7 @@ TEST(Studies, Rollouts) {
     options.first_sample = system.first_sample;
     options.knots = system.knots;
     const estimation::LogProblem lp = estimation::buildLogProblem(robot, log, options);
-    const Vector10 pi_true = identify::truthPi(robot, log, lp.identified.back());
+    const Vector10 pi_true = results::truthPi(robot, log, lp.identified.back());
     std::mt19937 rng(7);
     std::vector<Eigen::VectorXd> guesses;
     for (int g = 0; g < system.guesses; ++g) {
@@ -408,7 +409,7 @@ TEST(Studies, Rollouts) {
           inertia::thetaFromPi(parametrization, 1.7 * robot.pi(lp.identified[b]));
     std::vector<double> history;
     trials.push_back(solveFrom(lp, estimation::Rollout::FeasibilityDriven, theta0, 100,
-                               identify::truthPi(robot, log, lp.identified.back()), parametrization,
+                               results::truthPi(robot, log, lp.identified.back()), parametrization,
                                &history));
     histories.push_back(history);
   }

@@ -20,7 +20,7 @@
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 #include "heft/estimation/state.hpp"
-#include "heft/identify/truth.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/signal.hpp"
 #include "heft/model/model.hpp"
@@ -1001,7 +1001,7 @@ TEST(EstimateFromMujoco, DoublePendulumPayloadMassComAndTrajectory) {
   EXPECT_TRUE(summary.ok()) << summary.report();
 
   const auto& truth = *log.truth;
-  const Vector10 pi_true = identify::truthPi(robot, log, 2);
+  const Vector10 pi_true = results::truthPi(robot, log, 2);
   const Vector10 pi_nominal = robot.pi(2);
   const Vector10 pi = inertia::piFromTheta(options.parametrization, solver.theta().head<10>());
   const double mass_error = std::abs(pi(0) - pi_true(0)) / pi_true(0);
@@ -1115,7 +1115,7 @@ TEST(LogProblem, FloatingBaseFromMujocoLog) {
   options.accelerometer_std = 1.0;  // whitened residual = m/s^2
   const estimation::LogProblem with_accel = estimation::buildLogProblem(robot, log, options);
   const VectorXd theta_true =
-      inertia::thetaFromPi(options.parametrization, identify::truthPi(robot, log, 1));
+      inertia::thetaFromPi(options.parametrization, results::truthPi(robot, log, 1));
   double sum = 0;
   int rows = 0;
   for (int k = 0; k < options.knots; ++k) {
@@ -1141,7 +1141,7 @@ TEST(LogProblem, TrotContactsKinematicImpulsesAndAWrongSequence) {
   const auto sim = test::simulateNominalWithoutTorqueBias("go1-7.2kg", 2.05, 2);
   ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
   const model::RobotModel robot = model::loadRobot("go1");
-  const Vector10 pi_true = identify::truthPi(robot, sim.log, 1);
+  const Vector10 pi_true = results::truthPi(robot, sim.log, 1);
 
   estimation::LogProblemOptions options;
   options.identified_bodies = {robot.body(1).name};
@@ -1228,7 +1228,7 @@ TEST(RiccatiSolver, BackwardPassStaysDefiniteAtTenMillisecondSteps) {
   EXPECT_EQ(summary.status, estimation::RiccatiSummary::Status::MaxIterations) << summary.message;
   EXPECT_EQ(summary.iterations, 3);
   const Vector10 pi = inertia::piFromTheta(options.parametrization, solver.theta().head<10>());
-  const Vector10 pi_true = identify::truthPi(robot, sim.log, 1);
+  const Vector10 pi_true = results::truthPi(robot, sim.log, 1);
   std::cout << "mass " << pi(0) << " (nominal " << robot.pinocchio().inertias[1].mass()
             << ", truth " << pi_true(0) << ")\n";
   // measured 13.09 against 12.76 after 3 iterations; the nominal trunk is 56 % light

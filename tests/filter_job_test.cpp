@@ -1,5 +1,5 @@
-// The `heft filter` job (heft/filter/job.hpp) on MuJoCo logs: a different simulator, payloads and
-// mass changes the filter is not told about. These are the claims, measured on the
+// The `heft filter` job (heft/jobs/filter_job.hpp) on MuJoCo logs: a different simulator, payloads
+// and mass changes the filter is not told about. These are the filter's claims, measured on the
 // bundled example configs (data/examples/talos_*_filter.yaml) with a seed the defaults were not
 // tuned on (docs/filter.md, Tuning): the forearm payload step, the torso mass wave while stepping
 // with and without innovation gating; plus config errors and the output rules.
@@ -12,14 +12,16 @@
 #include <string>
 
 #include "heft/common/error.hpp"
-#include "heft/filter/job.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/jobs/filter_job.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft::filter {
 namespace {
+
+using jobs::FilterJob;
 
 namespace fs = std::filesystem;
 
@@ -35,9 +37,9 @@ std::string simulatedLog(const std::string& scenario, std::uint64_t seed) {
   return path.string();
 }
 
-FilterJobConfig exampleConfig(const std::string& name, const std::string& log) {
-  FilterJobConfig config =
-      loadFilterJobConfig(std::string(HEFT_SOURCE_DIR) + "/data/examples/" + name);
+FilterJob::Config exampleConfig(const std::string& name, const std::string& log) {
+  FilterJob::Config config =
+      FilterJob::load(std::string(HEFT_SOURCE_DIR) + "/data/examples/" + name);
   config.log = log;
   return config;
 }
@@ -49,7 +51,7 @@ const BodyMetrics& onlyBody(const FilterRunSummary& run) {
 
 std::string errorOf(const std::string& yaml) {
   try {
-    parseFilterJobConfig(yaml, "job.yaml", ".");
+    FilterJob::parse(yaml, "job.yaml", ".");
   } catch (const InputError& e) {
     return e.what();
   }
@@ -58,7 +60,7 @@ std::string errorOf(const std::string& yaml) {
 
 TEST(FilterJobConfig, ErrorsNameFileLineAndField) {
   const std::string base = "robot: talos\nlog: x.h5\nbodies: [torso_2_link]\n";
-  EXPECT_NO_THROW(parseFilterJobConfig(base, "job.yaml", "."));
+  EXPECT_NO_THROW(FilterJob::parse(base, "job.yaml", "."));
   EXPECT_NE(errorOf("robot: talos\nlog: x.h5\n").find("bodies"), std::string::npos);
 
   const std::string typo = errorOf(base + "filter:\n  gatting: true\n");
@@ -92,7 +94,7 @@ TEST(FilterJobConfig, BundledExamplesParse) {
     const std::string name = entry.path().filename().string();
     const std::string suffix = "_filter.yaml";
     if (name.size() < suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
-    const FilterJobConfig config = loadFilterJobConfig(entry.path().string());
+    const FilterJob::Config config = FilterJob::load(entry.path().string());
     EXPECT_EQ(config.robot, "talos") << name;
     EXPECT_EQ(config.contacts.size(), 8u) << name;
     EXPECT_NE(config.log.find("build/demo"), std::string::npos) << config.log;
@@ -101,14 +103,14 @@ TEST(FilterJobConfig, BundledExamplesParse) {
   EXPECT_EQ(found, 2);
 }
 
-// The first claim: a 5.4 kg payload appears on the forearm during elbow curls; the mass
+// The first claim: a 5.4 kg payload appears on the forearm during elbow curls; the mass
 // estimate is within 3 % within 1 s of the step (counted from the step to the time the estimate
 // is available, the differentiation delay included) and stays there, every estimate physically
 // consistent. The linear KF on pi, same data and tuning, leaves the consistent set.
 TEST(FilterJob, ForearmPayloadTrackedWithinOneSecondAndAlwaysConsistent) {
-  const FilterJobConfig config =
+  const FilterJob::Config config =
       exampleConfig("talos_forearm_filter.yaml", simulatedLog("talos-forearm-step", 1));
-  const FilterJobResult result = runFilterJob(config);
+  const FilterJob::Result result = FilterJob::run(config);
   ASSERT_EQ(result.summaries.size(), 2u);
   const FilterRunSummary& ekf = result.summaries[0];
   const FilterRunSummary& baseline = result.summaries[1];
@@ -121,21 +123,21 @@ TEST(FilterJob, ForearmPayloadTrackedWithinOneSecondAndAlwaysConsistent) {
   EXPECT_NEAR(forearm.steps[0].mass_after - forearm.steps[0].mass_before, 5.4, 1e-6);
   ASSERT_TRUE(forearm.steps[0].settle_time.has_value()) << result.report();
   EXPECT_LE(*forearm.steps[0].settle_time, 1.0) << result.report();
-  EXPECT_NEAR(forearm.final_mass, forearm.final_truth_mass, 0.03 * forearm.final_truth_mass);
+  EXPECT_NEAR(forearm.final.mass_estimate, forearm.final.mass_true, 0.03 * forearm.final.mass_true);
   EXPECT_GT(baseline.inconsistent_time, 1.0) << result.report();
   std::cout << result.report();
 }
 
-// The second claim: the torso mass follows a square wave while the robot steps; foot
+// The second claim: the torso mass follows a square wave while the robot steps; foot
 // impacts spoil updates, and innovation gating cuts the largest post-impact transient of the
 // mass estimate to at most half of what the ungated filter shows.
 TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
-  FilterJobConfig config =
+  FilterJob::Config config =
       exampleConfig("talos_step_mass_wave_filter.yaml", simulatedLog("talos-step-mass-wave", 1));
   config.baseline = false;
-  const FilterJobResult gated = runFilterJob(config);
+  const FilterJob::Result gated = FilterJob::run(config);
   config.options.gating = false;
-  const FilterJobResult ungated = runFilterJob(config);
+  const FilterJob::Result ungated = FilterJob::run(config);
   const BodyMetrics& with_gate = onlyBody(gated.summaries.at(0));
   const BodyMetrics& without_gate = onlyBody(ungated.summaries.at(0));
   EXPECT_GE(with_gate.touchdowns, 4) << gated.report();
@@ -155,11 +157,11 @@ TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
 // existing output is replaced only with overwrite, and never when it is the replayed log.
 TEST(FilterJob, OutputsAreLogsAndNeverReplaceTheInput) {
   const std::string log = simulatedLog("talos-forearm-step", 2);
-  FilterJobConfig config = exampleConfig("talos_forearm_filter.yaml", log);
+  FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", log);
   config.end_time = 1.0;
-  const FilterJobResult result = runFilterJob(config);
+  const FilterJob::Result result = FilterJob::run(config);
   const fs::path out = scratch("outputs_" + std::to_string(::getpid()));
-  const auto written = writeFilterJobOutputs(result, out.string(), false);
+  const auto written = FilterJob::write(result, out.string(), {false});
   EXPECT_EQ(written.size(), 3u);
   const io::Log estimates = io::readLog((out / "estimates.h5").string());
   ASSERT_TRUE(estimates.estimates.has_value());
@@ -168,17 +170,17 @@ TEST(FilterJob, OutputsAreLogsAndNeverReplaceTheInput) {
   EXPECT_EQ(estimates.estimates->body_pi.rows(), result.traces[0].series.time.size());
   EXPECT_EQ(estimates.estimates->body_pi.cols(), 10);
   EXPECT_TRUE(fs::exists(out / "summary.json"));
-  EXPECT_THROW(writeFilterJobOutputs(result, out.string(), false), InputError);
-  EXPECT_NO_THROW(writeFilterJobOutputs(result, out.string(), true));
+  EXPECT_THROW(FilterJob::write(result, out.string(), {false}), InputError);
+  EXPECT_NO_THROW(FilterJob::write(result, out.string(), {true}));
 
   // the replayed log sits where an output would go: refused, the log untouched
   const fs::path trap = scratch("trap_" + std::to_string(::getpid()));
   fs::create_directories(trap);
   fs::copy_file(log, trap / "estimates.h5");
   const auto size = fs::file_size(trap / "estimates.h5");
-  FilterJobResult from_trap = result;
+  FilterJob::Result from_trap = result;
   from_trap.log = (trap / "estimates.h5").string();
-  EXPECT_THROW(writeFilterJobOutputs(from_trap, trap.string(), true), InputError);
+  EXPECT_THROW(FilterJob::write(from_trap, trap.string(), {true}), InputError);
   EXPECT_EQ(fs::file_size(trap / "estimates.h5"), size);
 }
 

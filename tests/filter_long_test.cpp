@@ -2,7 +2,7 @@
 // seeds and both noise profiles, the EKF next to the linear-KF baseline and next to itself without
 // gating. Rewrites studies/filter/results.md with what it measured; asserts only that every run
 // completed and that the log-Cholesky estimates stayed physically consistent (the study's numbers
-// are reported, not gated: the default suite's filter_job tests hold the issue's thresholds).
+// are reported, not gated: the default suite's filter_job tests hold the thresholds).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,14 +12,16 @@
 #include <string>
 
 #include "heft/common/format.hpp"
-#include "heft/filter/job.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/jobs/filter_job.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft::filter {
 namespace {
+
+using jobs::FilterJob;
 
 namespace fs = std::filesystem;
 
@@ -33,9 +35,9 @@ std::string simulatedLog(const std::string& scenario, std::uint64_t seed, const 
   return path.string();
 }
 
-FilterJobConfig exampleConfig(const std::string& name, const std::string& log) {
-  FilterJobConfig config =
-      loadFilterJobConfig(std::string(HEFT_SOURCE_DIR) + "/data/examples/" + name);
+FilterJob::Config exampleConfig(const std::string& name, const std::string& log) {
+  FilterJob::Config config =
+      FilterJob::load(std::string(HEFT_SOURCE_DIR) + "/data/examples/" + name);
   config.log = log;
   return config;
 }
@@ -60,7 +62,7 @@ TEST(Studies, Filter) {
       {
         const std::string log = simulatedLog("talos-forearm-step", seed, noise, summary);
         ASSERT_TRUE(summary.ok()) << summary.report();
-        const FilterJobResult r = runFilterJob(exampleConfig("talos_forearm_filter.yaml", log));
+        const FilterJob::Result r = FilterJob::run(exampleConfig("talos_forearm_filter.yaml", log));
         const FilterRunSummary& ekf = r.summaries.at(0);
         const FilterRunSummary& kf = r.summaries.at(1);
         EXPECT_EQ(ekf.inconsistent_time, 0.0);
@@ -70,21 +72,21 @@ TEST(Studies, Filter) {
           return b.steps.size() == 1 && b.steps[0].settle_time ? f(*b.steps[0].settle_time)
                                                                : std::string("never");
         };
-        forearm << "| " << noise << " | " << seed << " | " << settle(m) << " | " << f(m.final_mass)
-                << " (" << f(m.final_truth_mass) << ") | " << pct(m.mass_rms_relative) << " | "
-                << f(ekf.inconsistent_time) << " | " << ekf.counters.gated << " / "
-                << ekf.counters.overridden << " | " << settle(mk) << " | "
-                << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
+        forearm << "| " << noise << " | " << seed << " | " << settle(m) << " | "
+                << f(m.final.mass_estimate) << " (" << f(m.final.mass_true) << ") | "
+                << pct(m.mass_rms_relative) << " | " << f(ekf.inconsistent_time) << " | "
+                << ekf.counters.gated << " / " << ekf.counters.overridden << " | " << settle(mk)
+                << " | " << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
         fs::remove(log);
       }
       {
         const std::string log = simulatedLog("talos-step-mass-wave", seed, noise, summary);
         ASSERT_TRUE(summary.ok()) << summary.report();
-        FilterJobConfig config = exampleConfig("talos_step_mass_wave_filter.yaml", log);
-        const FilterJobResult gated = runFilterJob(config);
+        FilterJob::Config config = exampleConfig("talos_step_mass_wave_filter.yaml", log);
+        const FilterJob::Result gated = FilterJob::run(config);
         config.options.gating = false;
         config.baseline = false;
-        const FilterJobResult ungated = runFilterJob(config);
+        const FilterJob::Result ungated = FilterJob::run(config);
         const FilterRunSummary& g = gated.summaries.at(0);
         const FilterRunSummary& u = ungated.summaries.at(0);
         EXPECT_EQ(g.inconsistent_time, 0.0);
@@ -120,7 +122,7 @@ TEST(Studies, Filter) {
      << "\n## talos-step-mass-wave: torso_2_link mass 30 +- 5 kg square wave while stepping in "
         "place\n\nLargest impact transient: over the touchdowns after the output caught up and "
         "not within [-0.5 s, +1 s] of a truth step, the largest change of the mass estimate within "
-        "0.3 s after the touchdown. Ratio = gated / ungated (the issue asks for <= 0.5).\n\n"
+        "0.3 s after the touchdown. Ratio = gated / ungated (target: <= 0.5).\n\n"
      << wave.str();
   const std::string path = std::string(HEFT_SOURCE_DIR) + "/studies/filter/results.md";
   fs::create_directories(fs::path(path).parent_path());

@@ -1,5 +1,5 @@
-// The `heft identify` job (heft/identify/job.hpp): config parsing and its errors, a whole job on a
-// MuJoCo log (heft::sim) through result.json and the written URDF, and the output rules (no
+// The `heft identify` job (heft/jobs/identify_job.hpp): config parsing and its errors, a whole job
+// on a MuJoCo log (heft::sim) through result.json and the written URDF, and the output rules (no
 // overwrite, no URDF from a failed or inconsistent estimate).
 #include <gtest/gtest.h>
 
@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
-#include "heft/identify/job.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/urdf_writer.hpp"
+#include "heft/jobs/identify_job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
@@ -24,20 +24,22 @@
 namespace heft::identify {
 namespace {
 
+using jobs::IdentifyJob;
+
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) { return test::scratchPath("identify_job", name); }
 
 std::string errorOf(const std::string& yaml) {
   try {
-    parseJobConfig(yaml, "job.yaml", ".");
+    IdentifyJob::parse(yaml, "job.yaml", ".");
   } catch (const InputError& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(JobConfig, ErrorsNameFileLineAndField) {
+TEST(IdentifyJobConfig, ErrorsNameFileLineAndField) {
   const std::string base = "robot: panda\nlog: x.h5\n";
   EXPECT_EQ(errorOf("log: x.h5\n").rfind("job.yaml:", 0), 0u);
   EXPECT_NE(errorOf("log: x.h5\n").find("robot"), std::string::npos);
@@ -77,14 +79,14 @@ TEST(JobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(yaml.find("not valid YAML"), std::string::npos) << yaml;
 }
 
-TEST(JobConfig, BundledExamplesParse) {
+TEST(IdentifyJobConfig, BundledExamplesParse) {
   int found = 0;
   for (const auto& entry :
        fs::directory_iterator(fs::path(HEFT_SOURCE_DIR) / "data" / "examples")) {
     const std::string name = entry.path().filename().string();
     const std::string suffix = "_identify.yaml";  // the filter's examples end in _filter.yaml
     if (name.size() < suffix.size() || name.substr(name.size() - suffix.size()) != suffix) continue;
-    const JobConfig config = loadJobConfig(entry.path().string());
+    const IdentifyJob::Config config = IdentifyJob::load(entry.path().string());
     EXPECT_FALSE(config.robot.empty()) << entry.path();
     // relative log paths resolve against the config's folder
     EXPECT_TRUE(fs::path(config.log).is_absolute() ||
@@ -113,18 +115,18 @@ const std::string& pandaLog() {
   return path;
 }
 
-JobConfig pandaConfig(const std::string& method) {
+IdentifyJob::Config pandaConfig(const std::string& method) {
   std::ostringstream y;
   y << "robot: panda\nlog: " << pandaLog() << "\nmethod: " << method << "\n"
     << "identify:\n  bodies: [panda_link5, panda_link6, panda_link7]\n"
     << "  friction: [panda_joint5, panda_joint6, panda_joint7]\n"
     << "preparation:\n  decimation: 5\nproblem:\n  min_speed: 0.05\n";
-  return parseJobConfig(y.str(), "panda.yaml", ".");
+  return IdentifyJob::parse(y.str(), "panda.yaml", ".");
 }
 
 TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
-  const JobConfig config = pandaConfig("map");
-  const JobResult result = runJob(config);
+  const IdentifyJob::Config config = pandaConfig("map");
+  const IdentifyJob::Result result = IdentifyJob::run(config);
   ASSERT_TRUE(result.writable()) << result.report();
   ASSERT_EQ(result.bodies.size(), 3u);
   EXPECT_GT(result.rank, 0);
@@ -134,7 +136,7 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
     EXPECT_TRUE(std::isfinite(result.rms_after[c]));
 
   const fs::path out = scratch("panda_map");
-  const auto written = writeJobOutputs(config, result, out.string(), false);
+  const auto written = IdentifyJob::write(result, out.string(), {false});
   ASSERT_EQ(written.size(), 2u);
   std::ifstream in(out / "result.json");
   const nlohmann::json j = nlohmann::json::parse(in);
@@ -151,7 +153,7 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
   // estimates (the writer re-expressed lumped body parameters per link).
   const model::RobotModel written_robot =
       model::loadRobot((out / "robot.urdf").string(), {model::BaseType::Fixed});
-  for (const BodyEstimate& b : result.bodies) {
+  for (const results::BodyEstimate& b : result.bodies) {
     const Vector10 pi = written_robot.pi(b.name);
     EXPECT_TRUE(inertia::checkConsistency(pi, 0.0).consistent) << b.name;
     EXPECT_LT((pi - b.pi).cwiseAbs().maxCoeff(), 1e-9 * std::max(1.0, b.pi.cwiseAbs().maxCoeff()))
@@ -159,17 +161,49 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
   }
 
   // A second run into the same folder is refused unless --overwrite; the input stays untouched.
-  EXPECT_THROW(writeJobOutputs(config, result, out.string(), false), InputError);
-  EXPECT_NO_THROW(writeJobOutputs(config, result, out.string(), true));
+  EXPECT_THROW(IdentifyJob::write(result, out.string(), {false}), InputError);
+  EXPECT_NO_THROW(IdentifyJob::write(result, out.string(), {true}));
+}
+
+// A computed estimate is never lost. The bundled panda example's MAP estimate of panda_link7 sits
+// on the consistency boundary; the URDF writer then refused the hand link it re-expresses
+// (triangle-inequality margin -2.6e-18 kg m^2) with an InputError, so the job ended as bad input
+// (exit 2) without result.json. Now result.json is written first, says why the URDF was refused,
+// and the job fails as a computation (SolveError, exit 1).
+TEST(Job, BundledPandaExampleWritesResultJsonWhateverTheUrdfWriterDoes) {
+  const IdentifyJob::Config config = IdentifyJob::load(
+      std::string(HEFT_SOURCE_DIR) + "/data/examples/panda_friction_identify.yaml");
+  const IdentifyJob::Result result = IdentifyJob::run(config);
+  ASSERT_TRUE(result.writable()) << result.report();
+  const fs::path out = scratch("panda_example");
+  bool refused = false;
+  try {
+    IdentifyJob::write(result, out.string(), {false});
+  } catch (const SolveError& e) {
+    refused = true;
+    EXPECT_NE(std::string(e.what()).find("result.json"), std::string::npos) << e.what();
+  }
+  ASSERT_TRUE(fs::exists(out / "result.json"));
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j["parameters"].contains("panda_link7"));
+  const std::string status = j["urdf"]["status"];
+  if (refused) {
+    EXPECT_EQ(status.rfind("refused: ", 0), 0u) << status;
+    EXPECT_FALSE(fs::exists(out / "robot.urdf"));
+  } else {
+    EXPECT_EQ(status, "written");
+    EXPECT_TRUE(fs::exists(out / "robot.urdf"));
+  }
 }
 
 TEST(Job, FailedOrInconsistentEstimateWritesNoUrdf) {
-  const JobConfig config = pandaConfig("ls");
-  JobResult result = runJob(config);
+  const IdentifyJob::Config config = pandaConfig("ls");
+  IdentifyJob::Result result = IdentifyJob::run(config);
   result.status = Status::Failed;
   result.message = "forced for the test";
   const fs::path out = scratch("failed");
-  const auto written = writeJobOutputs(config, result, out.string(), false);
+  const auto written = IdentifyJob::write(result, out.string(), {false});
   EXPECT_FALSE(fs::exists(out / "robot.urdf"));
   ASSERT_TRUE(fs::exists(out / "result.json"));
   std::ifstream in(out / "result.json");
@@ -177,7 +211,7 @@ TEST(Job, FailedOrInconsistentEstimateWritesNoUrdf) {
   EXPECT_EQ(j["summary"]["status"], "failed");
   EXPECT_NE(j["urdf"]["status"].get<std::string>().find("not written"), std::string::npos);
 
-  JobResult inconsistent = runJob(config);
+  IdentifyJob::Result inconsistent = IdentifyJob::run(config);
   inconsistent.status = Status::Converged;
   inconsistent.bodies[0].consistent = false;
   EXPECT_FALSE(inconsistent.writable());
@@ -186,9 +220,9 @@ TEST(Job, FailedOrInconsistentEstimateWritesNoUrdf) {
 TEST(Job, LogOfAnotherRobotIsRefusedNamingTheJoints) {
   std::ostringstream y;
   y << "robot: go2\nbase: fixed\nlog: " << pandaLog() << "\nmethod: ls\n";
-  const JobConfig config = parseJobConfig(y.str(), "go2.yaml", ".");
+  const IdentifyJob::Config config = IdentifyJob::parse(y.str(), "go2.yaml", ".");
   try {
-    runJob(config);
+    IdentifyJob::run(config);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();

@@ -1,4 +1,4 @@
-// Studies of issue 4 (label `long`, outside the default suite): studies/noise-sweep and
+// Studies of heft::identify (label `long`, outside the default suite): studies/noise-sweep and
 // studies/payload. Each test simulates its MuJoCo logs with heft::sim, runs the estimators, prints
 // the table and writes it to studies/<name>/results.md.
 //
@@ -47,8 +47,8 @@ io::Log simulate(const std::string& scenario, const sim::SimulationOptions& o) {
   return std::move(r.log);
 }
 
-std::vector<JointFrictionTruth> scenarioFriction(const std::string& scenario) {
-  std::vector<JointFrictionTruth> out;
+std::vector<results::JointFrictionTruth> scenarioFriction(const std::string& scenario) {
+  std::vector<results::JointFrictionTruth> out;
   for (const auto& [joint, f] : sim::findScenario(scenario).model.joint_friction) {
     out.push_back({joint, f.frictionloss, f.damping, f.armature});
   }
@@ -189,7 +189,7 @@ TEST(Studies, NoiseSweep) {
     const StackedProblem sp = buildProblem(panda, samples, set, po);
     const LinearSystem sys = torqueSystem(sp);
     const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
-    const Eigen::VectorXd xt = truthLinearVector(panda, log, sys.layout, friction);
+    const Eigen::VectorXd xt = results::truthLinearVector(panda, log, sys.layout, friction);
     const double t1 = now();
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
     const double t_ls = now() - t1;
@@ -235,7 +235,7 @@ TEST(Studies, NoiseSweep) {
       EXPECT_TRUE(std::isfinite(e.full) && std::isfinite(e.base));
     }
     if (sigma == 0) {
-      // issue 4: without noise the identifiable combinations are recovered within 1 %
+      // without noise the identifiable combinations are recovered within 1 %
       // (exact accelerations; docs/identify.md measures 1e-15 for OLS and 0.07 % for the MAP)
       EXPECT_LT(row.ls.base, 0.01);
       EXPECT_LT(row.map.base, 0.01);
@@ -326,7 +326,8 @@ TEST(Studies, Payload) {
         "yet, a documented shortcut); contact flags from the log; accelerations: default SG "
         "derivative (window 81, order 3); decimation "
      << decimation << ".\n"
-     << "- Errors against the simulated truth (truthErrors): mass relative error |m - m*| / m*, "
+     << "- Errors against the simulated truth (results::truthErrors): mass relative error |m - m*| "
+        "/ m*, "
         "COM error |c - c*| [mm], inertia relative error |I_c - I_c*|_F / |I_c*|_F about the COM.\n"
      << "- The base-only variant (`BaseContactNullSpace`) has no rows on these stance logs (two or "
         "more feet down leave no base-only row); not in the table.\n\n"
@@ -353,20 +354,20 @@ TEST(Studies, Payload) {
     const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
     const MapResult map = solveMap(sp, set, po);
-    const TruthErrors te_nom = truthErrors(go2, log, sys.layout, x0);
-    const TruthErrors te_ls = truthErrors(go2, log, sys.layout, ls.x);
-    const TruthErrors te_map = truthErrors(go2, log, sys.layout, map.linear);
+    const results::TruthErrors te_nom = results::truthErrors(go2, log, sys.layout, x0);
+    const results::TruthErrors te_ls = results::truthErrors(go2, log, sys.layout, ls.x);
+    const results::TruthErrors te_map = results::truthErrors(go2, log, sys.layout, map.linear);
     std::printf("%s: %d samples, %d rows, rank %d, cond %.3g; map %s after %d iterations\n",
                 scenario.c_str(), samples.size(), sp.rows(), ls.base.rank, ls.condition_number,
                 toString(map.status).c_str(), map.iterations);
     EXPECT_EQ(ls.status, Status::Converged) << ls.message;
     EXPECT_NE(map.status, Status::Failed) << map.message;
     EXPECT_EQ(ls.base.rank, 10);
-    const std::vector<std::pair<std::string, const TruthErrors*>> estimators = {
+    const std::vector<std::pair<std::string, const results::TruthErrors*>> estimators = {
         {"nominal model", &te_nom}, {"OLS", &te_ls}, {"MAP", &te_map}};
     for (const auto& [label, te] : estimators) {
       ASSERT_EQ(te->bodies.size(), 1u);
-      const BodyError& b = te->bodies[0];
+      const results::BodyError& b = te->bodies[0];
       char line[256];
       std::snprintf(line, sizeof line, "| %s | %s | %.4g | %.4g | %s | %.3g | %s |\n",
                     label == "nominal model" ? scenario.c_str() : "", label.c_str(), b.mass_true,
@@ -379,7 +380,7 @@ TEST(Studies, Payload) {
     }
     // the bounds of Identify.Go2PayloadBaseMassAndComByContactNullSpace (2 % mass, 5 mm COM),
     // and each estimate must beat the nominal model where the nominal model is wrong
-    for (const TruthErrors* te : {&te_ls, &te_map}) {
+    for (const results::TruthErrors* te : {&te_ls, &te_map}) {
       EXPECT_LT(te->bodies[0].mass_relative, 0.02);
       EXPECT_LT(te->bodies[0].com_error, 0.005);
       EXPECT_LT(te->bodies[0].com_error, te_nom.bodies[0].com_error);

@@ -52,8 +52,8 @@ const model::RobotModel& robot(const std::string& name) {
   return it->second;
 }
 
-std::vector<JointFrictionTruth> scenarioFriction(const std::string& scenario) {
-  std::vector<JointFrictionTruth> out;
+std::vector<results::JointFrictionTruth> scenarioFriction(const std::string& scenario) {
+  std::vector<results::JointFrictionTruth> out;
   for (const auto& [joint, f] : sim::findScenario(scenario).model.joint_friction) {
     out.push_back({joint, f.frictionloss, f.damping, f.armature});
   }
@@ -180,7 +180,7 @@ TEST(Identify, PandaWithoutNoiseRecoversBaseParametersWithinOnePercent) {
     const LinearSystem sys = torqueSystem(s.stacked);
     const Eigen::VectorXd x0 = nominalLinearVector(s.stacked.layout, s.set, s.problem);
     const Eigen::VectorXd xt =
-        truthLinearVector(robot("panda"), simLog("panda", "none"), sys.layout);
+        results::truthLinearVector(robot("panda"), simLog("panda", "none"), sys.layout);
     for (bool weighted : {false, true}) {
       LeastSquaresOptions lo;
       lo.weighted = weighted;
@@ -220,9 +220,10 @@ TEST(Identify, PandaFrictionWithinFivePercent) {
     const LinearSystem sys = torqueSystem(s.stacked);
     const Eigen::VectorXd x0 = nominalLinearVector(s.stacked.layout, s.set, s.problem);
     const auto& log = simLog("panda-friction", "none");
-    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const Eigen::VectorXd xt = results::truthLinearVector(robot("panda"), log, sys.layout, truth);
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
-    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
+    const results::TruthErrors te =
+        results::truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
     const BaseParameterError be = baseParameterError(sys, ls.base, ls.x, xt);
     // an entry is identifiable on its own when no unseen direction moves it
     auto identifiable = [&](int i) { return ls.base.nullspace.row(i).norm() < 1e-6; };
@@ -273,10 +274,11 @@ TEST(Identify, EnergyMethodOnPandaFriction) {
     const double t0 = now();
     const LinearSystem sys = energySystem(robot("panda"), samples, set, po, eo);
     const Eigen::VectorXd x0 = nominalLinearVector(sys.layout, set, po);
-    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const Eigen::VectorXd xt = results::truthLinearVector(robot("panda"), log, sys.layout, truth);
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
     const BaseParameterError be = baseParameterError(sys, ls.base, ls.x, xt);
-    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
+    const results::TruthErrors te =
+        results::truthErrors(robot("panda"), log, sys.layout, ls.x, truth);
     double worst_c = 0, worst_v = 0;
     for (const auto& j : te.joints) {
       worst_c = std::max(worst_c, j.coulomb_relative);
@@ -403,12 +405,13 @@ TEST(Identify, MapPandaFriction) {
     }
     std::printf("\n");
     const LinearSystem sys = torqueSystem(s.stacked);
-    const Eigen::VectorXd xt = truthLinearVector(robot("panda"), log, sys.layout, truth);
+    const Eigen::VectorXd xt = results::truthLinearVector(robot("panda"), log, sys.layout, truth);
     const LeastSquaresResult ls =
         solveLeastSquares(sys, nominalLinearVector(sys.layout, s.set, s.problem));
     const BaseParameterError be_map = baseParameterError(sys, ls.base, map.linear, xt);
     const BaseParameterError be_ls = baseParameterError(sys, ls.base, ls.x, xt);
-    const TruthErrors te = truthErrors(robot("panda"), log, sys.layout, map.linear, truth);
+    const results::TruthErrors te =
+        results::truthErrors(robot("panda"), log, sys.layout, map.linear, truth);
     double worst_c = 0, worst_v = 0, worst_a = 0;
     for (std::size_t k = 0; k < te.joints.size(); ++k) {
       const auto& j = te.joints[k];
@@ -543,11 +546,11 @@ TEST(Identify, Go2PayloadBaseMassAndComByContactNullSpace) {
     const LinearSystem sys = torqueSystem(sp);
     const LeastSquaresResult ls =
         solveLeastSquares(sys, nominalLinearVector(sys.layout, s.set, s.problem));
-    const TruthErrors te_ls = truthErrors(go2, log, sys.layout, ls.x);
-    const TruthErrors te_nom =
-        truthErrors(go2, log, sys.layout, nominalLinearVector(sys.layout, s.set, s.problem));
+    const results::TruthErrors te_ls = results::truthErrors(go2, log, sys.layout, ls.x);
+    const results::TruthErrors te_nom = results::truthErrors(
+        go2, log, sys.layout, nominalLinearVector(sys.layout, s.set, s.problem));
     const MapResult map = solveMap(sp, s.set, s.problem);
-    const TruthErrors te_map = truthErrors(go2, log, sys.layout, map.linear);
+    const results::TruthErrors te_map = results::truthErrors(go2, log, sys.layout, map.linear);
     std::printf(
         "%s, method 4 (contact null space), base body, %d samples, %d rows, rank %d, "
         "cond %.3g, %.2f s\n nominal: %s OLS:     %s MAP:     %s",

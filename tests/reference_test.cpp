@@ -24,7 +24,7 @@
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/reference_export.hpp"
 #include "heft/estimation/riccati_solver.hpp"
-#include "heft/identify/truth.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/model/model.hpp"
@@ -220,7 +220,7 @@ TEST(Reference, CrocoddylAugmentedStateFddpReachesHeftsOptimum) {
   const estimation::ReferenceResult ref =
       estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE, in_path, out_path);
 
-  printComparison(solver, ref, identify::truthPi(robot, sim.log, 2)(0));
+  printComparison(solver, ref, results::truthPi(robot, sim.log, 2)(0));
 
   // The same problem: the reference's stage dynamics and cost are heft's. Both sides run
   // Pinocchio's ABA on the same model (the problem file carries heft's inertias, armature and
@@ -312,7 +312,7 @@ TEST(Reference, CrocoddylAugmentedStateFddpOnAFloatingBaseReachesHeftsOptimum) {
   estimation::writeReferenceProblem(in_path, lp, robot.source(), ref_options);
   const estimation::ReferenceResult ref =
       estimation::runReference(HEFT_REFERENCE_ESTIMATION_EXE, in_path, out_path);
-  printComparison(solver, ref, identify::truthPi(robot, sim.log, 1)(0));
+  printComparison(solver, ref, results::truthPi(robot, sim.log, 1)(0));
   // The same stages. The contact dynamics are solved by two algorithms (Crocoddyl: the KKT system
   // through J M^-1 J^T; heft: Pinocchio 4.1's constraint Cholesky) from two Pinocchio versions, so
   // the results differ by rounding, amplified by the conditioning of the contact system (measured:

@@ -1,11 +1,11 @@
 // heft estimate CONFIG --out DIR: batch MAP estimation of the trajectory and the inertial
-// parameters with the parametrized Riccati solver (docs/estimation.md).
+// parameters with the parametrized Riccati solver (docs/guide/estimate.md).
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "command.hpp"
-#include "heft/estimation/job.hpp"
+#include "heft/jobs/estimate_job.hpp"
 
 namespace {
 
@@ -18,19 +18,19 @@ struct EstimateArgs {
 };
 
 int runEstimate(const EstimateArgs& args) {
-  heft::estimation::EstimateJobConfig config = heft::estimation::loadEstimateJobConfig(args.config);
+  using heft::jobs::EstimateJob;
+  EstimateJob::Config config = EstimateJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
-  const heft::estimation::EstimateJobResult result =
-      heft::estimation::runEstimateJob(config, args.quiet ? nullptr : &std::cerr);
+  heft::jobs::Progress progress =
+      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+  const EstimateJob::Result result = EstimateJob::run(config, progress);
   std::cout << result.report();
-  for (const std::string& path :
-       heft::estimation::writeEstimateJobOutputs(config, result, args.out, args.overwrite))
+  heft::jobs::WriteOptions write;
+  write.overwrite = args.overwrite;
+  for (const std::string& path : EstimateJob::write(result, args.out, write))
     std::cout << "wrote " << path << "\n";
   if (!result.writable()) {
-    std::cerr << "heft estimate: no URDF written: the solve "
-              << heft::estimation::toString(result.summary.status)
-              << (result.summary.message.empty() ? "" : " (" + result.summary.message + ")")
-              << "; result.json and trajectory.h5 hold the last accepted iterate\n";
+    std::cerr << "heft estimate: no URDF written: " << result.refusal() << "\n";
     return 1;
   }
   return 0;
@@ -38,7 +38,7 @@ int runEstimate(const EstimateArgs& args) {
 
 std::function<int()> setupEstimate(CLI::App& app) {
   auto args = std::make_shared<EstimateArgs>();
-  app.add_option("CONFIG", args->config, "YAML job config (docs/estimation.md)")->required();
+  app.add_option("CONFIG", args->config, "YAML job config (docs/guide/estimate.md)")->required();
   app.add_option("--out", args->out, "output folder: result.json, trajectory.h5, robot.urdf")
       ->required();
   app.add_option("--log", args->log, "log to estimate from instead of the config's log");

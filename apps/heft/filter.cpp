@@ -1,11 +1,11 @@
 // heft filter CONFIG --out DIR: replay a log through the online inertial EKF (and the linear-KF
-// baseline) as a control loop would, write the estimates over time and a summary (docs/filter.md).
+// baseline) as a control loop would, write the estimates over time and a summary (docs/guide/filter.md).
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "command.hpp"
-#include "heft/filter/job.hpp"
+#include "heft/jobs/filter_job.hpp"
 
 namespace {
 
@@ -18,21 +18,23 @@ struct FilterArgs {
 };
 
 int runFilter(const FilterArgs& args) {
-  heft::filter::FilterJobConfig config = heft::filter::loadFilterJobConfig(args.config);
+  using heft::jobs::FilterJob;
+  FilterJob::Config config = FilterJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
-  heft::filter::FilterProgress progress;
-  if (!args.quiet) progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const heft::filter::FilterJobResult result = heft::filter::runFilterJob(config, progress);
+  heft::jobs::Progress progress =
+      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+  const FilterJob::Result result = FilterJob::run(config, progress);
   std::cout << result.report();
-  for (const std::string& path :
-       heft::filter::writeFilterJobOutputs(result, args.out, args.overwrite))
+  heft::jobs::WriteOptions write;
+  write.overwrite = args.overwrite;
+  for (const std::string& path : FilterJob::write(result, args.out, write))
     std::cout << "wrote " << path << "\n";
   return 0;
 }
 
 std::function<int()> setupFilter(CLI::App& app) {
   auto args = std::make_shared<FilterArgs>();
-  app.add_option("CONFIG", args->config, "YAML job config (docs/filter.md)")->required();
+  app.add_option("CONFIG", args->config, "YAML job config (docs/guide/filter.md)")->required();
   app.add_option("--out", args->out, "output folder: estimates.h5, baseline.h5, summary.json")
       ->required();
   app.add_option("--log", args->log, "log to replay instead of the config's log");

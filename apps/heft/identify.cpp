@@ -1,12 +1,12 @@
 // heft identify CONFIG --out DIR: identified parameters, their uncertainty and a new URDF
-// (docs/identify.md).
+// (docs/guide/identify.md).
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "command.hpp"
 #include "heft/common/error.hpp"
-#include "heft/identify/job.hpp"
+#include "heft/jobs/identify_job.hpp"
 
 namespace {
 
@@ -18,19 +18,18 @@ struct IdentifyArgs {
 };
 
 int runIdentify(const IdentifyArgs& args) {
-  const heft::identify::JobConfig config = heft::identify::loadJobConfig(args.config);
-  heft::identify::ProgressCallback progress;
-  if (!args.quiet) progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  const heft::identify::JobResult result = heft::identify::runJob(config, progress);
+  using heft::jobs::IdentifyJob;
+  const IdentifyJob::Config config = IdentifyJob::load(args.config);
+  heft::jobs::Progress progress =
+      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+  const IdentifyJob::Result result = IdentifyJob::run(config, progress);
   std::cout << result.report();
-  const auto written = heft::identify::writeJobOutputs(config, result, args.out, args.overwrite);
+  heft::jobs::WriteOptions write;
+  write.overwrite = args.overwrite;
+  const auto written = IdentifyJob::write(result, args.out, write);
   for (const std::string& path : written) std::cout << "wrote " << path << "\n";
   if (!result.writable()) {
-    std::cerr << "heft identify: no URDF written: "
-              << (result.status == heft::identify::Status::Failed
-                      ? "the solve failed (" + result.message + ")"
-                      : std::string("an estimate is not physically consistent"))
-              << "\n";
+    std::cerr << "heft identify: no URDF written: " << result.refusal() << "\n";
     return 1;
   }
   return 0;
@@ -38,7 +37,7 @@ int runIdentify(const IdentifyArgs& args) {
 
 std::function<int()> setupIdentify(CLI::App& app) {
   auto args = std::make_shared<IdentifyArgs>();
-  app.add_option("CONFIG", args->config, "YAML job config (docs/identify.md)")->required();
+  app.add_option("CONFIG", args->config, "YAML job config (docs/guide/identify.md)")->required();
   app.add_option("--out", args->out, "output folder: result.json and robot.urdf")->required();
   app.add_flag("--overwrite", args->overwrite, "replace result.json / robot.urdf in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");

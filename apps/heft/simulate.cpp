@@ -1,15 +1,11 @@
-// heft simulate SCENARIO --out FILE: a MuJoCo ground-truth log (docs/sim.md).
+// heft simulate SCENARIO --out FILE: a MuJoCo ground-truth log (docs/guide/simulate.md).
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "command.hpp"
-#include "heft/common/error.hpp"
-#include "heft/io/log_io.hpp"
-#include "heft/sim/scenario.hpp"
+#include "heft/jobs/simulate_job.hpp"
 
 namespace {
 
@@ -25,38 +21,25 @@ struct SimulateArgs {
 };
 
 int runSimulate(const SimulateArgs& args) {
+  using heft::jobs::SimulateJob;
   if (args.list) {
-    for (const auto& s : heft::sim::scenarios()) {
-      std::printf("%-22s %s\n", s.name.c_str(), s.description.c_str());
-    }
-    std::fflush(stdout);
+    std::cout << SimulateJob::list() << std::flush;
     return 0;
   }
-  if (args.scenario.empty())
-    throw heft::InputError("SCENARIO: expected a name (see --list), got none");
-  if (args.out.empty())
-    throw heft::InputError("--out: expected a .h5 file or a CSV folder, got none");
-  const heft::sim::Scenario& scenario = heft::sim::findScenario(args.scenario);
-  heft::sim::SimulationOptions options;
-  options.seed = args.seed;
-  options.noise = args.noise;
-  options.duration = args.duration;
-  options.validate();
-  // refuse an existing destination before simulating, not after
-  heft::io::WriteOptions write;
+  SimulateJob::Config config;
+  config.scenario = args.scenario;
+  config.options.seed = args.seed;
+  config.options.noise = args.noise;
+  config.options.duration = args.duration;
+  config.validate();
+  heft::jobs::WriteOptions write;
   write.overwrite = args.overwrite;
-  if (!args.overwrite && std::filesystem::exists(args.out)) {
-    throw heft::InputError("--out " + args.out + ": expected a new path, got an existing one " +
-                           "(pass --overwrite to replace it)");
-  }
-
-  const heft::sim::SimulationResult result = heft::sim::simulate(scenario, options);
-  if (!args.quiet) std::cerr << result.summary.report();
-  if (!result.summary.ok()) {
-    throw heft::SolveError("scenario " + scenario.name + ": " + toString(result.summary.status) +
-                           ": " + result.summary.message + " (no log written)");
-  }
-  heft::io::writeLog(result.log, args.out, write);
+  // refuse an existing destination before simulating, not after
+  SimulateJob::checkOutput(args.out, write);
+  heft::jobs::Progress progress;
+  const SimulateJob::Result result = SimulateJob::run(config, progress);
+  if (!args.quiet) std::cerr << result.report();
+  SimulateJob::write(result, args.out, write);
   if (!args.quiet) std::cerr << "wrote     " << args.out << "\n";
   return 0;
 }

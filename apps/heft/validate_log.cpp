@@ -3,11 +3,7 @@
 #include <string>
 
 #include "command.hpp"
-#include "heft/common/error.hpp"
-#include "heft/io/log_io.hpp"
-#include "heft/io/summary.hpp"
-#include "heft/io/validation.hpp"
-#include "heft/model/model.hpp"
+#include "heft/jobs/inspect_jobs.hpp"
 
 namespace {
 
@@ -20,30 +16,21 @@ struct ValidateLogArgs {
 };
 
 int runValidateLog(const ValidateLogArgs& args) {
-  heft::io::ValidationOptions validation;
-  validation.max_errors = args.max_errors;
-  validation.quaternion_tolerance = args.quaternion_tolerance;
-  validation.validate();
-  heft::io::SummaryOptions summary_options;
-  summary_options.dropout_factor = args.dropout_factor;
-  summary_options.validate();
-
-  const heft::model::RobotModel robot = heft::model::loadRobot(args.model);
-  // read without the reader's own check, so that every error is listed, not only the first
-  heft::io::ReadOptions read;
-  read.check_log = false;
-  const heft::io::Log log = heft::io::readLog(args.log, read);
-  const heft::io::ValidationReport report =
-      heft::io::validateLog(log, robot.pinocchio(), validation);
-  if (!report.ok()) {
-    std::cerr << "heft validate-log: " << args.log << ": " << report.total_errors
-              << (report.total_errors == 1 ? " error" : " errors") << " against model "
-              << robot.displayName() << ":\n"
-              << report.report();
+  heft::jobs::ValidateLogJob::Config config;
+  config.model = args.model;
+  config.log = args.log;
+  config.validation.max_errors = args.max_errors;
+  config.validation.quaternion_tolerance = args.quaternion_tolerance;
+  config.summary.dropout_factor = args.dropout_factor;
+  const heft::jobs::ValidateLogJob::Result result = heft::jobs::ValidateLogJob::run(config);
+  if (!result.ok) {
+    std::cerr << "heft validate-log: " << args.log << ": " << result.total_errors
+              << (result.total_errors == 1 ? " error" : " errors") << " against model "
+              << result.robot << ":\n"
+              << result.report;
     return 2;
   }
-  std::cout << args.log << ": valid for model " << robot.displayName() << "\n"
-            << heft::io::summarize(log, summary_options).report();
+  std::cout << args.log << ": valid for model " << result.robot << "\n" << result.report;
   return 0;
 }
 

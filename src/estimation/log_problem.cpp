@@ -265,7 +265,7 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
         frames.push_back(frameIndex(pin, name, "contact frame"));
       pinocchio::Data data(pin);
       for (int k = 0; k <= N; ++k) {
-        const std::vector<std::uint8_t> f = identify::detectContacts(
+        const std::vector<std::uint8_t> f = state::detectContacts(
             pin, data, frames, p.xs[k].head(nq), p.xs[k].tail(nv), options.contact_detection);
         flags_at[k].assign(f.begin(), f.end());
       }

@@ -96,7 +96,7 @@ IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
   res.least_squares = std::move(ls);
   res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
   if (log.truth && log.truth->body_pi.rows() > 0) {
-    res.truth = truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);
+    res.truth = results::truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);
   }
   res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;

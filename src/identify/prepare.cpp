@@ -19,8 +19,10 @@
 #include "heft/dynamics/regressor.hpp"
 #include "heft/identify/problem.hpp"
 #include "heft/identify/samples.hpp"
+#include "heft/io/joint_binding.hpp"
 #include "heft/io/signal.hpp"
 #include "heft/io/validation.hpp"
+#include "heft/state/contacts.hpp"
 
 namespace heft::identify {
 namespace {
@@ -46,29 +48,6 @@ Eigen::MatrixXd accelerationFrom(const Eigen::MatrixXd& v, AccelerationMethod me
   d.topRows(n - 1) = (v.bottomRows(n - 1) - v.topRows(n - 1)) / dt;
   d.row(n - 1) = d.row(n - 2);
   return filterRows(d, sg, 0, dt);
-}
-
-struct JointMap {
-  std::vector<int> log_column;  // model joint order -> log column
-  std::vector<std::string> names;
-  std::vector<int> idx_v, idx_q;
-  std::vector<pinocchio::JointIndex> index;
-};
-
-JointMap mapJoints(const pinocchio::Model& model, const std::vector<std::string>& log_names) {
-  JointMap map;
-  for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(model.njoints); ++j) {
-    if (model.joints[j].nv() != 1 || model.joints[j].nq() != 1) continue;
-    const auto it = std::find(log_names.begin(), log_names.end(), model.names[j]);
-    require(it != log_names.end(), "joints/names", "joint " + model.names[j] + " of the model",
-            "a log without it");
-    map.log_column.push_back(static_cast<int>(it - log_names.begin()));
-    map.names.push_back(model.names[j]);
-    map.idx_v.push_back(model.joints[j].idx_v());
-    map.idx_q.push_back(model.joints[j].idx_q());
-    map.index.push_back(j);
-  }
-  return map;
 }
 
 }  // namespace
@@ -130,13 +109,6 @@ Projection parseProjection(const std::string& name) {
 
 // ---- options -----------------------------------------------------------------------------------
 
-void ContactDetectionOptions::validate() const {
-  require(std::isfinite(ground_height), "contact.ground_height", "a finite value",
-          num(ground_height));
-  requirePositive(height, "contact.height");
-  requirePositive(speed, "contact.speed");
-}
-
 void PreparationOptions::validate() const {
   if (!(filter.window == 1 && acceleration != AccelerationMethod::SavitzkyGolayDerivative)) {
     filter.validate();
@@ -166,24 +138,6 @@ void EnergyOptions::validate() const {
 }
 
 // ---- samples -----------------------------------------------------------------------------------
-
-std::vector<std::uint8_t> detectContacts(const pinocchio::Model& model, pinocchio::Data& data,
-                                         const std::vector<pinocchio::FrameIndex>& frames,
-                                         const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                         const ContactDetectionOptions& options) {
-  pinocchio::forwardKinematics(model, data, q, v);
-  pinocchio::updateFramePlacements(model, data);
-  std::vector<std::uint8_t> flags(frames.size());
-  for (std::size_t c = 0; c < frames.size(); ++c) {
-    const double h = data.oMf[frames[c]].translation().z() - options.ground_height;
-    const double speed =
-        pinocchio::getFrameVelocity(model, data, frames[c], pinocchio::LOCAL_WORLD_ALIGNED)
-            .linear()
-            .norm();
-    flags[c] = h < options.height && speed < options.speed ? 1 : 0;
-  }
-  return flags;
-}
 
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
                        const PreparationOptions& options) {
@@ -216,11 +170,11 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
           "at least " + std::to_string(std::max(window, 3) + 2) + " samples (filter window)",
           std::to_string(n) + " samples");
 
-  const JointMap map = mapJoints(model, js.names);
+  const io::JointBinding map = io::bindJoints(model, js.names);
   const int nj = static_cast<int>(map.names.size());
   out.joint_names = map.names;
   out.joint_idx_v = map.idx_v;
-  out.joint_index = map.index;
+  out.joint_index = map.joints;
 
   // joint signals in model order (rows = time)
   const Eigen::MatrixXd& tau_src =
@@ -344,7 +298,7 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
       for (const auto& name : out.contact_names) ids.push_back(model.getFrameId(name));
       for (int i = 0; i < N; ++i) {
         const std::vector<std::uint8_t> flags =
-            detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
+            state::detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
         for (int c = 0; c < nc; ++c) out.contact(c, i) = flags[c];
       }
     }
@@ -374,23 +328,6 @@ AccelerationError accelerationError(const model::RobotModel& robot, const io::Lo
   e.rms = std::sqrt(total / (static_cast<double>(nj) * s.size()));
   e.truth_rms = std::sqrt(scale / (static_cast<double>(nj) * s.size()));
   return e;
-}
-
-// ---- layout --------------------------------------------------------------------------------
-
-std::vector<std::string> ParameterLayout::linearNames() const {
-  std::vector<std::string> names;
-  static const char* entries[10] = {"m",   "hx",  "hy",  "hz",  "Ixx",
-                                    "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
-  for (const auto& b : body_names) {
-    for (const char* e : entries) names.push_back(std::string(e) + "[" + b + "]");
-  }
-  for (const auto& j : friction_joints) {
-    names.push_back("coulomb[" + j + "]");
-    names.push_back("viscous[" + j + "]");
-  }
-  for (const auto& j : armature_joints) names.push_back("armature[" + j + "]");
-  return names;
 }
 
 namespace {

@@ -311,6 +311,14 @@ Matrix10 jacobian(Parametrization p, const Vector10& theta) {
                                            : exponentialEigenvalueJacobian(theta);
 }
 
+Eigen::MatrixXd stackedJacobian(Parametrization p, const Eigen::VectorXd& theta) {
+  const int nb = static_cast<int>(theta.size() / 10);
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(10 * nb, 10 * nb);
+  for (int b = 0; b < nb; ++b)
+    J.block<10, 10>(10 * b, 10 * b) = jacobian(p, theta.segment<10>(10 * b));
+  return J;
+}
+
 JacobianRank jacobianRank(const Matrix10& dpi_dtheta, double relative_tolerance) {
   requireFinite(dpi_dtheta, "dpi_dtheta");
   require(relative_tolerance > 0 && relative_tolerance < 1, "relative_tolerance",

@@ -14,10 +14,10 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/problem.hpp"
-#include "heft/identify/samples.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log.hpp"
 #include "heft/model/model.hpp"
+#include "heft/state/contacts.hpp"
 
 namespace heft::estimation {
 
@@ -51,7 +51,7 @@ struct LogProblemOptions {
   ContactSource contact_source = ContactSource::Auto;
   /// Kinematic contact detection: the robot's contact frames (model::RobotModel::contactFrames)
   /// on the initial guess (encoders, motion capture, their differences).
-  identify::ContactDetectionOptions contact_detection;
+  state::ContactDetectionOptions contact_detection;
   /// Knots within transition_window [s] of a contact-set change get their generalized-force
   /// noise multiplied by transition_noise_scale (1: off): rigid contacts and impulses do not model
   /// the soft transient of a real (or MuJoCo) touchdown and lift-off.

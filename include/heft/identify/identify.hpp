@@ -8,7 +8,7 @@
 #include "heft/identify/map.hpp"
 #include "heft/identify/problem.hpp"
 #include "heft/identify/samples.hpp"
-#include "heft/identify/truth.hpp"
+#include "heft/results/truth.hpp"
 
 #include <optional>
 #include <string>
@@ -16,7 +16,7 @@
 
 namespace heft::identify {
 
-/// The method of a whole identification run (issue 4's methods 1-3; method 4 is the projection
+/// The method of a whole identification run (methods 1-3; method 4 is the projection
 /// that ProblemOptions::projection selects, Auto = contact null space for a free-flyer).
 enum class Method {
   LeastSquares,          ///< "ls": method 1, ordinary
@@ -36,7 +36,7 @@ struct IdentifyOptions {
   EnergyOptions energy;
   MapOptions map;
   /// True joint friction for truth errors (simulated logs; the log format has none yet).
-  std::vector<JointFrictionTruth> friction_truth;
+  std::vector<results::JointFrictionTruth> friction_truth;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -58,7 +58,7 @@ struct IdentifyResult {
   Eigen::VectorXd channel_rms_before, channel_rms_after;
   int iterations = 0;
   int samples = 0, rows = 0;
-  std::optional<TruthErrors> truth;                 ///< when the log has truth bodies
+  std::optional<results::TruthErrors> truth;        ///< when the log has truth bodies
   std::optional<LeastSquaresResult> least_squares;  ///< the method's own result
   std::optional<MapResult> map;
   std::vector<std::string> warnings;

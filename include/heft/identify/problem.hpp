@@ -18,6 +18,7 @@
 
 #include "heft/identify/samples.hpp"
 #include "heft/model/identified_set.hpp"
+#include "heft/results/layout.hpp"
 
 namespace heft::identify {
 
@@ -64,25 +65,7 @@ struct ProblemOptions {
   void validate() const;
 };
 
-/// Names and positions of the identified quantities.
-/// Linear vector x (methods 1, 2): [pi_S (10 nb), (g3, g5) per friction joint, armature per
-/// armature joint].
-struct ParameterLayout {
-  std::vector<std::string> body_names;
-  std::vector<pinocchio::JointIndex> bodies;
-  std::vector<std::string> friction_joints;
-  std::vector<int> friction_joint;  ///< index into Samples joints (0..nj-1)
-  std::vector<std::string> armature_joints;
-  std::vector<int> armature_joint;  ///< index into Samples joints
-  int numBodies() const { return static_cast<int>(bodies.size()); }
-  int numFriction() const { return static_cast<int>(friction_joint.size()); }
-  int numArmature() const { return static_cast<int>(armature_joint.size()); }
-  int frictionOffset() const { return 10 * numBodies(); }
-  int armatureOffset() const { return frictionOffset() + 2 * numFriction(); }
-  int linearDimension() const { return armatureOffset() + numArmature(); }
-  /// "m[panda_link1]", "hx[...]", ..., "coulomb[panda_joint1]", "viscous[...]", "armature[...]".
-  std::vector<std::string> linearNames() const;
-};
+using results::ParameterLayout;
 
 struct StackedProblem {
   ParameterLayout layout;

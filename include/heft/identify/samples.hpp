@@ -22,6 +22,7 @@
 #include "heft/io/log.hpp"
 #include "heft/io/signal.hpp"
 #include "heft/model/model.hpp"
+#include "heft/state/contacts.hpp"
 
 namespace heft::identify {
 
@@ -41,25 +42,7 @@ enum class BaseStateSource {
   Truth,  ///< truth/base_pose and truth/base_twist: heft has no state estimator yet; studies only
 };
 
-/// Contact flags when the log has no contacts group: a contact frame is in contact when its
-/// height above the ground plane is below `height` and its speed is below `speed`.
-struct ContactDetectionOptions {
-  double ground_height = 0.0;  ///< z of the ground plane in the world frame [m]
-  /// Largest frame height above the ground for contact [m]. The default suits go2's foot frame at
-  /// the centre of a 0.022 m sphere (0.022 m when touching) with 13 mm of margin.
-  double height = 0.035;
-  double speed = 0.1;  ///< largest frame speed (world frame, linear) for contact [m/s]
-  /// \throws InputError naming the field unless every value is finite and height, speed > 0.
-  void validate() const;
-};
-
-/// Contact flags of `frames` at (q, v) by the thresholds of `options` (1 = in contact): each
-/// frame's height above the ground and its world-frame linear speed. `data` is a workspace of
-/// `model`. Shared by identification and heft::estimation (contact phases without flags).
-std::vector<std::uint8_t> detectContacts(const pinocchio::Model& model, pinocchio::Data& data,
-                                         const std::vector<pinocchio::FrameIndex>& frames,
-                                         const Eigen::VectorXd& q, const Eigen::VectorXd& v,
-                                         const ContactDetectionOptions& options);
+using state::ContactDetectionOptions;
 
 struct PreparationOptions {
   AccelerationMethod acceleration = AccelerationMethod::SavitzkyGolayDerivative;

@@ -73,6 +73,8 @@ Matrix10 exponentialEigenvalueJacobian(const Vector10& theta);
 Vector10 piFromTheta(Parametrization p, const Vector10& theta);
 Vector10 thetaFromPi(Parametrization p, const Vector10& pi);
 Matrix10 jacobian(Parametrization p, const Vector10& theta);
+/// Block-diagonal d pi / d theta of several bodies: theta stacks 10 per body.
+Eigen::MatrixXd stackedJacobian(Parametrization p, const Eigen::VectorXd& theta);
 
 /// Numerical rank of a Jacobian d pi / d theta and orthonormal bases of the theta directions it
 /// loses and keeps, from an SVD: singular values s_i <= relative_tolerance * s_max count as zero.

@@ -1,4 +1,4 @@
-#include "heft/identify/truth.hpp"
+#include "heft/results/truth.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
 
-namespace heft::identify {
+namespace heft::results {
 namespace {
 
 std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
@@ -28,6 +28,24 @@ double relative(double est, double truth) {
 }
 
 }  // namespace
+
+BodyError bodyError(const std::string& name, const Vector10& pe, const Vector10& pt) {
+  BodyError e;
+  e.name = name;
+  e.mass_true = pt[0];
+  e.mass_estimate = pe[0];
+  e.mass_relative = relative(pe[0], pt[0]);
+  e.com_true = inertia::centerOfMass(pt);
+  const Matrix3 It = inertia::rotationalInertiaAtCom(pt);
+  if (pe[0] > 0) {
+    e.com_estimate = inertia::centerOfMass(pe);
+    e.com_error = (e.com_estimate - e.com_true).norm();
+    e.inertia_relative = (inertia::rotationalInertiaAtCom(pe) - It).norm() / It.norm();
+  } else {
+    e.com_error = e.inertia_relative = std::numeric_limits<double>::infinity();
+  }
+  return e;
+}
 
 Vector10 truthPi(const model::RobotModel& robot, const io::Log& log, pinocchio::JointIndex joint,
                  const std::string& name) {
@@ -72,22 +90,8 @@ TruthErrors truthErrors(const model::RobotModel& robot, const io::Log& log,
   const Eigen::VectorXd truth = truthLinearVector(robot, log, layout, friction);
   TruthErrors out;
   for (int b = 0; b < layout.numBodies(); ++b) {
-    const Vector10 pt = truth.segment<10>(10 * b), pe = linear.segment<10>(10 * b);
-    BodyError e;
-    e.name = layout.body_names[b];
-    e.mass_true = pt[0];
-    e.mass_estimate = pe[0];
-    e.mass_relative = relative(pe[0], pt[0]);
-    e.com_true = inertia::centerOfMass(pt);
-    const Matrix3 It = inertia::rotationalInertiaAtCom(pt);
-    if (pe[0] > 0) {
-      e.com_estimate = inertia::centerOfMass(pe);
-      e.com_error = (e.com_estimate - e.com_true).norm();
-      e.inertia_relative = (inertia::rotationalInertiaAtCom(pe) - It).norm() / It.norm();
-    } else {
-      e.com_error = e.inertia_relative = std::numeric_limits<double>::infinity();
-    }
-    out.bodies.push_back(e);
+    out.bodies.push_back(
+        bodyError(layout.body_names[b], linear.segment<10>(10 * b), truth.segment<10>(10 * b)));
   }
   std::vector<std::string> joints = layout.friction_joints;
   for (const auto& j : layout.armature_joints) {
@@ -141,4 +145,18 @@ std::string TruthErrors::report() const {
   return s.str();
 }
 
-}  // namespace heft::identify
+std::string TrajectoryErrors::report() const {
+  std::ostringstream s;
+  s << "  joint position RMSE " << num(joint_position, 3) << " rad (encoders "
+    << num(joint_position_raw, 3) << ")\n"
+    << "  joint velocity RMSE " << num(joint_velocity, 3) << " rad/s (central differences "
+    << num(joint_velocity_raw, 3) << ")\n";
+  if (has_base)
+    s << "  base position RMSE  " << num(base_position, 3) << " m (motion capture "
+      << num(base_position_raw, 3) << ")\n"
+      << "  base rotation RMSE  " << num(base_rotation, 3) << " rad (motion capture "
+      << num(base_rotation_raw, 3) << ")\n";
+  return s.str();
+}
+
+}  // namespace heft::results

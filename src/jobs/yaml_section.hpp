@@ -17,7 +17,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 
-namespace heft::io {
+namespace heft::jobs::yaml {
 
 // Reads one YAML mapping, remembering which keys were used so that a typo is an error, not a
 // silently ignored option.
@@ -225,4 +225,4 @@ inline std::pair<std::string, std::string> readRobotAndLog(YamlSection& top, con
   return {robot, resolveConfigPath(base_dir, top.string("log"))};
 }
 
-}  // namespace heft::io
+}  // namespace heft::jobs::yaml

@@ -7,11 +7,11 @@
 
 #include <Eigen/Core>
 
-#include "heft/identify/problem.hpp"
 #include "heft/io/log.hpp"
 #include "heft/model/model.hpp"
+#include "heft/results/layout.hpp"
 
-namespace heft::identify {
+namespace heft::results {
 
 /// True joint friction of a simulated log (not in the log format yet: the caller passes it, e.g.
 /// from heft::sim's scenario: MuJoCo damping = viscous, frictionloss = Coulomb, armature).
@@ -31,6 +31,10 @@ struct BodyError {
   double inertia_relative = 0;  ///< |I_c - I_c*|_F / |I_c*|_F (about the COM)
 };
 
+/// Errors of one body's estimated pi against its true pi: the metrics every estimator reports.
+/// An estimated mass <= 0 gives an infinite COM and inertia error.
+BodyError bodyError(const std::string& name, const Vector10& estimate, const Vector10& truth);
+
 struct JointError {
   std::string joint;
   double coulomb_true = 0, coulomb_estimate = 0, coulomb_relative = -1;  ///< -1: not identified
@@ -41,6 +45,18 @@ struct JointError {
 struct TruthErrors {
   std::vector<BodyError> bodies;
   std::vector<JointError> joints;
+  std::string report() const;
+};
+
+/// RMSEs of an estimated trajectory against the log's truth, next to those of the raw
+/// measurements (encoders; the motion capture; central differences for velocities) at the same
+/// instants.
+struct TrajectoryErrors {
+  double joint_position = 0, joint_position_raw = 0;  ///< [rad]
+  double joint_velocity = 0, joint_velocity_raw = 0;  ///< [rad/s]
+  bool has_base = false;
+  double base_position = 0, base_position_raw = 0;  ///< [m]
+  double base_rotation = 0, base_rotation_raw = 0;  ///< [rad], angle of R_true^T R
   std::string report() const;
 };
 
@@ -62,4 +78,4 @@ TruthErrors truthErrors(const model::RobotModel& robot, const io::Log& log,
                         const ParameterLayout& layout, const Eigen::VectorXd& linear,
                         const std::vector<JointFrictionTruth>& friction = {});
 
-}  // namespace heft::identify
+}  // namespace heft::results

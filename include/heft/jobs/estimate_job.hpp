@@ -1,0 +1,97 @@
+#pragma once
+/// \file The `heft estimate` job: a YAML config names the robot, the log, the bodies to estimate,
+/// the window, the noise model and the solver; the job builds the estimation problem from the log
+/// (buildLogProblem), solves it with the parametrized Riccati solver and gathers the estimated
+/// trajectory (a log), the parameters with their posterior covariance in result.json's schema,
+/// errors against the log's truth group, and a new URDF. The user guide's estimate page documents
+/// every config field.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/riccati_solver.hpp"
+#include "heft/io/log.hpp"
+#include "heft/jobs/job.hpp"
+#include "heft/model/model.hpp"
+#include "heft/results/body_estimate.hpp"
+#include "heft/results/truth.hpp"
+
+namespace heft::jobs {
+
+struct EstimateJob {
+  struct Config {
+    std::string source = "<config>";  ///< where it came from, for messages
+    std::string robot;                ///< short name or URDF / MJCF path
+    model::BaseType base = model::BaseType::Default;
+    std::string log;  ///< HDF5 file or CSV folder
+    /// Window: first knot at the joint sample nearest to start_time (default: the first sample);
+    /// `knots` running stages (default: every remaining sample / stride). problem.first_sample
+    /// and problem.knots are set by the job from these.
+    std::optional<double> start_time;
+    std::optional<int> knots;
+    estimation::LogProblemOptions problem;
+    estimation::RiccatiOptions solver;
+    /// \throws InputError naming the field.
+    void validate() const;
+  };
+
+  struct Result {
+    Config config;  ///< what ran
+    std::string robot, log, scenario;
+    std::string parametrization;
+    estimation::RiccatiSummary summary;
+    int knots = 0, stride = 0, contact_phases = 0, touchdowns = 0;
+    bool contacts_detected = false;
+    double dt = 0, start_time = 0, end_time = 0;
+    double time_s = 0;  ///< whole job, log reading and problem building included
+    std::vector<results::BodyEstimate> bodies;
+    std::vector<std::string> names;  ///< of `linear`: "m[base]", "hx[base]", ...
+    Eigen::VectorXd linear;          ///< pi of every estimated body, in the config's order
+    Eigen::MatrixXd covariance;      ///< of `linear`: J_pi(theta) Sigma_theta J^T
+    Eigen::VectorXd theta;
+    Eigen::MatrixXd theta_covariance;
+    /// The estimated trajectory at the knots as a log: joints (q, v, and tau = logged torque +
+    /// the estimated generalized-force noise), the base pose and twist on a floating base, the
+    /// contact flags used, and an estimates group with the parameters and their standard
+    /// deviations.
+    io::Log trajectory;
+    std::optional<results::TruthErrors> truth;
+    std::optional<results::TrajectoryErrors> trajectory_errors;
+    std::vector<std::string> warnings;
+
+    /// True when the URDF may be written: converged or iteration-limited, every body consistent.
+    bool writable() const;
+    /// Why the URDF may not be written (empty when writable()), for the CLI's message.
+    std::string refusal() const;
+    std::string report() const;
+    /// result.json: the common schema (method "riccati-map") plus an "estimation" object.
+    nlohmann::json toJson() const;
+  };
+
+  /// Reads a YAML config: unknown keys, wrong types and out-of-range values are InputErrors naming
+  /// the file, the line and the field. Relative paths are relative to the config's folder.
+  static Config load(const std::string& path);
+  static Config parse(const std::string& yaml_text, const std::string& source,
+                      const std::string& base_dir);
+
+  /// Runs the job; per-iteration progress lines go to `progress`.
+  /// \throws InputError for a bad config, robot, log or window. A failed solve is a result whose
+  /// summary says why, with the last accepted iterate.
+  static Result run(const Config& config, Progress& progress);
+  static Result run(const Config& config) {
+    Progress silent;
+    return run(config, silent);
+  }
+
+  /// Writes DIR/result.json, DIR/trajectory.h5 and, when result.writable() and the robot came
+  /// from a URDF, DIR/robot.urdf, each atomically; refuses to replace existing outputs unless
+  /// options.overwrite, and never writes over the input log. Returns the paths written.
+  static std::vector<std::string> write(const Result& result, const std::string& out_dir,
+                                        const WriteOptions& options = {});
+};
+
+}  // namespace heft::jobs

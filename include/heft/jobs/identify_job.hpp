@@ -1,0 +1,101 @@
+#pragma once
+/// \file The `heft identify` job: a YAML config names the robot, the log, the identified set, the
+/// priors and the method; the job prepares the samples, builds the rows, solves, and gathers what a
+/// person and a program need: estimates with their prior and standard deviation, residuals before
+/// and after, the directions the data cannot see, errors against the log's truth group, and a new
+/// URDF. The user guide's identify page documents every config field with a commented example.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "heft/identify/identify.hpp"
+#include "heft/jobs/job.hpp"
+#include "heft/model/identified_set.hpp"
+#include "heft/model/robots.hpp"
+#include "heft/results/body_estimate.hpp"
+#include "heft/results/truth.hpp"
+
+namespace heft::jobs {
+
+struct IdentifyJob {
+  /// Everything a job needs, as read from the config (paths already resolved against the config's
+  /// folder).
+  struct Config {
+    std::string source = "<config>";  ///< where it came from, for messages
+    std::string robot;                ///< short name or URDF / MJCF path
+    model::BaseType base = model::BaseType::Default;
+    std::string log;  ///< log path (HDF5 file or CSV folder)
+    model::IdentifiedSetOptions set;
+    /// Method and its options; options.map.constraints are built by the job from the two fields
+    /// below; options.friction_truth holds the true friction of a simulated log, if given.
+    identify::IdentifyOptions options;
+    std::optional<double> total_mass;                            ///< [kg], map only
+    std::vector<std::pair<std::string, std::string>> symmetric;  ///< (left, right) bodies, map only
+
+    /// \throws InputError naming the field.
+    void validate() const;
+  };
+
+  struct Result {
+    Config config;  ///< what ran
+    identify::Method method = identify::Method::Map;
+    identify::Status status = identify::Status::NotRun;
+    std::string message;
+    int iterations = 0;
+    double time_s = 0;
+    int samples = 0, rows = 0;
+    std::vector<results::BodyEstimate> bodies;
+    std::vector<results::JointFrictionEstimate> friction;
+    std::vector<std::pair<std::string, double>> armature;  ///< joint, estimate [kg m^2]
+    std::vector<std::string> names;                        ///< of the linear vector
+    Eigen::VectorXd linear;                  ///< pi_S, friction, armature (layout order)
+    Eigen::MatrixXd covariance;              ///< of `linear`
+    std::vector<std::string> channel_names;  ///< residual channels (joints or rows)
+    Eigen::VectorXd rms_before, rms_after;   ///< torque residual RMS per channel [N m]
+    /// Rank-revealing factorization of the stacked torque regressor (every method): what the
+    /// data can see.
+    int rank = 0, dimension = 0;
+    double condition_number = 0;
+    std::vector<std::string> base_parameters;  ///< "m[link3] + 0.42 hx[link4] - ..."
+    std::vector<std::string> warnings;
+    std::optional<results::TruthErrors> truth;
+
+    /// True when the estimate may be written: a converged (or iteration-limited) solve with
+    /// every body physically consistent.
+    bool writable() const;
+    /// The report a person reads.
+    /// Why the URDF may not be written (empty when writable()), for the CLI's message.
+    std::string refusal() const;
+    std::string report() const;
+    /// result.json (the user guide's result schema).
+    nlohmann::json toJson() const;
+  };
+
+  /// Reads a YAML config. Unknown keys, wrong types and out-of-range values are InputErrors
+  /// naming the file, the line and the field. Relative paths are relative to the config's folder.
+  static Config load(const std::string& path);
+  /// The same from YAML text; `base_dir` resolves relative paths, `source` names it in errors.
+  static Config parse(const std::string& yaml_text, const std::string& source,
+                      const std::string& base_dir);
+
+  /// Runs the job. Throws InputError for bad inputs (log, robot, set); a failed solve is a result
+  /// with status Failed, not an exception.
+  static Result run(const Config& config, Progress& progress);
+  static Result run(const Config& config) {
+    Progress silent;
+    return run(config, silent);
+  }
+
+  /// Writes DIR/result.json and, when result.writable() and the robot came from a URDF,
+  /// DIR/robot.urdf (the input URDF with the identified bodies' <inertial> replaced), each
+  /// atomically. DIR is created if missing. Existing outputs are replaced only with
+  /// options.overwrite. Returns the paths written.
+  static std::vector<std::string> write(const Result& result, const std::string& out_dir,
+                                        const WriteOptions& options = {});
+};
+
+}  // namespace heft::jobs

@@ -1,0 +1,50 @@
+#pragma once
+/// \file The two jobs that look before anything is estimated: `heft info` (a robot's bodies and
+/// their physical consistency) and `heft validate-log` (a log checked against a robot).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/io/summary.hpp"
+#include "heft/io/validation.hpp"
+#include "heft/model/model.hpp"
+
+namespace heft::jobs {
+
+struct InfoJob {
+  struct Config {
+    std::string model;  ///< robot short name or URDF / MJCF path
+    model::BaseType base = model::BaseType::Default;
+    /// Consistency margins must exceed this (kg, kg m^2); >= 0.
+    double tolerance = 0.0;
+  };
+  struct Result {
+    int bodies = 0, inconsistent_bodies = 0;
+    std::string table;            ///< what a person reads
+    nlohmann::ordered_json json;  ///< keys in the order written
+  };
+  /// \throws InputError for an unknown robot or a bad model file.
+  static Result run(const Config& config);
+};
+
+struct ValidateLogJob {
+  struct Config {
+    std::string model;  ///< robot short name or URDF / MJCF path
+    std::string log;    ///< HDF5 file or CSV folder
+    io::ValidationOptions validation;
+    io::SummaryOptions summary;
+    /// \throws InputError naming the option.
+    void validate() const;
+  };
+  struct Result {
+    bool ok = false;
+    int total_errors = 0;
+    std::string robot;   ///< display name
+    std::string report;  ///< the log's summary when ok, else its errors
+  };
+  /// Reads the log without the reader's own check, so that every error is listed, not only the
+  /// first. \throws InputError for an unreadable log or robot.
+  static Result run(const Config& config);
+};
+
+}  // namespace heft::jobs

@@ -1,0 +1,43 @@
+#pragma once
+/// \file What every estimator hands over for one identified body or joint: the estimate with its
+/// prior and its standard deviations in the units a URDF uses, and the report lines a person reads.
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/common/types.hpp"
+
+namespace heft::results {
+
+/// One identified body, in the units a URDF uses.
+struct BodyEstimate {
+  std::string name;
+  Vector10 prior_pi = Vector10::Zero();  ///< prior mean (the robot's nominal values)
+  Vector10 pi = Vector10::Zero();        ///< estimate (Pinocchio order, joint frame)
+  Vector10 pi_std = Vector10::Zero();    ///< sqrt of the diagonal of its covariance
+  Vector10 prior_std = Vector10::Zero();
+  double mass = 0, mass_std = 0;
+  Eigen::Vector3d com = Eigen::Vector3d::Zero(), com_std = Eigen::Vector3d::Zero();
+  /// About the COM, body-frame axes; std entry-wise (delta method through pi's covariance).
+  Eigen::Matrix3d inertia = Eigen::Matrix3d::Zero(), inertia_std = Eigen::Matrix3d::Zero();
+  bool consistent = false;  ///< passes inertia::checkConsistency at tolerance 0
+};
+
+/// A body's estimate from its pi (Pinocchio order, joint frame) and pi's 10 x 10 covariance: mass,
+/// COM and inertia about the COM with their standard deviations (delta method), consistency.
+BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
+                              const Vector10& prior_std, const Vector10& pi,
+                              const Eigen::MatrixXd& covariance);
+
+/// The report's lines of the bodies (prior -> estimate +- std).
+std::string bodiesReport(const std::vector<BodyEstimate>& bodies);
+
+/// One joint's friction estimate (Coulomb and viscous terms of the friction model).
+struct JointFrictionEstimate {
+  std::string joint;
+  double coulomb = 0, coulomb_std = 0, coulomb_prior = 0;
+  double viscous = 0, viscous_std = 0, viscous_prior = 0;
+};
+
+}  // namespace heft::results

@@ -1,0 +1,31 @@
+#pragma once
+/// \file result.json: the pieces every job writes in one schema (docs/guide/result-schema.md).
+/// Non-finite numbers are written as 0 (JSON has no infinity), except where a field documents -1.
+#include <vector>
+
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include "heft/results/body_estimate.hpp"
+#include "heft/results/truth.hpp"
+
+namespace heft::results {
+
+/// The version of result.json's schema, written as "schema_version". Raised whenever a field
+/// changes meaning or disappears; new fields do not raise it.
+constexpr int kResultSchemaVersion = 1;
+
+nlohmann::json jsonArray(const Eigen::VectorXd& v);
+/// Row by row.
+nlohmann::json jsonArray(const Eigen::MatrixXd& m);
+
+/// result.json's "parameters" object: one entry per body.
+nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies);
+/// result.json's "friction" object: one entry per joint.
+nlohmann::json frictionJson(const std::vector<JointFrictionEstimate>& friction);
+/// result.json's "truth_errors" object.
+nlohmann::json truthErrorsJson(const TruthErrors& truth);
+/// The "trajectory_errors" object of an estimated trajectory.
+nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& errors);
+
+}  // namespace heft::results

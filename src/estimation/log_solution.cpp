@@ -1,0 +1,143 @@
+#include "heft/estimation/log_solution.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <pinocchio/spatial.hpp>
+
+#include "heft/io/signal.hpp"
+
+namespace heft::estimation {
+
+io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, const LogProblem& lp,
+                      const std::vector<Eigen::VectorXd>& xs,
+                      const std::vector<Eigen::VectorXd>& ws) {
+  const pinocchio::Model& pin = *lp.model;
+  const bool floating = robot.hasFreeFlyer();
+  const int N = static_cast<int>(lp.time.size()) - 1;
+  const int nq = pin.nq;
+  const auto& encoders = lp.sensors->encoders;
+  const int nj = static_cast<int>(encoders.size());
+  io::Log out;
+  out.meta = input.meta;
+  out.meta.noise_profile = "estimated by heft estimate from " + input.meta.noise_profile;
+  io::JointSeries& j = out.joints;
+  j.time = lp.time;
+  for (pinocchio::JointIndex joint : encoders) j.names.push_back(pin.names[joint]);
+  j.q.resize(N + 1, nj);
+  j.v.resize(N + 1, nj);
+  j.tau.resize(N + 1, nj);
+  if (floating) {
+    j.base_pose.resize(N + 1, 7);
+    j.base_twist.resize(N + 1, 6);
+  }
+  for (int k = 0; k <= N; ++k) {
+    const Eigen::VectorXd& x = xs[k];
+    // the torque over [t_k, t_k + dt): the input plus the estimated generalized-force noise; the
+    // last knot has no stage after it and keeps the previous one
+    const int stage = std::min(k, N - 1);
+    const auto* model = dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(stage));
+    const Eigen::VectorXd tau = model->measurement().tau + ws[stage].tail(pin.nv);
+    for (int i = 0; i < nj; ++i) {
+      const auto& jm = pin.joints[encoders[i]];
+      j.q(k, i) = x(jm.idx_q());
+      j.v(k, i) = x(nq + jm.idx_v());
+      j.tau(k, i) = tau(jm.idx_v());
+    }
+    if (floating) {
+      j.base_pose.row(k) = x.head<7>().transpose();
+      j.base_twist.row(k) = x.segment<6>(nq).transpose();
+    }
+  }
+  // Contact flags of the knots: the contact set each stage's dynamics used.
+  if (floating) {
+    std::vector<std::string> names = robot.contactFrames();
+    for (int k = 0; k < N; ++k) {
+      const auto* model = dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(k));
+      if (!model->contact()) continue;
+      for (const auto& spec : model->contact()->contacts())
+        if (std::find(names.begin(), names.end(), spec.frame) == names.end())
+          names.push_back(spec.frame);
+    }
+    if (!names.empty()) {
+      io::ContactSeries c;
+      c.time = lp.time;
+      c.names = names;
+      c.flags = io::FlagMatrix::Zero(N + 1, names.size());
+      for (int k = 0; k <= N; ++k) {
+        const auto* model =
+            dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(std::min(k, N - 1)));
+        if (!model->contact()) continue;
+        for (const auto& spec : model->contact()->contacts()) {
+          const auto it = std::find(names.begin(), names.end(), spec.frame);
+          c.flags(k, it - names.begin()) = 1;
+        }
+      }
+      out.contacts = c;
+    }
+  }
+  return out;
+}
+
+std::optional<results::TrajectoryErrors> trajectoryErrors(const model::RobotModel& robot,
+                                                          const io::Log& log, const LogProblem& lp,
+                                                          const std::vector<Eigen::VectorXd>& xs) {
+  if (!log.truth || log.truth->time.size() == 0 || log.truth->q.size() == 0) return std::nullopt;
+  const io::TruthSeries& truth = *log.truth;
+  const pinocchio::Model& pin = *lp.model;
+  const bool floating = robot.hasFreeFlyer();
+  if (floating && truth.base_pose.rows() != truth.time.size()) return std::nullopt;
+  const auto& encoders = lp.sensors->encoders;
+  std::vector<int> column;  // truth column of each encoder
+  for (pinocchio::JointIndex joint : encoders) {
+    const auto it = std::find(log.joints.names.begin(), log.joints.names.end(), pin.names[joint]);
+    if (it == log.joints.names.end()) return std::nullopt;
+    column.push_back(static_cast<int>(it - log.joints.names.begin()));
+  }
+  const int nq = pin.nq;
+  results::TrajectoryErrors e;
+  e.has_base = floating;
+  double q_est = 0, q_raw = 0, v_est = 0, v_raw = 0, p_est = 0, p_raw = 0, r_est = 0, r_raw = 0;
+  int knots = 0;
+  for (int k = 0; k < lp.time.size(); ++k) {
+    const int i = io::nearestSample(truth.time, lp.time(k));
+    if (std::abs(truth.time(i) - lp.time(k)) > 1e-6) continue;
+    ++knots;
+    const Eigen::VectorXd& x = xs[k];
+    const Eigen::VectorXd& x0 = lp.xs[k];  // the initial guess: raw measurements
+    for (std::size_t j = 0; j < encoders.size(); ++j) {
+      const auto& jm = pin.joints[encoders[j]];
+      const double qt = truth.q(i, column[j]), vt = truth.v(i, column[j]);
+      q_est += std::pow(x(jm.idx_q()) - qt, 2);
+      q_raw += std::pow(log.joints.q(lp.samples[k], column[j]) - qt, 2);
+      v_est += std::pow(x(nq + jm.idx_v()) - vt, 2);
+      v_raw += std::pow(x0(nq + jm.idx_v()) - vt, 2);
+    }
+    if (floating) {
+      const Eigen::Vector3d pt = truth.base_pose.row(i).head<3>().transpose();
+      const Eigen::Quaterniond rt(truth.base_pose(i, 6), truth.base_pose(i, 3),
+                                  truth.base_pose(i, 4), truth.base_pose(i, 5));
+      auto angle = [&](const Eigen::VectorXd& xx) {
+        const Eigen::Quaterniond r(xx(6), xx(3), xx(4), xx(5));
+        return rt.normalized().angularDistance(r.normalized());
+      };
+      p_est += (x.head<3>() - pt).squaredNorm();
+      p_raw += (x0.head<3>() - pt).squaredNorm();
+      r_est += std::pow(angle(x), 2);
+      r_raw += std::pow(angle(x0), 2);
+    }
+  }
+  if (knots == 0) return std::nullopt;
+  const double nj = static_cast<double>(std::max<std::size_t>(1, encoders.size()));
+  e.joint_position = std::sqrt(q_est / (knots * nj));
+  e.joint_position_raw = std::sqrt(q_raw / (knots * nj));
+  e.joint_velocity = std::sqrt(v_est / (knots * nj));
+  e.joint_velocity_raw = std::sqrt(v_raw / (knots * nj));
+  e.base_position = std::sqrt(p_est / knots);
+  e.base_position_raw = std::sqrt(p_raw / knots);
+  e.base_rotation = std::sqrt(r_est / knots);
+  e.base_rotation_raw = std::sqrt(r_raw / knots);
+  return e;
+}
+
+}  // namespace heft::estimation

@@ -1,0 +1,435 @@
+#include "heft/jobs/estimate_job.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <limits>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/spatial.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
+#include "heft/estimation/log_solution.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/atomic_file.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/io/signal.hpp"
+#include "heft/io/validation.hpp"
+#include "heft/results/json.hpp"
+#include "result_files.hpp"
+#include "yaml_section.hpp"
+
+namespace heft::jobs {
+
+using namespace heft::estimation;
+
+namespace fs = std::filesystem;
+
+void EstimateJob::Config::validate() const {
+  require(!robot.empty(), source + ": robot", "a robot short name or model path", "nothing");
+  require(!log.empty(), source + ": log", "a log path", "nothing");
+  if (start_time)
+    require(std::isfinite(*start_time), source + ": window.start_time", "a finite time [s]",
+            formatNumber(*start_time));
+  if (knots) require(*knots >= 1, source + ": window.knots", ">= 1", std::to_string(*knots));
+  LogProblemOptions p = problem;  // the window's two fields are the job's to set
+  p.first_sample = 0;
+  p.knots = 1;
+  try {
+    p.validate();
+    solver.validate();
+  } catch (const InputError& e) {
+    throw InputError(source + ": " + e.what());
+  }
+}
+
+// ---- config -------------------------------------------------------------------------------------
+
+namespace {
+
+struct Section : yaml::YamlSection {
+  Section(const YAML::Node& node, std::string path, const std::string& source)
+      : yaml::YamlSection(node, std::move(path), source, "docs/guide/estimate.md") {}
+};
+using yaml::located;
+
+}  // namespace
+
+EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::string& source,
+                                       const std::string& base_dir) {
+  const YAML::Node root =
+      yaml::loadYamlMapping(yaml_text, source, "robot, log, estimate, window, noise, solver, ...");
+  Config config;
+  config.source = source;
+
+  Section top(root, "", source);
+  std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  if (top.has("base")) {
+    config.base = located(top, "base", model::parseBaseType);
+  }
+  LogProblemOptions& p = config.problem;
+  {
+    Section s(top.raw("estimate"), "estimate", source);
+    if (!s.has("bodies"))
+      s.fail(top.raw("estimate"), "estimate.bodies", "missing (a list of body names)");
+    const YAML::Node n = s.raw("bodies");
+    try {
+      p.identified_bodies = n.as<std::vector<std::string>>();
+    } catch (const YAML::Exception&) {
+      s.fail(n, "estimate.bodies", "expected a list of body names");
+    }
+    if (p.identified_bodies.empty()) s.fail(n, "estimate.bodies", "expected at least one body");
+    if (s.has("parametrization"))
+      p.parametrization = located(s, "parametrization", inertia::parseParametrization);
+    s.read("prior_std", p.theta_prior_std, [](double x) {
+      if (!(x > 0))
+        throw InputError("expected a value > 0 (.inf: no prior), got " + formatNumber(x));
+    });
+    s.finish();
+  }
+  {
+    Section s(top.raw("window"), "window", source);
+    s.read("start_time", config.start_time, yaml::finite);
+    s.read("knots", config.knots, yaml::positiveCount);
+    s.read("stride", p.stride, yaml::positiveCount);
+    s.finish();
+  }
+  {
+    Section s(top.raw("measurements"), "measurements", source);
+    s.read("joint_velocities", p.use_logged_velocity);
+    s.read("imu", p.use_imu);
+    s.read("accelerometer", p.use_accelerometer);
+    s.read("mocap", p.use_mocap);
+    s.finish();
+  }
+  {
+    Section s(top.raw("noise"), "noise", source);
+    const std::pair<const char*, double*> stds[] = {
+        {"torque", &p.torque_std},
+        {"base_force", &p.base_force_std},
+        {"base_moment", &p.base_moment_std},
+        {"configuration", &p.configuration_std},
+        {"contact_configuration_rate", &p.contact_configuration_rate_std},
+        {"encoder", &p.encoder_std},
+        {"joint_velocity", &p.velocity_std},
+        {"gyro", &p.gyro_std},
+        {"imu_orientation", &p.imu_orientation_std},
+        {"accelerometer", &p.accelerometer_std},
+        {"mocap_position", &p.mocap_position_std},
+        {"mocap_orientation", &p.mocap_orientation_std}};
+    for (const auto& [key, value] : stds) s.read(key, *value, yaml::positive);
+    s.finish();
+  }
+  {
+    Section s(top.raw("contacts"), "contacts", source);
+    if (s.has("source")) p.contact_source = located(s, "source", parseContactSource);
+    s.read("height", p.contact_detection.height, yaml::positive);
+    s.read("speed", p.contact_detection.speed, yaml::positive);
+    s.read("ground_height", p.contact_detection.ground_height, yaml::finite);
+    s.read("impulses", p.touchdown_impulses);
+    s.read("transition_window", p.transition_window, yaml::nonNegative);
+    s.read("transition_noise_scale", p.transition_noise_scale, yaml::positive);
+    s.read("damping", p.contact_damping, yaml::nonNegative);
+    s.finish();
+  }
+  {
+    Section s(top.raw("solver"), "solver", source);
+    RiccatiOptions& o = config.solver;
+    if (s.has("rollout")) o.rollout = located(s, "rollout", parseRollout);
+    s.read("max_iterations", o.max_iterations, yaml::nonNegativeCount);
+    s.read("tolerance", o.tolerance, yaml::positive);
+    s.read("gap_tolerance", o.gap_tolerance, yaml::positive);
+    s.read("regularization", o.regularization, yaml::nonNegative);
+    s.read("theta_trust_radius", o.theta_trust_radius, yaml::positive);
+    s.read("nonmonotone_memory", o.nonmonotone_memory, yaml::nonNegativeCount);
+    s.read("nullspace_tolerance", o.nullspace_tolerance, [](double x) {
+      if (!(x >= 0 && x < 1))
+        throw InputError("expected a value in [0, 1), got " + formatNumber(x));
+    });
+    s.finish();
+  }
+  top.raw("robot");
+  top.raw("log");
+  top.raw("base");
+  top.finish();
+  config.validate();
+  return config;
+}
+
+EstimateJob::Config EstimateJob::load(const std::string& path) {
+  const std::string text = io::readTextFile(path);
+  const fs::path folder = fs::path(path).parent_path();
+  return parse(text, path, folder.empty() ? std::string(".") : folder.string());
+}
+
+// ---- job ----------------------------------------------------------------------------------------
+
+namespace {
+
+std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
+
+// The parameters as the trajectory log's estimates group: one estimate for the whole window.
+io::EstimateSeries estimatesGroup(const LogProblem& lp,
+                                  const std::vector<results::BodyEstimate>& bodies) {
+  io::EstimateSeries e;
+  e.estimator = "riccati-map";
+  e.time = Eigen::VectorXd::Constant(1, lp.time(0));
+  const int nb = static_cast<int>(bodies.size());
+  e.body_pi.resize(1, 10 * nb);
+  e.body_pi_std.resize(1, 10 * nb);
+  for (int b = 0; b < nb; ++b) {
+    e.body_names.push_back(bodies[b].name);
+    e.body_pi.block<1, 10>(0, 10 * b) = bodies[b].pi.transpose();
+    e.body_pi_std.block<1, 10>(0, 10 * b) = bodies[b].pi_std.transpose();
+  }
+  return e;
+}
+
+}  // namespace
+
+bool EstimateJob::Result::writable() const {
+  using S = RiccatiSummary::Status;
+  if (summary.status != S::Converged && summary.status != S::MaxIterations) return false;
+  for (const results::BodyEstimate& b : bodies)
+    if (!b.consistent) return false;
+  return !bodies.empty();
+}
+
+EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
+  config.validate();
+  progress.start();
+  auto say = [&](const std::string& line) { progress.say(line); };
+  model::LoadOptions load;
+  load.base = config.base;
+  const model::RobotModel robot = model::loadRobot(config.robot, load);
+  say("robot " + robot.displayName() + ", reading " + config.log);
+  const io::Log log = io::readLog(config.log);
+  io::requireValid(io::validateLog(log, robot.pinocchio()), config.log);
+
+  // The window, in joint samples.
+  LogProblemOptions options = config.problem;
+  const Eigen::VectorXd& time = log.joints.time;
+  require(time.size() >= 2, config.log + ": joints/time", "at least 2 samples",
+          std::to_string(time.size()));
+  if (config.start_time) {
+    require(*config.start_time >= time(0) && *config.start_time <= time(time.size() - 1),
+            config.source + ": window.start_time",
+            "a time within the log's joints/time [" + fixed(time(0)) + ", " +
+                fixed(time(time.size() - 1)) + "] s",
+            fixed(*config.start_time));
+    options.first_sample = io::nearestSample(time, *config.start_time);
+  }
+  const int available = (static_cast<int>(time.size()) - 1 - options.first_sample) / options.stride;
+  options.knots = config.knots.value_or(available);
+  require(options.knots >= 1 && options.knots <= available, config.source + ": window.knots",
+          "between 1 and " + std::to_string(available) +
+              " (the log's samples after start_time, divided by the stride)",
+          std::to_string(options.knots));
+  for (const std::string& body : options.identified_bodies) {
+    try {
+      robot.bodyIndex(body);
+    } catch (const InputError& e) {
+      throw InputError(config.source + ": estimate.bodies: " + e.what());
+    }
+  }
+
+  say("building the problem: " + std::to_string(options.knots) + " knots from t = " +
+      fixed(time(options.first_sample)) + " s, stride " + std::to_string(options.stride));
+  const LogProblem lp = buildLogProblem(robot, log, options);
+  RiccatiOptions solver_options = config.solver;
+  solver_options.progress = progress.stream();
+  RiccatiSolver solver(lp.problem, solver_options);
+  solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+  say("solving: " + std::to_string(lp.problem->horizon()) + " stages, " +
+      std::to_string(lp.problem->np()) + " parameters, " + std::to_string(lp.contact_phases) +
+      " contact-set changes, rollout " + toString(solver_options.rollout));
+  Result result;
+  result.config = config;
+  result.summary = solver.solve();
+  say("done: " + toString(result.summary.status) +
+      (result.summary.message.empty() ? "" : " (" + result.summary.message + ")"));
+
+  result.robot = robot.displayName();
+  result.log = config.log;
+  result.scenario = log.meta.scenario;
+  result.parametrization = inertia::toString(options.parametrization);
+  result.knots = options.knots;
+  result.stride = options.stride;
+  result.contact_phases = lp.contact_phases;
+  result.touchdowns = lp.touchdowns;
+  result.contacts_detected = lp.contacts_detected;
+  result.dt = lp.dt;
+  result.start_time = lp.time(0);
+  result.end_time = lp.time(lp.time.size() - 1);
+  result.theta = solver.theta();
+  result.theta_covariance = solver.thetaCovariance();
+
+  // pi and its covariance by the delta method through d pi / d theta (the nullspace directions,
+  // if any, are excluded from Sigma_theta and named in a warning).
+  const Eigen::MatrixXd J = inertia::stackedJacobian(options.parametrization, result.theta);
+  const Eigen::MatrixXd J0 = inertia::stackedJacobian(options.parametrization, lp.theta);
+  const Eigen::MatrixXd prior_cov =
+      std::isfinite(options.theta_prior_std)
+          ? Eigen::MatrixXd(J0 * J0.transpose() * std::pow(options.theta_prior_std, 2))
+          : Eigen::MatrixXd::Constant(J0.rows(), J0.cols(),
+                                      std::numeric_limits<double>::infinity());  // no prior
+  result.covariance = J * result.theta_covariance * J.transpose();
+  const int nb = static_cast<int>(lp.identified.size());
+  result.linear.resize(10 * nb);
+  results::ParameterLayout layout;
+  for (int b = 0; b < nb; ++b) {
+    const std::string& name = robot.body(lp.identified[b]).name;
+    layout.body_names.push_back(name);
+    layout.bodies.push_back(lp.identified[b]);
+    const Vector10 pi =
+        inertia::piFromTheta(options.parametrization, result.theta.segment<10>(10 * b));
+    const Vector10 prior_pi = robot.pi(lp.identified[b]);
+    result.linear.segment<10>(10 * b) = pi;
+    result.bodies.push_back(results::makeBodyEstimate(
+        name, prior_pi, prior_cov.block<10, 10>(10 * b, 10 * b).diagonal().cwiseSqrt(), pi,
+        result.covariance.block(10 * b, 10 * b, 10, 10)));
+    if (!result.bodies.back().consistent)
+      result.warnings.push_back("body " + name +
+                                ": the estimate is not physically consistent (should not happen: "
+                                "every iterate of theta maps to a consistent pi)");
+  }
+  result.names = layout.linearNames();
+  if (result.summary.nullspace_dimension > 0)
+    result.warnings.push_back(std::to_string(result.summary.nullspace_dimension) +
+                              " direction(s) of theta the data and the prior do not determine: "
+                              "left at their initial values, excluded from the covariance");
+  if (result.summary.status == RiccatiSummary::Status::MaxIterations)
+    result.warnings.push_back(
+        "the solver stopped at the iteration limit: the estimate is the last accepted iterate, "
+        "not a converged one (max gap " +
+        fixed(result.summary.max_gap, 2) + ")");
+
+  if (log.truth && log.truth->body_pi.rows() > 0) {
+    try {
+      result.truth = results::truthErrors(robot, log, layout, result.linear);
+    } catch (const InputError& e) {
+      result.warnings.push_back(std::string("no errors against the truth: ") + e.what());
+    }
+  }
+  result.trajectory_errors = trajectoryErrors(robot, log, lp, solver.xs());
+  result.trajectory = trajectoryLog(robot, log, lp, solver.xs(), solver.ws());
+  result.trajectory.estimates = estimatesGroup(lp, result.bodies);
+  result.time_s = progress.seconds();
+  return result;
+}
+
+// ---- outputs ------------------------------------------------------------------------------------
+
+std::string EstimateJob::Result::refusal() const {
+  if (writable()) return "";
+  return "the solve " + toString(summary.status) +
+         (summary.message.empty() ? "" : " (" + summary.message + ")") +
+         "; result.json and trajectory.h5 hold the last accepted iterate";
+}
+
+std::string EstimateJob::Result::report() const {
+  std::ostringstream s;
+  s << "method    riccati-map (" << parametrization << ")\n"
+    << "status    " << toString(summary.status)
+    << (summary.message.empty() ? "" : ": " + summary.message) << "\n"
+    << "window    " << knots << " knots of " << fixed(dt, 3) << " s from t = " << fixed(start_time)
+    << " s to " << fixed(end_time) << " s, " << contact_phases << " contact-set changes ("
+    << touchdowns << " touchdowns with an impulse; contacts "
+    << (contacts_detected ? "detected kinematically" : "from the log's flags") << ")\n"
+    << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
+    << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
+    << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
+    << fixed(summary.backward_seconds, 3) << ", forward " << fixed(summary.forward_seconds, 3)
+    << "); job " << fixed(time_s, 3) << " s\n\n";
+  s << results::bodiesReport(bodies);
+  if (truth) s << "\nerrors against the log's truth group\n" << truth->report();
+  if (trajectory_errors)
+    s << "\ntrajectory against the log's truth (raw measurements in brackets)\n"
+      << trajectory_errors->report();
+  if (!warnings.empty()) {
+    s << "\nwarnings\n";
+    for (const std::string& w : warnings) s << "  - " << w << "\n";
+  }
+  return s.str();
+}
+
+nlohmann::json EstimateJob::Result::toJson() const {
+  nlohmann::json j;
+  j["schema_version"] = results::kResultSchemaVersion;
+  j["method"] = "riccati-map";
+  j["parameters"] = results::parametersJson(bodies);
+  j["friction"] = nlohmann::json::object();
+  j["armature"] = nlohmann::json::object();
+  j["covariance"] = {{"names", names}, {"matrix", results::jsonArray(covariance)}};
+  j["summary"] = {{"status", toString(summary.status)},
+                  {"message", summary.message},
+                  {"iterations", summary.iterations},
+                  {"time_s", time_s},
+                  {"samples", knots + 1}};
+  j["warnings"] = warnings;
+  if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
+  nlohmann::json est;
+  est["parametrization"] = parametrization;
+  est["window"] = {{"start_time", start_time},
+                   {"end_time", end_time},
+                   {"knots", knots},
+                   {"stride", stride},
+                   {"dt", dt},
+                   {"contact_phases", contact_phases},
+                   {"touchdowns", touchdowns},
+                   {"contacts_detected", contacts_detected}};
+  est["theta"] = results::jsonArray(theta);
+  est["theta_covariance"] = results::jsonArray(theta_covariance);
+  est["solver"] = {{"cost", summary.cost},
+                   {"max_gap", summary.max_gap},
+                   {"nullspace_dimension", summary.nullspace_dimension},
+                   {"cost_history", summary.cost_history},
+                   {"gap_history", summary.gap_history},
+                   {"step_history", summary.step_history},
+                   {"seconds",
+                    {{"derivatives", summary.derivative_seconds},
+                     {"backward", summary.backward_seconds},
+                     {"forward", summary.forward_seconds},
+                     {"total", summary.total_seconds}}}};
+  if (trajectory_errors)
+    est["trajectory_errors"] = results::trajectoryErrorsJson(*trajectory_errors);
+  j["estimation"] = est;
+  return j;
+}
+
+std::vector<std::string> EstimateJob::write(const Result& result, const std::string& out_dir,
+                                            const WriteOptions& options) {
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "trajectory.h5"},
+                            result.config.log, options);
+  const std::string json_out = folder.path("result.json");
+  const std::string urdf_out = folder.path("robot.urdf");
+  const std::string log_out = folder.path("trajectory.h5");
+  std::vector<std::string> written;
+  nlohmann::json json = result.toJson();
+  const bool usable = result.summary.status == RiccatiSummary::Status::Converged ||
+                      result.summary.status == RiccatiSummary::Status::MaxIterations;
+  writeUrdf(json, result.config.robot, result.config.base, result.bodies,
+            result.writable() ? ""
+            : usable          ? "an estimate is not physically consistent"
+                              : "the solve failed",
+            urdf_out, options.overwrite, written);
+  io::WriteOptions log_options;
+  log_options.overwrite = options.overwrite;
+  io::writeLogHdf5(result.trajectory, log_out, log_options);
+  written.push_back(log_out);
+  io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
+  written.push_back(json_out);
+  throwIfUrdfRefused(json, json_out);
+  return written;
+}
+
+}  // namespace heft::jobs

@@ -1,0 +1,467 @@
+#include "heft/jobs/identify_job.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/atomic_file.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/model/model.hpp"
+#include "heft/results/json.hpp"
+#include "result_files.hpp"
+#include "yaml_section.hpp"
+
+#include <pinocchio/multibody/model.hpp>
+
+namespace heft::jobs {
+
+using namespace heft::identify;
+
+namespace fs = std::filesystem;
+
+void IdentifyJob::Config::validate() const {
+  require(!robot.empty(), source + ": robot", "a robot short name or model path", "nothing");
+  require(!log.empty(), source + ": log", "a log path", "nothing");
+  set.validate();
+  options.validate();
+  if (total_mass) {
+    require(std::isfinite(*total_mass) && *total_mass > 0, source + ": map.total_mass",
+            "a finite mass > 0 kg", std::to_string(*total_mass));
+  }
+  if ((total_mass || !symmetric.empty()) && options.method != Method::Map) {
+    throw InputError(source +
+                     ": map.total_mass / map.symmetric: constraints need method map, got " +
+                     toString(options.method));
+  }
+}
+
+// ---- config -------------------------------------------------------------------------------------
+
+namespace {
+
+// every section of this config points to the page that lists its keys
+struct Section : yaml::YamlSection {
+  Section(const YAML::Node& node, std::string path, const std::string& source)
+      : yaml::YamlSection(node, std::move(path), source, "docs/guide/identify.md") {}
+};
+using yaml::located;
+
+// The `identify:` section.
+void readIdentify(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "identify", source);
+  if (s.has("bodies")) {
+    const YAML::Node n = s.raw("bodies");
+    if (n.IsScalar() && n.Scalar() == "all") {
+      config.set.bodies.clear();
+    } else {
+      try {
+        config.set.bodies = n.as<std::vector<std::string>>();
+      } catch (const YAML::Exception&) {
+        s.fail(n, "identify.bodies", "expected all or a list of body names");
+      }
+    }
+  }
+  if (s.has("parameters")) config.set.free = located(s, "parameters", model::parseMask);
+  if (s.has("parametrization"))
+    config.set.parametrization = located(s, "parametrization", inertia::parseParametrization);
+  if (auto joints = s.namesOrBool("friction")) {
+    config.set.identify_friction = true;
+    config.set.friction_joints = *joints;
+  }
+  if (auto joints = s.namesOrBool("armature")) {
+    config.options.problem.identify_armature = true;
+    config.options.problem.armature_joints = *joints;
+  }
+  s.finish();
+}
+
+// The `prior:` section.
+void readPrior(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "prior", source);
+  s.read("mass_relative_std", config.set.body_prior.mass_relative_std, yaml::positive);
+  s.read("first_moment_relative_std", config.set.body_prior.first_moment_relative_std,
+         yaml::positive);
+  s.read("inertia_relative_std", config.set.body_prior.inertia_relative_std, yaml::positive);
+  s.read("length_scale", config.set.body_prior.length_scale, yaml::positive);
+  s.read("friction_coulomb", config.set.friction_prior.gamma[3]);
+  s.read("friction_viscous", config.set.friction_prior.gamma[5]);
+  double log_std = -1;
+  s.read("friction_log_std", log_std);
+  if (log_std != -1) config.set.friction_prior.log_std.setConstant(log_std);
+  s.read("armature_median", config.options.problem.armature_prior_median, yaml::positive);
+  s.read("armature_log_std", config.options.problem.armature_prior_log_std, yaml::positive);
+  s.finish();
+}
+
+// The `preparation:` section.
+void readPreparation(const YAML::Node& node, const std::string& source,
+                     IdentifyJob::Config& config) {
+  Section s(node, "preparation", source);
+  PreparationOptions& p = config.options.preparation;
+  if (s.has("acceleration")) p.acceleration = located(s, "acceleration", parseAccelerationMethod);
+  s.read("window", p.filter.window);
+  s.read("order", p.filter.order);
+  s.read("smooth_velocity", p.smooth_velocity);
+  s.read("commanded_torque", p.use_commanded_torque);
+  s.read("decimation", p.decimation, yaml::positiveCount);
+  s.read("start_time", p.start_time);
+  s.read("end_time", p.end_time);
+  if (s.has("base_state")) {
+    p.base_state = located(s, "base_state", [](const std::string& v) {
+      if (v == "log") return BaseStateSource::Log;
+      if (v == "truth") return BaseStateSource::Truth;
+      throw InputError("expected log or truth, got '" + v + "'");
+    });
+  }
+  s.read("detect_contacts", p.detect_contacts);
+  s.read("contact_height", p.contact.height, yaml::positive);
+  s.read("contact_speed", p.contact.speed, yaml::positive);
+  s.read("ground_height", p.contact.ground_height, yaml::finite);
+  s.finish();
+}
+
+// The `problem:` section.
+void readProblem(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "problem", source);
+  if (s.has("friction_form"))
+    config.options.problem.friction_form = located(s, "friction_form", parseFrictionForm);
+  s.read("coulomb_rate", config.options.problem.coulomb_rate, yaml::positive);
+  if (s.has("projection"))
+    config.options.problem.projection = located(s, "projection", parseProjection);
+  s.read("contact_offset", config.options.problem.contact_offset, yaml::finite);
+  s.read("min_speed", config.options.problem.min_speed, yaml::nonNegative);
+  s.finish();
+}
+
+// The `least_squares:` section.
+void readLeastSquares(const YAML::Node& node, const std::string& source,
+                      IdentifyJob::Config& config) {
+  Section s(node, "least_squares", source);
+  s.read("rank_tolerance", config.options.least_squares.rank_tolerance,
+         yaml::inOpenInterval(0, 1, "a value"));
+  s.finish();
+}
+
+// The `energy:` section.
+void readEnergy(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "energy", source);
+  s.read("interval", config.options.energy.interval, yaml::positiveCount);
+  s.finish();
+}
+
+// The `map:` section.
+void readMap(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "map", source);
+  s.read("max_iterations", config.options.map.max_iterations, yaml::positiveCount);
+  s.read("function_tolerance", config.options.map.function_tolerance, yaml::positive);
+  s.read("step_tolerance", config.options.map.step_tolerance, yaml::positive);
+  s.read("gradient_tolerance", config.options.map.gradient_tolerance, yaml::positive);
+  s.read("min_channel_std", config.options.map.min_channel_std, yaml::positive);
+  s.read("total_mass", config.total_mass, yaml::positive);
+  if (s.has("symmetric")) {
+    const YAML::Node n = s.raw("symmetric");
+    bool ok = n.IsSequence();
+    if (ok) {
+      for (const auto& pair : n) {
+        if (!pair.IsSequence() || pair.size() != 2) {
+          ok = false;
+          break;
+        }
+        config.symmetric.emplace_back(pair[0].as<std::string>(), pair[1].as<std::string>());
+      }
+    }
+    if (!ok) s.fail(n, "map.symmetric", "expected a list of [left, right] body pairs");
+  }
+  s.finish();
+}
+
+// The `truth:` section.
+void readTruth(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
+  Section s(node, "truth", source);
+  if (s.has("friction")) {
+    const YAML::Node n = s.raw("friction");
+    if (!n.IsSequence()) s.fail(n, "truth.friction", "expected a list of {joint, coulomb, ...}");
+    for (const auto& item : n) {
+      Section f(item, "truth.friction[]", source);
+      results::JointFrictionTruth t;
+      t.joint = f.string("joint");
+      if (t.joint.empty()) f.fail(item, "truth.friction[].joint", "missing");
+      f.read("coulomb", t.coulomb);
+      f.read("viscous", t.viscous);
+      f.read("armature", t.armature);
+      f.finish();
+      config.options.friction_truth.push_back(t);
+    }
+  }
+  s.finish();
+}
+
+}  // namespace
+
+IdentifyJob::Config IdentifyJob::parse(const std::string& yaml_text, const std::string& source,
+                                       const std::string& base_dir) {
+  const YAML::Node root =
+      yaml::loadYamlMapping(yaml_text, source, "robot, log, method, identify, ...");
+
+  Config config;
+  config.source = source;
+
+  Section top(root, "", source);
+  std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  if (top.has("base")) {
+    config.base = located(top, "base", model::parseBaseType);
+  }
+  if (top.has("method")) config.options.method = located(top, "method", parseMethod);
+
+  readIdentify(top.raw("identify"), source, config);
+  readPrior(top.raw("prior"), source, config);
+  readPreparation(top.raw("preparation"), source, config);
+  readProblem(top.raw("problem"), source, config);
+  readLeastSquares(top.raw("least_squares"), source, config);
+  readEnergy(top.raw("energy"), source, config);
+  readMap(top.raw("map"), source, config);
+  readTruth(top.raw("truth"), source, config);
+  top.raw("robot");
+  top.raw("log");
+  top.raw("base");
+  top.raw("method");
+  top.finish();
+  try {
+    config.validate();
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind(source, 0) == 0 ? what : source + ": " + what);
+  }
+  return config;
+}
+
+IdentifyJob::Config IdentifyJob::load(const std::string& path) {
+  const std::string text = io::readTextFile(path);
+  const fs::path folder = fs::path(path).parent_path();
+  return parse(text, path, folder.empty() ? std::string(".") : folder.string());
+}
+
+// ---- job ----------------------------------------------------------------------------------------
+
+namespace {
+
+std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
+
+}  // namespace
+
+bool IdentifyJob::Result::writable() const {
+  if (status != Status::Converged && status != Status::MaxIterations) return false;
+  for (const results::BodyEstimate& b : bodies)
+    if (!b.consistent) return false;
+  return true;
+}
+
+IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
+  config.validate();
+  progress.start();
+  auto say = [&](const std::string& line) { progress.say(line); };
+
+  model::LoadOptions load;
+  load.base = config.base;
+  const model::RobotModel robot = model::loadRobot(config.robot, load);
+  say("robot " + robot.displayName() + ", reading " + config.log);
+  const io::Log log = io::readLog(config.log);
+  const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
+  IdentifyOptions options = config.options;
+  if (options.method == Method::Map) {
+    // the layout of the constraints is the problem's: bodies in the set's order
+    ParameterLayout layout;
+    for (const model::BodyBlock& b : set.bodies) {
+      layout.body_names.push_back(b.name);
+      layout.bodies.push_back(b.joint);
+    }
+    if (config.total_mass)
+      options.map.constraints.push_back(totalMassConstraint(robot, layout, *config.total_mass));
+    for (const auto& [left, right] : config.symmetric)
+      options.map.constraints.push_back(symmetryConstraint(layout, left, right));
+  }
+  say("identifying " + set.summary() + " with method " + toString(options.method));
+  const IdentifyResult run = heft::identify::identify(robot, log, set, options);
+  say("done: " + toString(run.status) + (run.message.empty() ? "" : " (" + run.message + ")") +
+      ", " + std::to_string(run.samples) + " samples, " + std::to_string(run.rows) + " rows");
+
+  Result result;
+  result.config = config;
+  result.method = run.method;
+  result.status = run.status;
+  result.message = run.message;
+  result.iterations = run.iterations;
+  result.samples = run.samples;
+  result.rows = run.rows;
+  result.names = run.names;
+  result.linear = run.estimate;
+  result.covariance = run.covariance;
+  result.channel_names = run.channel_names;
+  result.rms_before = run.channel_rms_before;
+  result.rms_after = run.channel_rms_after;
+  result.rank = run.base.rank;
+  result.dimension = static_cast<int>(run.estimate.size());
+  result.condition_number = run.condition_number;
+  result.base_parameters = run.base.expressions;
+  result.warnings = run.warnings;
+  result.truth = run.truth;
+
+  const ParameterLayout& layout = run.layout;
+  for (int k = 0; k < layout.numBodies(); ++k) {
+    const Vector10 prior_std = set.bodies[k].prior_covariance.diagonal().cwiseSqrt();
+    const Vector10 prior_pi = run.nominal.segment<10>(10 * k);
+    Vector10 pi = run.estimate.segment<10>(10 * k);
+    if (run.method == Method::Map && !inertia::checkConsistency(pi, 0.0).consistent &&
+        inertia::checkConsistency(prior_pi, 0.0).consistent) {
+      // MAP iterates are consistent by construction, but when the data pull a body against the
+      // boundary (singular pseudo-inertia) the converged theta sits there up to rounding. The
+      // consistent set is convex (pseudo-inertia >= 0), so the smallest step toward the strictly
+      // consistent prior that gives positive margins moves it inside; the step is reported.
+      for (double alpha = 1e-9; alpha <= 0.1; alpha *= 10) {
+        const Vector10 inside = (1 - alpha) * pi + alpha * prior_pi;
+        if (inertia::checkConsistency(inside, 0.0).consistent) {
+          result.warnings.push_back(
+              "body " + layout.body_names[k] +
+              ": the MAP estimate lies on the boundary of physical consistency (the data pull "
+              "it outside); moved inside by the convex combination (1 - a) pi + a pi_prior, a = " +
+              fixed(alpha, 1) + ", max |change| " + fixed((inside - pi).cwiseAbs().maxCoeff(), 2));
+          pi = inside;
+          result.linear.segment<10>(10 * k) = pi;
+          break;
+        }
+      }
+    }
+    result.bodies.push_back(
+        results::makeBodyEstimate(layout.body_names[k], prior_pi, prior_std, pi,
+                                  run.covariance.block(10 * k, 10 * k, 10, 10)));
+    if (!result.bodies.back().consistent)
+      result.warnings.push_back("body " + layout.body_names[k] +
+                                ": the estimate is not physically consistent (method " +
+                                toString(run.method) + "; map keeps every iterate consistent)");
+  }
+  for (int f = 0; f < layout.numFriction(); ++f) {
+    results::JointFrictionEstimate e;
+    e.joint = layout.friction_joints[f];
+    const int o = layout.frictionOffset() + 2 * f;
+    e.coulomb = run.estimate[o];
+    e.viscous = run.estimate[o + 1];
+    e.coulomb_std = run.stddev[o];
+    e.viscous_std = run.stddev[o + 1];
+    e.coulomb_prior = run.nominal[o];
+    e.viscous_prior = run.nominal[o + 1];
+    result.friction.push_back(e);
+  }
+  for (int a = 0; a < layout.numArmature(); ++a)
+    result.armature.emplace_back(layout.armature_joints[a],
+                                 run.estimate[layout.armatureOffset() + a]);
+  result.time_s = progress.seconds();
+  return result;
+}
+
+// ---- outputs ------------------------------------------------------------------------------------
+
+std::string IdentifyJob::Result::refusal() const {
+  if (writable()) return "";
+  return status == Status::Failed ? "the solve failed (" + message + ")"
+                                  : std::string("an estimate is not physically consistent");
+}
+
+std::string IdentifyJob::Result::report() const {
+  std::ostringstream s;
+  s << "method    " << toString(method) << "\n"
+    << "status    " << toString(status) << (message.empty() ? "" : ": " + message) << "\n"
+    << "data      " << samples << " samples, " << rows << " rows; " << iterations
+    << " iteration(s), " << fixed(time_s, 3) << " s\n"
+    << "regressor rank " << rank << " of " << dimension << ", condition number "
+    << fixed(condition_number, 4) << "\n";
+  s << "\n" << results::bodiesReport(bodies);
+  if (!friction.empty()) {
+    s << "\nfriction (prior -> estimate +- std)\n";
+    for (const results::JointFrictionEstimate& f : friction)
+      s << "  " << f.joint << "  coulomb " << fixed(f.coulomb_prior) << " -> " << fixed(f.coulomb)
+        << " +- " << fixed(f.coulomb_std, 2) << " N m, viscous " << fixed(f.viscous_prior) << " -> "
+        << fixed(f.viscous) << " +- " << fixed(f.viscous_std, 2) << " N m s/rad\n";
+  }
+  if (!armature.empty()) {
+    s << "\narmature\n";
+    for (const auto& [joint, value] : armature)
+      s << "  " << joint << "  " << fixed(value) << " kg m^2\n";
+  }
+  s << "\nresidual RMS per channel [N m]: before -> after\n";
+  const size_t channels = std::min<size_t>(
+      channel_names.size(), static_cast<size_t>(std::min(rms_before.size(), rms_after.size())));
+  for (size_t c = 0; c < channels; ++c)
+    s << "  " << std::setw(24) << std::left << channel_names[c] << std::right << " "
+      << std::setw(10) << fixed(rms_before[c]) << " -> " << std::setw(10) << fixed(rms_after[c])
+      << "\n";
+  s << "\nidentifiable combinations (base parameters, " << rank << "):\n";
+  const size_t shown = std::min<size_t>(base_parameters.size(), 40);
+  for (size_t i = 0; i < shown; ++i) s << "  " << base_parameters[i] << "\n";
+  if (shown < base_parameters.size())
+    s << "  ... " << base_parameters.size() - shown << " more in result.json\n";
+  if (rank < dimension)
+    s << "  " << dimension - rank
+      << " direction(s) the data cannot see stay at the prior (nominal) values\n";
+  if (truth) s << "\nerrors against the log's truth group\n" << truth->report();
+  if (!warnings.empty()) {
+    s << "\nwarnings\n";
+    for (const std::string& w : warnings) s << "  - " << w << "\n";
+  }
+  return s.str();
+}
+
+nlohmann::json IdentifyJob::Result::toJson() const {
+  nlohmann::json j;
+  j["schema_version"] = results::kResultSchemaVersion;
+  j["method"] = toString(method);
+  j["parameters"] = results::parametersJson(bodies);
+  j["friction"] = results::frictionJson(friction);
+  nlohmann::json armature_json = nlohmann::json::object();
+  for (const auto& [joint, value] : armature) armature_json[joint] = value;
+  j["armature"] = armature_json;
+  j["covariance"] = {{"names", names}, {"matrix", results::jsonArray(covariance)}};
+  j["residuals"] = {{"channels", channel_names},
+                    {"rms_before", results::jsonArray(rms_before)},
+                    {"rms_after", results::jsonArray(rms_after)}};
+  j["identifiability"] = {{"rank", rank},
+                          {"dimension", dimension},
+                          {"condition_number", condition_number},
+                          {"base_parameters", base_parameters}};
+  j["summary"] = {{"status", toString(status)}, {"message", message}, {"iterations", iterations},
+                  {"time_s", time_s},           {"samples", samples}, {"rows", rows}};
+  j["warnings"] = warnings;
+  if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
+  return j;
+}
+
+std::vector<std::string> IdentifyJob::write(const Result& result, const std::string& out_dir,
+                                            const WriteOptions& options) {
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf"}, result.config.log, options);
+  const std::string urdf_out = folder.path("robot.urdf");
+  const std::string json_out = folder.path("result.json");
+  std::vector<std::string> written;
+
+  // The URDF first: if it is not written, result.json says why.
+  nlohmann::json json = result.toJson();
+  const bool usable = result.status == Status::Converged || result.status == Status::MaxIterations;
+  writeUrdf(json, result.config.robot, result.config.base, result.bodies,
+            result.writable() ? ""
+            : usable          ? "an estimate is not physically consistent"
+                              : "the solve failed",
+            urdf_out, options.overwrite, written);
+  io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
+  written.push_back(json_out);
+  throwIfUrdfRefused(json, json_out);
+  return written;
+}
+
+}  // namespace heft::jobs

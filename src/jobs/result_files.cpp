@@ -1,0 +1,41 @@
+#include "result_files.hpp"
+
+#include "heft/common/error.hpp"
+#include "heft/results/urdf.hpp"
+
+namespace heft::jobs {
+
+namespace {
+const std::string kRefused = "refused: ";
+}  // namespace
+
+bool writeUrdf(nlohmann::json& json, const std::string& robot_name, model::BaseType base,
+               const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
+               const std::string& urdf_out, bool overwrite, std::vector<std::string>& written) {
+  std::string status = "not written: " + not_writable;
+  if (not_writable.empty()) {
+    model::LoadOptions load;
+    load.base = base;
+    const model::RobotModel robot = model::loadRobot(robot_name, load);
+    std::vector<std::string> warnings;
+    try {
+      status = results::writeIdentifiedUrdf(robot, bodies, urdf_out, overwrite, warnings);
+    } catch (const InputError& e) {
+      status = kRefused + e.what();
+    }
+    for (const std::string& w : warnings) json["warnings"].push_back(w);
+  }
+  const bool urdf_written = status == "written";
+  if (urdf_written) written.push_back(urdf_out);
+  json["urdf"] = {{"path", urdf_written ? urdf_out : ""}, {"status", status}};
+  return status.rfind(kRefused, 0) != 0;
+}
+
+void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out) {
+  const std::string status = json["urdf"]["status"].get<std::string>();
+  if (status.rfind(kRefused, 0) == 0)
+    throw SolveError("no URDF written: the writer " + status + " (" + json_out +
+                     " holds the estimate)");
+}
+
+}  // namespace heft::jobs

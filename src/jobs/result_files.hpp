@@ -1,0 +1,26 @@
+#pragma once
+// robot.urdf and result.json of a batch estimate, written the same way by every batch job.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/model/model.hpp"
+#include "heft/results/body_estimate.hpp"
+
+namespace heft::jobs {
+
+// Writes `urdf_out` (the robot's URDF with the bodies' <inertial> replaced) unless `not_writable`
+// says why not, and records the outcome in json["urdf"] and the writer's warnings in
+// json["warnings"]; appends the path to `written`. A URDF the writer refuses (a link on the edge of
+// physical consistency) is recorded as "refused: ..." and returns false: the estimate is not bad
+// input and must not be lost, so the caller writes result.json and then calls
+// throwIfUrdfRefused.
+bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType base,
+               const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
+               const std::string& urdf_out, bool overwrite, std::vector<std::string>& written);
+
+// A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
+void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);
+
+}  // namespace heft::jobs
