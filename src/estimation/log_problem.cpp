@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <utility>
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/io/joint_binding.hpp"
 #include "heft/io/signal.hpp"
 
 namespace heft::estimation {
@@ -94,327 +96,443 @@ void LogProblemOptions::validate() const {
           std::to_string(theta_prior_std));
 }
 
-LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
-                           const LogProblemOptions& options) {
-  options.validate();
-  const bool floating = robot.hasFreeFlyer();
-  const io::JointSeries& joints = log.joints;
-  const pinocchio::Model& pin = robot.pinocchio();
-  const int nv = pin.nv, nq = pin.nq, N = options.knots;
-  const int last = options.first_sample + N * options.stride;
-  require(last < joints.time.size(), "log joint samples",
-          "at least " + std::to_string(last + 1) + " (first_sample + knots * stride + 1)",
-          std::to_string(joints.time.size()));
+namespace {
 
-  LogProblem p;
-  p.model = std::make_shared<pinocchio::Model>(pin);
-  for (const auto& name : options.identified_bodies) p.identified.push_back(robot.bodyIndex(name));
-  p.dynamics = std::make_shared<dynamics::ForwardDynamicsModel>(*p.model, p.identified,
-                                                                options.parametrization);
-  p.state = std::make_shared<MultibodyState>(p.model);
+// Log column of every one-dimensional joint of the model, in joint order (the free flyer, when
+// there is one, has none).
+struct LogJointBinding {
+  std::vector<pinocchio::JointIndex> joints;  ///< model joints (MultibodySensors::encoders)
+  std::vector<int> columns;                   ///< their columns in the log's joint series
+};
 
-  // Log column of every one-dimensional joint of the model, in joint order.
-  auto sensors = std::make_shared<MultibodySensors>();
-  std::vector<int> column;
-  for (pinocchio::JointIndex j = floating ? 2 : 1; j < pin.joints.size(); ++j) {
+LogJointBinding bindLogJoints(const pinocchio::Model& pin, bool floating,
+                              const std::vector<std::string>& log_names) {
+  // the encoder rows assume one position and one velocity coordinate per joint
+  for (pinocchio::JointIndex j = floating ? 2 : 1; j < pin.joints.size(); ++j)
     require(pin.joints[j].nq() == 1 && pin.joints[j].nv() == 1, "joint " + pin.names[j],
             "one position and one velocity coordinate", "another joint type");
-    const auto it = std::find(joints.names.begin(), joints.names.end(), pin.names[j]);
-    require(it != joints.names.end(), "log joints/names", "the joint " + pin.names[j],
-            "no such column");
-    sensors->encoders.push_back(j);
-    column.push_back(static_cast<int>(it - joints.names.begin()));
-  }
-  const int nj = static_cast<int>(column.size());
-  sensors->joint_velocities = options.use_logged_velocity;
-  sensors->encoder_std = options.encoder_std;
-  sensors->joint_velocity_std = options.velocity_std;
-  sensors->gyro_std = options.gyro_std;
-  sensors->imu_orientation_std = options.imu_orientation_std;
-  sensors->accelerometer_std = options.accelerometer_std;
-  sensors->mocap_position_std = options.mocap_position_std;
-  sensors->mocap_orientation_std = options.mocap_orientation_std;
+  io::JointBinding binding = io::bindJoints(pin, log_names, "log joints/names");
+  return {std::move(binding.joints), std::move(binding.log_column)};
+}
 
+// The row s of m at the given columns.
+Eigen::VectorXd jointRow(const Eigen::MatrixXd& m, int s, const std::vector<int>& columns) {
+  const int nj = static_cast<int>(columns.size());
+  Eigen::VectorXd out(nj);
+  for (int i = 0; i < nj; ++i) out(i) = m(s, columns[i]);
+  return out;
+}
+
+// Builds a LogProblem step by step; each step reads what the earlier ones stored here.
+class LogProblemBuilder {
+ public:
+  LogProblemBuilder(const model::RobotModel& robot, const io::Log& log,
+                    const LogProblemOptions& options)
+      : robot_(robot),
+        log_(log),
+        options_(options),
+        pin_(robot.pinocchio()),
+        floating_(robot.hasFreeFlyer()),
+        nv_(pin_.nv),
+        nq_(pin_.nq),
+        N_(options.knots) {}
+
+  LogProblem build() {
+    createModels();
+    createSensors();
+    sampleKnots();
+    bindBaseSensors();
+    p_.sensors = sensors_;
+    initialGuess();
+    contactFlags();
+    createStages();
+    return std::move(p_);
+  }
+
+ private:
+  void createModels();
+  void createSensors();
+  void sampleKnots();
+  void bindBaseSensors();
+  void initialGuess();
+  Eigen::VectorXd baseConfiguration(double t) const;
+  void contactFlags();
+  std::vector<bool> transitionKnots() const;
+  MultibodyMeasurement measurementAt(int k) const;
+  std::shared_ptr<const dynamics::ContactDynamicsModel> contactAt(int k);
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulseAt(int k);
+  std::vector<dynamics::ContactSpec> specsOf(const std::vector<std::string>& frames) const;
+  ArrivalPrior arrivalPrior();
+  void createStages();
+
+  const model::RobotModel& robot_;
+  const io::Log& log_;
+  const LogProblemOptions& options_;
+  const pinocchio::Model& pin_;
+  const bool floating_;
+  const int nv_, nq_, N_;
+  LogProblem p_;
+  std::shared_ptr<MultibodySensors> sensors_;
+  std::vector<int> column_;  // log column of each encoder
+  int nj_ = 0;
+  std::vector<int> imu_at_, mocap_at_;
+  pinocchio::SE3 mocap_in_base_ = pinocchio::SE3::Identity();
+  std::vector<std::vector<bool>> flags_at_;
+  std::vector<std::vector<std::string>> frames_at_;  // the frames in contact at each knot
+  // Contact and impulse models, one per contact set.
+  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ContactDynamicsModel>> phases_;
+  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ImpulseDynamicsModel>>
+      impulses_;
+};
+
+// The model, the identified bodies, the dynamics and the state.
+void LogProblemBuilder::createModels() {
+  p_.model = std::make_shared<pinocchio::Model>(pin_);
+  for (const auto& name : options_.identified_bodies)
+    p_.identified.push_back(robot_.bodyIndex(name));
+  p_.dynamics = std::make_shared<dynamics::ForwardDynamicsModel>(*p_.model, p_.identified,
+                                                                 options_.parametrization);
+  p_.state = std::make_shared<MultibodyState>(p_.model);
+}
+
+// The encoders (bound to the log's joint columns) and the sensors' noise.
+void LogProblemBuilder::createSensors() {
+  sensors_ = std::make_shared<MultibodySensors>();
+  LogJointBinding binding = bindLogJoints(pin_, floating_, log_.joints.names);
+  sensors_->encoders = std::move(binding.joints);
+  column_ = std::move(binding.columns);
+  nj_ = static_cast<int>(column_.size());
+  sensors_->joint_velocities = options_.use_logged_velocity;
+  sensors_->encoder_std = options_.encoder_std;
+  sensors_->joint_velocity_std = options_.velocity_std;
+  sensors_->gyro_std = options_.gyro_std;
+  sensors_->imu_orientation_std = options_.imu_orientation_std;
+  sensors_->accelerometer_std = options_.accelerometer_std;
+  sensors_->mocap_position_std = options_.mocap_position_std;
+  sensors_->mocap_orientation_std = options_.mocap_orientation_std;
+}
+
+// Knot times and samples: every stride-th joint sample, uniformly sampled.
+void LogProblemBuilder::sampleKnots() {
+  const io::JointSeries& joints = log_.joints;
+  const int last = options_.first_sample + N_ * options_.stride;
   const double period = joints.time(1) - joints.time(0);
-  for (int s = options.first_sample; s < last; ++s) {
+  for (int s = options_.first_sample; s < last; ++s) {
     const double step = joints.time(s + 1) - joints.time(s);
     require(std::abs(step - period) <= 1e-6 * period,
             "log joints/time row " + std::to_string(s + 1),
             "uniform sampling at " + std::to_string(period) + " s", std::to_string(step) + " s");
   }
-  p.dt = options.stride * period;
-  p.time.resize(N + 1);
-  for (int k = 0; k <= N; ++k) {
-    p.samples.push_back(options.first_sample + k * options.stride);
-    p.time(k) = joints.time(p.samples.back());
+  p_.dt = options_.stride * period;
+  p_.time.resize(N_ + 1);
+  for (int k = 0; k <= N_; ++k) {
+    p_.samples.push_back(options_.first_sample + k * options_.stride);
+    p_.time(k) = joints.time(p_.samples.back());
   }
-  auto jointRow = [&](const Eigen::MatrixXd& m, int s) {
-    Eigen::VectorXd out(nj);
-    for (int i = 0; i < nj; ++i) out(i) = m(s, column[i]);
-    return out;
-  };
+}
 
-  // Floating base: sensors, the base's initial guess from the motion capture, contact phases.
-  std::vector<int> imu_at, mocap_at;
-  pinocchio::SE3 mocap_in_base = pinocchio::SE3::Identity();
-  pinocchio::FrameIndex mocap_frame = 0;
-  if (floating) {
-    require(log.mocap.has_value() && log.mocap->time.size() > 0, "log mocap group",
-            "motion capture of the base (the base's initial guess; IMU-only initialization is "
-            "not implemented)",
-            "none");
-    const std::string name = log.mocap->frame.empty() ? robot.body(1).name : log.mocap->frame;
-    mocap_frame = frameIndex(pin, name, "log mocap frame");
-    require(pin.frames[mocap_frame].parentJoint == 1, "log mocap frame " + name,
-            "a frame on the floating base", "a frame on another body");
-    mocap_in_base = pin.frames[mocap_frame].placement;
-    if (options.use_mocap) {
-      sensors->mocap_frame = mocap_frame;
-      mocap_at = samplesAtKnots(log.mocap->time, p.time, p.dt);
-    }
-    if (options.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
-      const std::string imu = log.imu->frame.empty() ? robot.body(1).name : log.imu->frame;
-      sensors->imu_frame = frameIndex(pin, imu, "log imu frame");
-      sensors->accelerometer = options.use_accelerometer && log.imu->accel.rows() > 0;
-      imu_at = samplesAtKnots(log.imu->time, p.time, p.dt);
-    }
+// Floating base: the motion capture's frame (the base's initial guess), and the IMU and motion
+// capture samples at the knots when they are measurements.
+void LogProblemBuilder::bindBaseSensors() {
+  if (!floating_) return;
+  const io::Log& log = log_;
+  require(log.mocap.has_value() && log.mocap->time.size() > 0, "log mocap group",
+          "motion capture of the base (the base's initial guess; IMU-only initialization is "
+          "not implemented)",
+          "none");
+  const std::string name = log.mocap->frame.empty() ? robot_.body(1).name : log.mocap->frame;
+  const pinocchio::FrameIndex mocap_frame = frameIndex(pin_, name, "log mocap frame");
+  require(pin_.frames[mocap_frame].parentJoint == 1, "log mocap frame " + name,
+          "a frame on the floating base", "a frame on another body");
+  mocap_in_base_ = pin_.frames[mocap_frame].placement;
+  if (options_.use_mocap) {
+    sensors_->mocap_frame = mocap_frame;
+    mocap_at_ = samplesAtKnots(log.mocap->time, p_.time, p_.dt);
   }
-  p.sensors = sensors;
+  if (options_.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
+    const std::string imu = log.imu->frame.empty() ? robot_.body(1).name : log.imu->frame;
+    sensors_->imu_frame = frameIndex(pin_, imu, "log imu frame");
+    sensors_->accelerometer = options_.use_accelerometer && log.imu->accel.rows() > 0;
+    imu_at_ = samplesAtKnots(log.imu->time, p_.time, p_.dt);
+  }
+}
 
-  // Initial guess: configurations, then central-difference velocities on the manifold.
-  std::vector<Eigen::VectorXd> qs(N + 1, Eigen::VectorXd::Zero(nq));
-  for (int k = 0; k <= N; ++k) {
+// The base's configuration at time t: the tracked frame's pose interpolated (linear position,
+// slerp): the motion capture is slower than the joints, and a held pose would make spiky
+// velocities.
+Eigen::VectorXd LogProblemBuilder::baseConfiguration(double t) const {
+  const io::MocapSeries& mocap = *log_.mocap;
+  int a = nearestSample(mocap.time, t);
+  if (mocap.time(a) > t && a > 0) --a;
+  const int b = std::min<int>(a + 1, mocap.time.size() - 1);
+  const double span = mocap.time(b) - mocap.time(a);
+  const double s = span > 0 ? std::clamp((t - mocap.time(a)) / span, 0.0, 1.0) : 0.0;
+  const Eigen::Vector3d position =
+      (1 - s) * mocap.position.row(a).transpose() + s * mocap.position.row(b).transpose();
+  const Eigen::Quaterniond orientation =
+      quaternionRow(mocap.orientation, a).slerp(s, quaternionRow(mocap.orientation, b));
+  const pinocchio::SE3 oMf(orientation.toRotationMatrix(), position);
+  const pinocchio::SE3 oMb = oMf * mocap_in_base_.inverse();
+  const Eigen::Quaterniond quat(oMb.rotation());
+  Eigen::VectorXd q(7);
+  q.head<3>() = oMb.translation();
+  q.tail<4>() = quat.coeffs();  // x, y, z, w as Pinocchio stores it
+  return q;
+}
+
+// Initial guess: configurations, then central-difference velocities on the manifold.
+void LogProblemBuilder::initialGuess() {
+  std::vector<Eigen::VectorXd> qs(N_ + 1, Eigen::VectorXd::Zero(nq_));
+  for (int k = 0; k <= N_; ++k) {
     Eigen::VectorXd& q = qs[k];
-    if (floating) {
-      // The tracked frame's pose interpolated at the knot (linear position, slerp): the motion
-      // capture is slower than the joints, and a held pose would make spiky velocities.
-      const io::MocapSeries& mocap = *log.mocap;
-      const double t = p.time(k);
-      int a = nearestSample(mocap.time, t);
-      if (mocap.time(a) > t && a > 0) --a;
-      const int b = std::min<int>(a + 1, mocap.time.size() - 1);
-      const double span = mocap.time(b) - mocap.time(a);
-      const double s = span > 0 ? std::clamp((t - mocap.time(a)) / span, 0.0, 1.0) : 0.0;
-      const Eigen::Vector3d position =
-          (1 - s) * mocap.position.row(a).transpose() + s * mocap.position.row(b).transpose();
-      const Eigen::Quaterniond orientation =
-          quaternionRow(mocap.orientation, a).slerp(s, quaternionRow(mocap.orientation, b));
-      const pinocchio::SE3 oMf(orientation.toRotationMatrix(), position);
-      const pinocchio::SE3 oMb = oMf * mocap_in_base.inverse();
-      const Eigen::Quaterniond quat(oMb.rotation());
-      q.head<3>() = oMb.translation();
-      q.segment<4>(3) = quat.coeffs();  // x, y, z, w as Pinocchio stores it
-    }
-    const Eigen::VectorXd encoders = jointRow(joints.q, p.samples[k]);
-    for (int i = 0; i < nj; ++i) q(pin.joints[sensors->encoders[i]].idx_q()) = encoders(i);
+    if (floating_) q.head<7>() = baseConfiguration(p_.time(k));
+    const Eigen::VectorXd encoders = jointRow(log_.joints.q, p_.samples[k], column_);
+    for (int i = 0; i < nj_; ++i) q(pin_.joints[sensors_->encoders[i]].idx_q()) = encoders(i);
   }
   // Joint velocities by central differences over one knot; the base's linear velocity over
   // +-20 ms (differencing the motion capture's 0.5 mm noise over 5 ms would give 0.1 m/s) and its
   // angular velocity from the gyro when there is one (differenced orientation noise is worse).
-  const int base_span = std::max(1, static_cast<int>(std::lround(0.02 / p.dt)));
-  Eigen::VectorXd dq(nv);
-  for (int k = 0; k <= N; ++k) {
-    Eigen::VectorXd x(nq + nv);
-    x.head(nq) = qs[k];
-    int lo = std::max(0, k - 1), hi = std::min(N, k + 1);
-    pinocchio::difference(pin, qs[lo], qs[hi], dq);
-    x.tail(nv) = dq / (p.time(hi) - p.time(lo));
-    if (floating) {
+  const int base_span = std::max(1, static_cast<int>(std::lround(0.02 / p_.dt)));
+  Eigen::VectorXd dq(nv_);
+  for (int k = 0; k <= N_; ++k) {
+    Eigen::VectorXd x(nq_ + nv_);
+    x.head(nq_) = qs[k];
+    int lo = std::max(0, k - 1), hi = std::min(N_, k + 1);
+    pinocchio::difference(pin_, qs[lo], qs[hi], dq);
+    x.tail(nv_) = dq / (p_.time(hi) - p_.time(lo));
+    if (floating_) {
       lo = std::max(0, k - base_span);
-      hi = std::min(N, k + base_span);
-      pinocchio::difference(pin, qs[lo], qs[hi], dq);
-      x.segment<6>(nq) = dq.head<6>() / (p.time(hi) - p.time(lo));
-      if (!imu_at.empty()) {
-        const int i = nearestSample(log.imu->time, p.time(k));
-        x.segment<3>(nq + 3) =
-            pin.frames[sensors->imu_frame].placement.rotation() * log.imu->gyro.row(i).transpose();
+      hi = std::min(N_, k + base_span);
+      pinocchio::difference(pin_, qs[lo], qs[hi], dq);
+      x.segment<6>(nq_) = dq.head<6>() / (p_.time(hi) - p_.time(lo));
+      if (!imu_at_.empty()) {
+        const int i = nearestSample(log_.imu->time, p_.time(k));
+        x.segment<3>(nq_ + 3) = pin_.frames[sensors_->imu_frame].placement.rotation() *
+                                log_.imu->gyro.row(i).transpose();
       }
     }
-    p.xs.push_back(x);
+    p_.xs.push_back(x);
   }
-  p.ws.assign(N, Eigen::VectorXd::Zero(2 * nv));
+  p_.ws.assign(N_, Eigen::VectorXd::Zero(2 * nv_));
+}
 
-  // Contact set of every knot: the log's flags (nearest sample at or before the knot) or kinematic
-  // thresholds on the initial guess. Models are cached per set; a knot whose set closes a contact
-  // open at the previous knot starts with the set's impulse (touchdown).
+// Contact set of every knot: the log's flags (nearest sample at or before the knot) or kinematic
+// thresholds on the initial guess; and the frames in contact at each knot.
+void LogProblemBuilder::contactFlags() {
   std::vector<std::string> contact_names;
-  std::vector<std::vector<bool>> flags_at(N + 1);
+  flags_at_.assign(N_ + 1, {});
+  const io::Log& log = log_;
   const bool have_flags = log.contacts.has_value() && log.contacts->time.size() > 0;
-  if (floating) {
+  if (floating_) {
     const ContactSource source =
-        options.contact_source == ContactSource::Auto
+        options_.contact_source == ContactSource::Auto
             ? (have_flags ? ContactSource::Flags : ContactSource::Kinematic)
-            : options.contact_source;
+            : options_.contact_source;
     if (source == ContactSource::Flags) {
       require(have_flags, "log contacts group", "contact flags (contact_source flags)", "none");
       const io::ContactSeries& c = *log.contacts;
       contact_names = c.names;
-      for (int k = 0; k <= N; ++k) {
-        int i = nearestSample(c.time, p.time(k));
-        if (c.time(i) > p.time(k) + 1e-9 && i > 0) --i;
-        flags_at[k].resize(contact_names.size());
-        for (std::size_t j = 0; j < contact_names.size(); ++j) flags_at[k][j] = c.flags(i, j) != 0;
+      for (int k = 0; k <= N_; ++k) {
+        int i = nearestSample(c.time, p_.time(k));
+        if (c.time(i) > p_.time(k) + 1e-9 && i > 0) --i;
+        flags_at_[k].resize(contact_names.size());
+        for (std::size_t j = 0; j < contact_names.size(); ++j) flags_at_[k][j] = c.flags(i, j) != 0;
       }
     } else {
-      p.contacts_detected = true;
-      contact_names = robot.contactFrames();
-      require(!contact_names.empty(), "robot " + robot.displayName(),
+      p_.contacts_detected = true;
+      contact_names = robot_.contactFrames();
+      require(!contact_names.empty(), "robot " + robot_.displayName(),
               "contact frames for kinematic contact detection", "none");
       std::vector<pinocchio::FrameIndex> frames;
       for (const auto& name : contact_names)
-        frames.push_back(frameIndex(pin, name, "contact frame"));
-      pinocchio::Data data(pin);
-      for (int k = 0; k <= N; ++k) {
+        frames.push_back(frameIndex(pin_, name, "contact frame"));
+      pinocchio::Data data(pin_);
+      for (int k = 0; k <= N_; ++k) {
         const std::vector<std::uint8_t> f = state::detectContacts(
-            pin, data, frames, p.xs[k].head(nq), p.xs[k].tail(nv), options.contact_detection);
-        flags_at[k].assign(f.begin(), f.end());
+            pin_, data, frames, p_.xs[k].head(nq_), p_.xs[k].tail(nv_), options_.contact_detection);
+        flags_at_[k].assign(f.begin(), f.end());
       }
     }
   }
-  // The frames in contact at each knot.
-  std::vector<std::vector<std::string>> frames_at(N + 1);
-  for (int k = 0; k <= N && floating; ++k)
+  frames_at_.assign(N_ + 1, {});
+  for (int k = 0; k <= N_ && floating_; ++k)
     for (std::size_t j = 0; j < contact_names.size(); ++j)
-      if (flags_at[k][j]) frames_at[k].push_back(contact_names[j]);
-  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ContactDynamicsModel>> phases;
-  std::map<std::vector<std::string>, std::shared_ptr<const dynamics::ImpulseDynamicsModel>>
-      impulses;
-  auto specsOf = [&](const std::vector<std::string>& frames) {
-    std::vector<dynamics::ContactSpec> specs;
-    for (const std::string& frame : frames) {
-      frameIndex(pin, frame, "contact names");
-      specs.push_back(
-          {frame, dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
-    }
-    return specs;
-  };
-  auto contactAt = [&](int k) -> std::shared_ptr<const dynamics::ContactDynamicsModel> {
-    if (frames_at[k].empty()) return nullptr;
-    auto& model = phases[frames_at[k]];
-    if (!model) {
-      dynamics::ContactOptions contact_options;
-      contact_options.baumgarte_kd = options.contact_damping;
-      model = std::make_shared<dynamics::ContactDynamicsModel>(
-          *p.model, specsOf(frames_at[k]), p.identified, options.parametrization, contact_options);
-    }
-    return model;
-  };
-  auto impulseAt = [&](int k) -> std::shared_ptr<const dynamics::ImpulseDynamicsModel> {
-    if (!options.touchdown_impulses || k == 0) return nullptr;
-    bool closes = false;  // a frame held now that was not held at the previous knot
-    for (const std::string& frame : frames_at[k])
-      closes = closes || std::find(frames_at[k - 1].begin(), frames_at[k - 1].end(), frame) ==
-                             frames_at[k - 1].end();
-    if (!closes) return nullptr;
-    auto& model = impulses[frames_at[k]];
-    if (!model)
-      model = std::make_shared<dynamics::ImpulseDynamicsModel>(
-          *p.model, specsOf(frames_at[k]), p.identified, options.parametrization);
-    return model;
-  };
+      if (flags_at_[k][j]) frames_at_[k].push_back(contact_names[j]);
+}
 
+std::vector<dynamics::ContactSpec> LogProblemBuilder::specsOf(
+    const std::vector<std::string>& frames) const {
+  std::vector<dynamics::ContactSpec> specs;
+  for (const std::string& frame : frames) {
+    frameIndex(pin_, frame, "contact names");
+    specs.push_back({frame, dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+  }
+  return specs;
+}
+
+// Knot k's contact model (cached per contact set); null without contacts.
+std::shared_ptr<const dynamics::ContactDynamicsModel> LogProblemBuilder::contactAt(int k) {
+  if (frames_at_[k].empty()) return nullptr;
+  auto& model = phases_[frames_at_[k]];
+  if (!model) {
+    dynamics::ContactOptions contact_options;
+    contact_options.baumgarte_kd = options_.contact_damping;
+    model = std::make_shared<dynamics::ContactDynamicsModel>(
+        *p_.model, specsOf(frames_at_[k]), p_.identified, options_.parametrization,
+        contact_options);
+  }
+  return model;
+}
+
+// A knot whose set closes a contact open at the previous knot starts with the set's impulse
+// (touchdown); null otherwise.
+std::shared_ptr<const dynamics::ImpulseDynamicsModel> LogProblemBuilder::impulseAt(int k) {
+  if (!options_.touchdown_impulses || k == 0) return nullptr;
+  bool closes = false;  // a frame held now that was not held at the previous knot
+  for (const std::string& frame : frames_at_[k])
+    closes = closes || std::find(frames_at_[k - 1].begin(), frames_at_[k - 1].end(), frame) ==
+                           frames_at_[k - 1].end();
+  if (!closes) return nullptr;
+  auto& model = impulses_[frames_at_[k]];
+  if (!model)
+    model = std::make_shared<dynamics::ImpulseDynamicsModel>(
+        *p_.model, specsOf(frames_at_[k]), p_.identified, options_.parametrization);
+  return model;
+}
+
+// Knots near a contact-set change: the rigid contact model misses the soft transient there
+// (MuJoCo's, a real foot's), so their generalized-force noise is inflated.
+std::vector<bool> LogProblemBuilder::transitionKnots() const {
+  std::vector<bool> transition(N_ + 1, false);
+  if (options_.transition_noise_scale != 1 && floating_) {
+    const int half = static_cast<int>(std::lround(options_.transition_window / p_.dt));
+    for (int k = 1; k <= N_; ++k) {
+      if (flags_at_[k] == flags_at_[k - 1]) continue;
+      for (int i = std::max(0, k - half); i <= std::min(N_, k + half); ++i) transition[i] = true;
+    }
+  }
+  return transition;
+}
+
+// Knot k's measurements: encoders (and logged velocities), IMU and motion capture; the torque
+// (running knots) is set by createStages.
+MultibodyMeasurement LogProblemBuilder::measurementAt(int k) const {
+  const int s = p_.samples[k];
+  MultibodyMeasurement z;
+  z.joint_q = jointRow(log_.joints.q, s, column_);
+  if (options_.use_logged_velocity) z.joint_v = jointRow(log_.joints.v, s, column_);
+  if (!imu_at_.empty() && imu_at_[k] >= 0) {
+    const io::ImuSeries& imu = *log_.imu;
+    z.has_gyro = true;
+    z.gyro = imu.gyro.row(imu_at_[k]).transpose();
+    if (sensors_->accelerometer) {
+      z.has_accel = true;
+      z.accel = imu.accel.row(imu_at_[k]).transpose();
+      // Steps of several samples: semi-implicit Euler applies one acceleration over the whole
+      // step, so it must match the mean over [t_k, t_k+1), not the value at t_k (at 10 ms a
+      // trot's touchdown transients make the two differ by metres per second squared).
+      Eigen::VectorXd mean;
+      if (options_.stride > 1 && k < N_ &&
+          meanOfRowsIn(imu.time, imu.accel, p_.time(k) - 1e-9, p_.time(k + 1) - 1e-9, mean))
+        z.accel = mean;
+    }
+    if (imu.orientation.rows() > 0) {
+      z.has_imu_orientation = true;
+      z.imu_orientation = quaternionRow(imu.orientation, imu_at_[k]);
+    }
+  }
+  if (!mocap_at_.empty() && mocap_at_[k] >= 0) {
+    z.has_mocap = true;
+    z.mocap_position = log_.mocap->position.row(mocap_at_[k]).transpose();
+    z.mocap_orientation = quaternionRow(log_.mocap->orientation, mocap_at_[k]);
+  }
+  return z;
+}
+
+// The arrival prior on x_0 (around the initial guess) and on theta (around the nominal model);
+// sets p_.theta.
+ArrivalPrior LogProblemBuilder::arrivalPrior() {
+  ArrivalPrior arrival;
+  arrival.x_mean = p_.xs[0];
+  arrival.x_sqrt_info = Eigen::MatrixXd::Zero(2 * nv_, 2 * nv_);
+  Eigen::VectorXd sd(2 * nv_);
+  sd.head(nv_).setConstant(options_.encoder_std);
+  if (floating_) {
+    sd.head<3>().setConstant(options_.mocap_position_std);
+    sd.segment<3>(3).setConstant(options_.mocap_orientation_std);
+  }
+  sd.tail(nv_).setConstant(options_.velocity_std);
+  arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();
+  p_.theta = p_.dynamics->nominalTheta();
+  arrival.theta_mean = p_.theta;
+  arrival.theta_sqrt_info =
+      Eigen::MatrixXd::Identity(p_.theta.size(), p_.theta.size()) / options_.theta_prior_std;
+  return arrival;
+}
+
+// One stage per knot (its contact phase, impulse and noise), and the problem.
+void LogProblemBuilder::createStages() {
   MultibodyNoise noise;
-  noise.configuration = Eigen::VectorXd::Constant(nv, options.configuration_std);
-  noise.generalized_force = Eigen::VectorXd::Constant(nv, options.torque_std);
-  if (floating) {
-    noise.generalized_force.head<3>().setConstant(options.base_force_std);
-    noise.generalized_force.segment<3>(3).setConstant(options.base_moment_std);
+  noise.configuration = Eigen::VectorXd::Constant(nv_, options_.configuration_std);
+  noise.generalized_force = Eigen::VectorXd::Constant(nv_, options_.torque_std);
+  if (floating_) {
+    noise.generalized_force.head<3>().setConstant(options_.base_force_std);
+    noise.generalized_force.segment<3>(3).setConstant(options_.base_moment_std);
   }
-
-  // Knots near a contact-set change: the rigid contact model misses the soft transient there
-  // (MuJoCo's, a real foot's), so their generalized-force noise is inflated.
-  std::vector<bool> transition(N + 1, false);
-  if (options.transition_noise_scale != 1 && floating) {
-    const int half = static_cast<int>(std::lround(options.transition_window / p.dt));
-    for (int k = 1; k <= N; ++k) {
-      if (flags_at[k] == flags_at[k - 1]) continue;
-      for (int i = std::max(0, k - half); i <= std::min(N, k + half); ++i) transition[i] = true;
-    }
-  }
+  const std::vector<bool> transition = transitionKnots();
   MultibodyNoise transition_noise = noise;
-  transition_noise.generalized_force *= options.transition_noise_scale;
+  transition_noise.generalized_force *= options_.transition_noise_scale;
   MultibodyNoise contact_noise = noise, contact_transition_noise = transition_noise;
-  const double contact_configuration_std = options.contact_configuration_rate_std * p.dt;
+  const double contact_configuration_std = options_.contact_configuration_rate_std * p_.dt;
   contact_noise.configuration.setConstant(contact_configuration_std);
   contact_transition_noise.configuration.setConstant(contact_configuration_std);
 
+  const io::JointSeries& joints = log_.joints;
   std::vector<std::shared_ptr<const StageModel>> running;
-  running.reserve(N);
+  running.reserve(N_);
   const dynamics::ContactDynamicsModel* previous = nullptr;
-  for (int k = 0; k <= N; ++k) {
-    const int s = p.samples[k];
-    MultibodyMeasurement z;
-    z.joint_q = jointRow(joints.q, s);
-    if (options.use_logged_velocity) z.joint_v = jointRow(joints.v, s);
-    if (!imu_at.empty() && imu_at[k] >= 0) {
-      const io::ImuSeries& imu = *log.imu;
-      z.has_gyro = true;
-      z.gyro = imu.gyro.row(imu_at[k]).transpose();
-      if (sensors->accelerometer) {
-        z.has_accel = true;
-        z.accel = imu.accel.row(imu_at[k]).transpose();
-        // Steps of several samples: semi-implicit Euler applies one acceleration over the whole
-        // step, so it must match the mean over [t_k, t_k+1), not the value at t_k (at 10 ms a
-        // trot's touchdown transients make the two differ by metres per second squared).
-        Eigen::VectorXd mean;
-        if (options.stride > 1 && k < N &&
-            meanOfRowsIn(imu.time, imu.accel, p.time(k) - 1e-9, p.time(k + 1) - 1e-9, mean))
-          z.accel = mean;
-      }
-      if (imu.orientation.rows() > 0) {
-        z.has_imu_orientation = true;
-        z.imu_orientation = quaternionRow(imu.orientation, imu_at[k]);
-      }
-    }
-    if (!mocap_at.empty() && mocap_at[k] >= 0) {
-      z.has_mocap = true;
-      z.mocap_position = log.mocap->position.row(mocap_at[k]).transpose();
-      z.mocap_orientation = quaternionRow(log.mocap->orientation, mocap_at[k]);
-    }
-    const bool terminal = k == N;
+  for (int k = 0; k <= N_; ++k) {
+    const int s = p_.samples[k];
+    MultibodyMeasurement z = measurementAt(k);
+    const bool terminal = k == N_;
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse;
     if (!terminal) {
-      z.tau = Eigen::VectorXd::Zero(nv);
+      z.tau = Eigen::VectorXd::Zero(nv_);
       // the mean torque over the step's samples, for the same reason as the accelerometer's
-      Eigen::VectorXd tau = jointRow(joints.tau, s);
-      for (int j = 1; j < options.stride; ++j) tau += jointRow(joints.tau, s + j);
-      tau /= options.stride;
-      for (int i = 0; i < nj; ++i) z.tau(pin.joints[sensors->encoders[i]].idx_v()) = tau(i);
+      Eigen::VectorXd tau = jointRow(joints.tau, s, column_);
+      for (int j = 1; j < options_.stride; ++j) tau += jointRow(joints.tau, s + j, column_);
+      tau /= options_.stride;
+      for (int i = 0; i < nj_; ++i) z.tau(pin_.joints[sensors_->encoders[i]].idx_v()) = tau(i);
       contact = contactAt(k);
       if (contact) impulse = impulseAt(k);
-      if (impulse) ++p.touchdowns;
-      if (k > 0 && contact.get() != previous) ++p.contact_phases;
+      if (impulse) ++p_.touchdowns;
+      if (k > 0 && contact.get() != previous) ++p_.contact_phases;
       previous = contact.get();
     }
     auto stage = std::make_shared<MultibodyStageModel>(
-        p.dynamics, contact, p.state, sensors,
+        p_.dynamics, contact, p_.state, sensors_,
         contact ? (transition[k] ? contact_transition_noise : contact_noise)
                 : (transition[k] ? transition_noise : noise),
-        std::move(z), p.dt, terminal, impulse);
-    if (transition[k] && !terminal) ++p.transition_knots;
-    if (terminal) {
-      ArrivalPrior arrival;
-      arrival.x_mean = p.xs[0];
-      arrival.x_sqrt_info = Eigen::MatrixXd::Zero(2 * nv, 2 * nv);
-      Eigen::VectorXd sd(2 * nv);
-      sd.head(nv).setConstant(options.encoder_std);
-      if (floating) {
-        sd.head<3>().setConstant(options.mocap_position_std);
-        sd.segment<3>(3).setConstant(options.mocap_orientation_std);
-      }
-      sd.tail(nv).setConstant(options.velocity_std);
-      arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();
-      p.theta = p.dynamics->nominalTheta();
-      arrival.theta_mean = p.theta;
-      arrival.theta_sqrt_info =
-          Eigen::MatrixXd::Identity(p.theta.size(), p.theta.size()) / options.theta_prior_std;
-      p.problem = std::make_shared<Problem>(p.state, running, stage, arrival);
-    } else {
+        std::move(z), p_.dt, terminal, impulse);
+    if (transition[k] && !terminal) ++p_.transition_knots;
+    if (terminal)
+      p_.problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());
+    else
       running.push_back(stage);
-    }
   }
-  return p;
+}
+
+}  // namespace
+
+LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
+                           const LogProblemOptions& options) {
+  options.validate();
+  const int last = options.first_sample + options.knots * options.stride;
+  require(last < log.joints.time.size(), "log joint samples",
+          "at least " + std::to_string(last + 1) + " (first_sample + knots * stride + 1)",
+          std::to_string(log.joints.time.size()));
+  return LogProblemBuilder(robot, log, options).build();
 }
 
 }  // namespace heft::estimation

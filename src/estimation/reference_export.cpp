@@ -49,13 +49,27 @@ double ReferenceResult::secondsToCost(double cost) const {
   return -1;
 }
 
-void writeReferenceProblem(const std::string& path, const LogProblem& lp, const std::string& urdf,
-                           const ReferenceOptions& options) {
+namespace {
+
+void writePlacement(std::ostream& out, const pinocchio::Model& model, pinocchio::FrameIndex frame) {
+  const pinocchio::Frame& f = model.frames[frame];
+  out << ' ' << f.parentJoint;
+  writeMatrix(out, f.placement.rotation());
+  writeVector(out, f.placement.translation());
+}
+
+void writeQuaternion(std::ostream& out, const Eigen::Quaterniond& q) {
+  out << ' ' << q.x() << ' ' << q.y() << ' ' << q.z() << ' ' << q.w();
+}
+
+// What the reference can model: one-dimensional joints (and a free flyer), the log-Cholesky
+// parametrization, a complete initial guess.
+void checkReferenceModel(const LogProblem& lp) {
   require(lp.model && lp.dynamics && lp.sensors && lp.problem, "reference problem",
           "a built LogProblem", "null members");
   const pinocchio::Model& model = *lp.model;
   const Problem& problem = *lp.problem;
-  const int nq = model.nq, nv = model.nv, np = problem.np(), N = problem.horizon();
+  const int np = problem.np(), N = problem.horizon();
   const bool free_flyer = model::isFreeFlyer(model, 1);
   for (int j = free_flyer ? 2 : 1; j < model.njoints; ++j)
     require(model.joints[j].nq() == 1 && model.joints[j].nv() == 1,
@@ -64,31 +78,39 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   require(lp.dynamics->parametrization() == inertia::Parametrization::LogCholesky,
           "reference problem parametrization", "log-cholesky",
           inertia::toString(lp.dynamics->parametrization()));
-  const MultibodySensors& sensors = *lp.sensors;
-  const int nj = static_cast<int>(sensors.encoders.size());
   require(static_cast<int>(lp.xs.size()) == N + 1 && static_cast<int>(lp.ws.size()) == N &&
               lp.theta.size() == np,
           "reference problem initial guess", "N + 1 states, N decisions and np parameters",
           std::to_string(lp.xs.size()) + ", " + std::to_string(lp.ws.size()) + ", " +
               std::to_string(lp.theta.size()));
+}
 
-  // The stages, and the contact points they hold (the reference's models: rigid 3D points in
-  // LOCAL_WORLD_ALIGNED without Baumgarte terms, exact KKT solves, rigid touchdowns).
-  std::vector<const MultibodyStageModel*> stages;
-  std::vector<std::string> contact_frames;
+// The stages, and the contact points they hold (the reference's models: rigid 3D points in
+// LOCAL_WORLD_ALIGNED without Baumgarte terms, exact KKT solves, rigid touchdowns).
+struct ReferenceStages {
+  std::vector<const MultibodyStageModel*> stages;  ///< N + 1, the terminal last
+  std::vector<std::string> contact_frames;         ///< every frame held somewhere
+  std::vector<std::vector<int>> held;              ///< per running stage, into contact_frames
+};
+
+ReferenceStages referenceStages(const LogProblem& lp) {
+  const Problem& problem = *lp.problem;
+  const int N = problem.horizon();
+  ReferenceStages r;
+  std::vector<std::string>& contact_frames = r.contact_frames;
   auto contactIndex = [&](const std::string& frame) {
     auto it = std::find(contact_frames.begin(), contact_frames.end(), frame);
     if (it != contact_frames.end()) return static_cast<int>(it - contact_frames.begin());
     contact_frames.push_back(frame);
     return static_cast<int>(contact_frames.size()) - 1;
   };
-  std::vector<std::vector<int>> held(N);
+  r.held.resize(N);
   for (int k = 0; k <= N; ++k) {
     const std::string stage = "reference problem stage " + std::to_string(k);
     const StageModel& s = k < N ? problem.running(k) : problem.terminal();
     const auto* m = dynamic_cast<const MultibodyStageModel*>(&s);
     require(m != nullptr, stage, "a MultibodyStageModel", "another stage");
-    stages.push_back(m);
+    r.stages.push_back(m);
     if (k == N) break;
     require(m->dt() == lp.dt, stage + " dt", formatNumber(lp.dt), formatNumber(m->dt()));
     if (const dynamics::ContactDynamicsModel* c = m->contact()) {
@@ -100,7 +122,7 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
                     spec.reference_frame == pinocchio::LOCAL_WORLD_ALIGNED,
                 stage + " contact " + spec.frame, "a 3D point contact in LOCAL_WORLD_ALIGNED",
                 "another kind");
-        held[k].push_back(contactIndex(spec.frame));
+        r.held[k].push_back(contactIndex(spec.frame));
       }
     }
     if (const dynamics::ImpulseDynamicsModel* impulse = m->impulse()) {
@@ -113,16 +135,18 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
               "another set");
     }
   }
+  return r;
+}
 
-  std::ofstream out(path);
-  require(static_cast<bool>(out), "reference problem file", "a writable path", path);
-  out << std::setprecision(17);
-  auto placement = [&](pinocchio::FrameIndex frame) {
-    const pinocchio::Frame& f = model.frames[frame];
-    out << ' ' << f.parentJoint;
-    writeMatrix(out, f.placement.rotation());
-    writeVector(out, f.placement.translation());
-  };
+// The model, the sensors, the contact frames, the priors and the parameters' initial guess.
+void writeReferenceModel(std::ostream& out, const LogProblem& lp, const std::string& urdf,
+                         const std::vector<std::string>& contact_frames) {
+  const pinocchio::Model& model = *lp.model;
+  const Problem& problem = *lp.problem;
+  const MultibodySensors& sensors = *lp.sensors;
+  const int nq = model.nq, nv = model.nv, np = problem.np(), N = problem.horizon();
+  const int nj = static_cast<int>(sensors.encoders.size());
+  const bool free_flyer = model::isFreeFlyer(model, 1);
   out << "heft-reference-estimation 2\n";
   out << "urdf " << urdf << "\n";
   out << "base " << (free_flyer ? "free-flyer" : "fixed") << "\n";
@@ -151,18 +175,18 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
       << ' ' << sensors.mocap_position_std << ' ' << sensors.mocap_orientation_std << "\n";
   if (imu) {
     out << "imu_frame";
-    placement(sensors.imu_frame);
+    writePlacement(out, model, sensors.imu_frame);
     out << "\n";
   }
   if (mocap) {
     out << "mocap_frame";
-    placement(sensors.mocap_frame);
+    writePlacement(out, model, sensors.mocap_frame);
     out << "\n";
   }
   out << "contact_frames " << contact_frames.size() << "\n";
   for (std::size_t i = 0; i < contact_frames.size(); ++i) {
     out << "contact_frame " << i;
-    placement(model.getFrameId(contact_frames[i]));
+    writePlacement(out, model, model.getFrameId(contact_frames[i]));
     out << "\n";
   }
   const ArrivalPrior& arrival = problem.arrival();
@@ -177,17 +201,21 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
   out << "\ntheta_guess";
   writeVector(out, lp.theta);
   out << "\n";
-  auto quaternion = [&](const Eigen::Quaterniond& q) {
-    out << ' ' << q.x() << ' ' << q.y() << ' ' << q.z() << ' ' << q.w();
-  };
+}
+
+// Every knot: the initial guess, the process noise, the measurements and the contacts.
+void writeReferenceKnots(std::ostream& out, const LogProblem& lp, const ReferenceStages& r) {
+  const MultibodySensors& sensors = *lp.sensors;
+  const int N = lp.problem->horizon();
+  const bool imu = sensors.imu_frame > 0, mocap = sensors.mocap_frame > 0;
   for (int k = 0; k <= N; ++k) {
-    const MultibodyMeasurement& z = stages[k]->measurement();
+    const MultibodyMeasurement& z = r.stages[k]->measurement();
     out << (k < N ? "knot " : "terminal ") << k;
     writeVector(out, lp.xs[k]);
     if (k < N) {
       writeVector(out, lp.ws[k]);
       out << "\nprocess_info";
-      writeVector(out, stages[k]->processInfo());
+      writeVector(out, r.stages[k]->processInfo());
       out << "\ntau";
       writeVector(out, z.tau);
     }
@@ -195,24 +223,30 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
     writeVector(out, z.joint_q);
     if (sensors.joint_velocities) writeVector(out, z.joint_v);
     if (k < N) {
-      out << "\ncontacts " << (stages[k]->impulse() != nullptr) << ' ' << held[k].size();
-      for (int c : held[k]) out << ' ' << c;
+      out << "\ncontacts " << (r.stages[k]->impulse() != nullptr) << ' ' << r.held[k].size();
+      for (int c : r.held[k]) out << ' ' << c;
     }
     if (imu) {
       out << "\nimu " << z.has_gyro;
       writeVector(out, z.gyro);
       out << ' ' << z.has_imu_orientation;
-      quaternion(z.imu_orientation.normalized());
+      writeQuaternion(out, z.imu_orientation.normalized());
       out << ' ' << z.has_accel;
       writeVector(out, z.accel);
     }
     if (mocap) {
       out << "\nmocap " << z.has_mocap;
       writeVector(out, z.mocap_position);
-      quaternion(z.mocap_orientation.normalized());
+      writeQuaternion(out, z.mocap_orientation.normalized());
     }
     out << "\n";
   }
+}
+
+// The solver's settings and the points at which the reference checks heft's derivatives.
+void writeReferenceSolver(std::ostream& out, const LogProblem& lp,
+                          const ReferenceOptions& options) {
+  const int nq = lp.model->nq, nv = lp.model->nv, np = lp.problem->np(), N = lp.problem->horizon();
   out << "solver " << options.max_iterations << ' ' << options.tolerance << ' ' << options.threads
       << ' ' << options.repetitions << "\n";
   out << "checks " << options.checks.size();
@@ -227,6 +261,20 @@ void writeReferenceProblem(const std::string& path, const LogProblem& lp, const 
     writeVector(out, c.theta);
   }
   out << "\nend\n";
+}
+
+}  // namespace
+
+void writeReferenceProblem(const std::string& path, const LogProblem& lp, const std::string& urdf,
+                           const ReferenceOptions& options) {
+  checkReferenceModel(lp);
+  const ReferenceStages stages = referenceStages(lp);
+  std::ofstream out(path);
+  require(static_cast<bool>(out), "reference problem file", "a writable path", path);
+  out << std::setprecision(17);
+  writeReferenceModel(out, lp, urdf, stages.contact_frames);
+  writeReferenceKnots(out, lp, stages);
+  writeReferenceSolver(out, lp, options);
   require(out.good(), "reference problem file", "written", "a write error on " + path);
 }
 

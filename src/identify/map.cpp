@@ -392,57 +392,62 @@ Eigen::MatrixXd MapProblem::linearJacobian(const Eigen::VectorXd& x) const {
 
 // ---- solver ------------------------------------------------------------------------------------
 
-MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& set,
-                   const ProblemOptions& problem_options, const MapOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  options.validate();
-  const MapProblem mp(problem, set, problem_options, options);
-  MapResult res;
-  res.layout = problem.layout;
-  res.channel_names = problem.channel_names;
-  res.linear_dimension = problem.layout.linearDimension();
-  const int n = mp.dimension(), nc = mp.numConstraints();
+namespace {
 
-  // identifiability of the linear data model (warning only: the prior regularizes)
-  {
-    const LinearSystem sys = torqueSystem(problem);
-    const LeastSquaresResult ls =
-        solveLeastSquares(sys, nominalLinearVector(problem.layout, set, problem_options));
-    res.data_rank = ls.base.rank;
-    if (ls.base.rank < res.linear_dimension) {
-      // the entries that dominate the unseen directions
-      Eigen::VectorXd weight = ls.base.nullspace.rowwise().squaredNorm();
-      std::vector<int> idx(weight.size());
-      for (int i = 0; i < weight.size(); ++i) idx[i] = i;
-      std::sort(idx.begin(), idx.end(), [&](int a, int b) { return weight[a] > weight[b]; });
-      std::string list;
-      for (int i = 0; i < std::min<int>(6, static_cast<int>(idx.size())); ++i) {
-        list += (list.empty() ? "" : ", ") + sys.names[idx[i]];
-      }
-      res.warnings.push_back(std::to_string(res.linear_dimension - ls.base.rank) + " of " +
-                             std::to_string(res.linear_dimension) +
-                             " linear parameter directions are not seen by the data and are "
-                             "regularized by the prior (mostly " +
-                             list + ")");
+// The Levenberg-Marquardt iterate: parameters, weighted residual and its Jacobian, constraint
+// values and Jacobian (when constrained), cost.
+struct MapIterate {
+  Eigen::VectorXd x, r, c;
+  Eigen::MatrixXd J, C;
+  double cost = 0;
+};
+
+double costOf(const Eigen::VectorXd& r) { return 0.5 * r.squaredNorm(); }
+
+// Identifiability of the linear data model (warning only: the prior regularizes): res.data_rank,
+// and a warning naming the entries that dominate the unseen directions.
+void checkIdentifiability(const StackedProblem& problem, const model::IdentifiedSet& set,
+                          const ProblemOptions& problem_options, MapResult& res) {
+  const LinearSystem sys = torqueSystem(problem);
+  const LeastSquaresResult ls =
+      solveLeastSquares(sys, nominalLinearVector(problem.layout, set, problem_options));
+  res.data_rank = ls.base.rank;
+  if (ls.base.rank < res.linear_dimension) {
+    // the entries that dominate the unseen directions
+    Eigen::VectorXd weight = ls.base.nullspace.rowwise().squaredNorm();
+    std::vector<int> idx(weight.size());
+    for (int i = 0; i < weight.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return weight[a] > weight[b]; });
+    std::string list;
+    for (int i = 0; i < std::min<int>(6, static_cast<int>(idx.size())); ++i) {
+      list += (list.empty() ? "" : ", ") + sys.names[idx[i]];
     }
+    res.warnings.push_back(std::to_string(res.linear_dimension - ls.base.rank) + " of " +
+                           std::to_string(res.linear_dimension) +
+                           " linear parameter directions are not seen by the data and are "
+                           "regularized by the prior (mostly " +
+                           list + ")");
   }
+}
 
-  Eigen::VectorXd x = mp.initial(), r, r_new, c, c_new;
-  Eigen::MatrixXd J, C, C_new;
-  mp.residual(x, r);
-  mp.jacobian(x, J);
-  if (nc > 0) mp.constraints(x, c, C);
-  auto costOf = [](const Eigen::VectorXd& v) { return 0.5 * v.squaredNorm(); };
-  double cost = costOf(r);
+// Levenberg-Marquardt from `s`, with KKT steps on the linearized constraints and a quadratic
+// penalty on their violation in the merit; sets res's status, message and cost history and
+// returns the iterations taken.
+int levenbergMarquardt(const MapProblem& mp, const MapOptions& options, MapIterate& s,
+                       MapResult& res) {
+  const int n = mp.dimension(), nc = mp.numConstraints();
+  Eigen::VectorXd& x = s.x;
+  Eigen::VectorXd& r = s.r;
+  Eigen::VectorXd& c = s.c;
+  Eigen::MatrixXd& J = s.J;
+  Eigen::MatrixXd& C = s.C;
+  double& cost = s.cost;
+  Eigen::VectorXd r_new, c_new;
+  Eigen::MatrixXd C_new;
   const double penalty = 1e6 * std::max(1.0, cost);
   auto merit = [&](double f, const Eigen::VectorXd& cv) {
     return nc > 0 ? f + 0.5 * penalty * cv.squaredNorm() : f;
   };
-  res.initial_cost = cost;
-  res.cost_history.push_back(cost);
-  const Eigen::VectorXd unweighted0 = r.head(problem.rows()).cwiseQuotient(mp.weights());
-  res.channel_rms_before = channelRms(unweighted0, problem.channel, problem.numChannels());
-
   double lambda = options.initial_lambda;
   res.status = Status::MaxIterations;
   res.message = "reached max_iterations";
@@ -528,43 +533,52 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
       break;
     }
   }
-  // the KKT steps satisfy the linearized constraints; a few Gauss-Newton projections onto
-  // E pi(theta) = e remove the second-order remainder (minimum-norm steps, cost barely moves)
-  if (nc > 0) {
-    for (int k = 0; k < 20 && c.lpNorm<Eigen::Infinity>() > 1e-13 * std::max(1.0, c_e_scale(mp));
-         ++k) {
-      const Eigen::VectorXd dx = -C.transpose() * (C * C.transpose()).ldlt().solve(c);
-      if (!dx.allFinite()) break;
-      try {
-        Eigen::VectorXd c_try;
-        Eigen::MatrixXd C_try;
-        mp.constraints(x + dx, c_try, C_try);
-        if (!(c_try.lpNorm<Eigen::Infinity>() < c.lpNorm<Eigen::Infinity>())) break;
-        x += dx;
-        c = c_try;
-        C = C_try;
-      } catch (const InputError&) {
-        break;
-      }
-    }
-    mp.residual(x, r);
-    mp.jacobian(x, J);
-    cost = costOf(r);
-  }
-  res.iterations = it;
-  res.final_cost = cost;
-  res.x = x;
+  return it;
+}
 
-  // posterior covariance (Gauss-Newton), on the constraint tangent space when constrained
-  H.noalias() = J.transpose() * J;
+// The KKT steps satisfy the linearized constraints; a few Gauss-Newton projections onto
+// E pi(theta) = e remove the second-order remainder (minimum-norm steps, cost barely moves).
+void projectOntoConstraints(const MapProblem& mp, MapIterate& s) {
+  Eigen::VectorXd& x = s.x;
+  Eigen::VectorXd& c = s.c;
+  Eigen::MatrixXd& C = s.C;
+  for (int k = 0; k < 20 && c.lpNorm<Eigen::Infinity>() > 1e-13 * std::max(1.0, c_e_scale(mp));
+       ++k) {
+    const Eigen::VectorXd dx = -C.transpose() * (C * C.transpose()).ldlt().solve(c);
+    if (!dx.allFinite()) break;
+    try {
+      Eigen::VectorXd c_try;
+      Eigen::MatrixXd C_try;
+      mp.constraints(x + dx, c_try, C_try);
+      if (!(c_try.lpNorm<Eigen::Infinity>() < c.lpNorm<Eigen::Infinity>())) break;
+      x += dx;
+      c = c_try;
+      C = C_try;
+    } catch (const InputError&) {
+      break;
+    }
+  }
+  mp.residual(x, s.r);
+  mp.jacobian(x, s.J);
+  s.cost = costOf(s.r);
+}
+
+// Posterior covariance (Gauss-Newton), on the constraint tangent space when constrained, and
+// the estimates derived from x with their uncertainties.
+void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIterate& s,
+               MapResult& res) {
+  const int n = mp.dimension(), nc = mp.numConstraints();
+  const Eigen::VectorXd& x = s.x;
+  Eigen::MatrixXd H(n, n);
+  H.noalias() = s.J.transpose() * s.J;
   if (nc > 0) {
-    Eigen::FullPivHouseholderQR<Eigen::MatrixXd> qr(C.transpose());
+    Eigen::FullPivHouseholderQR<Eigen::MatrixXd> qr(s.C.transpose());
     const Eigen::MatrixXd Q = qr.matrixQ();
     const Eigen::MatrixXd Z = Q.rightCols(n - qr.rank());
     res.x_covariance =
         Z * (Z.transpose() * H * Z).ldlt().solve(Eigen::MatrixXd::Identity(Z.cols(), Z.cols())) *
         Z.transpose();
-    res.constraint_violation = c.lpNorm<Eigen::Infinity>();
+    res.constraint_violation = s.c.lpNorm<Eigen::Infinity>();
   } else {
     res.x_covariance = H.ldlt().solve(Eigen::MatrixXd::Identity(n, n));
   }
@@ -584,11 +598,43 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
     const Eigen::MatrixXd Jl = mp.linearJacobian(x);
     res.linear_covariance = Jl * res.x_covariance * Jl.transpose();
   }
-  const Eigen::VectorXd unweighted = r.head(problem.rows()).cwiseQuotient(mp.weights());
+  const Eigen::VectorXd unweighted = s.r.head(problem.rows()).cwiseQuotient(mp.weights());
   res.channel_rms_after = channelRms(unweighted, problem.channel, problem.numChannels());
   if (!res.pi_covariance.allFinite()) {
     res.warnings.push_back("posterior covariance is not finite (singular Gauss-Newton Hessian)");
   }
+}
+
+}  // namespace
+
+MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& set,
+                   const ProblemOptions& problem_options, const MapOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  options.validate();
+  const MapProblem mp(problem, set, problem_options, options);
+  MapResult res;
+  res.layout = problem.layout;
+  res.channel_names = problem.channel_names;
+  res.linear_dimension = problem.layout.linearDimension();
+  checkIdentifiability(problem, set, problem_options, res);
+
+  MapIterate s;
+  s.x = mp.initial();
+  mp.residual(s.x, s.r);
+  mp.jacobian(s.x, s.J);
+  if (mp.numConstraints() > 0) mp.constraints(s.x, s.c, s.C);
+  s.cost = costOf(s.r);
+  res.initial_cost = s.cost;
+  res.cost_history.push_back(s.cost);
+  const Eigen::VectorXd unweighted0 = s.r.head(problem.rows()).cwiseQuotient(mp.weights());
+  res.channel_rms_before = channelRms(unweighted0, problem.channel, problem.numChannels());
+
+  const int it = levenbergMarquardt(mp, options, s, res);
+  if (mp.numConstraints() > 0) projectOntoConstraints(mp, s);
+  res.iterations = it;
+  res.final_cost = s.cost;
+  res.x = s.x;
+  posterior(mp, problem, s, res);
   for (const auto& w : problem.warnings) res.warnings.push_back(w);
   res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;

@@ -277,6 +277,100 @@ void checkContacts(Collector& out, const ContactSeries& contacts) {
   }
 }
 
+// The truth's joint and base series: shapes, finite values, a base only on a floating base.
+void checkTruthMotion(Collector& out, const Log& log) {
+  const TruthSeries& t = *log.truth;
+  const bool floating = log.meta.base_type == BaseType::FreeFlyer;
+  const Eigen::Index n = t.time.size(), nj = static_cast<Eigen::Index>(log.joints.names.size());
+  const std::string why = "samples of truth/time x names in joints/names";
+  for (const auto& [field, m] : {std::pair<std::string, const Eigen::MatrixXd*>{"truth/q", &t.q},
+                                 {"truth/v", &t.v},
+                                 {"truth/a", &t.a}}) {
+    if (checkShape(out, field, *m, n, nj, why)) checkFinite(out, field, *m, log.joints.names);
+  }
+  for (const auto& [field, m] :
+       {std::pair<std::string, const Eigen::MatrixXd*>{"truth/base_pose", &t.base_pose},
+        {"truth/base_twist", &t.base_twist},
+        {"truth/base_acceleration", &t.base_acceleration}}) {
+    if (!floating && m->size() > 0) {
+      out.add(field, -1, "present but base_type is \"fixed\" (expected free-flyer)");
+    }
+  }
+  checkOptional(out, "truth/base_pose", t.base_pose, n, 7, "samples x [x y z qx qy qz qw]", kPose,
+                true);
+  checkOptional(out, "truth/base_twist", t.base_twist, n, 6, "samples x [vx vy vz wx wy wz]",
+                kTwist, false);
+  checkOptional(out, "truth/base_acceleration", t.base_acceleration, n, 6,
+                "samples x [ax ay az alphax alphay alphaz]", kAcceleration, false);
+}
+
+// The truth's contact forces and flags, against truth/contact_names.
+void checkTruthContacts(Collector& out, const TruthSeries& t) {
+  const Eigen::Index n = t.time.size();
+  checkNames(out, "truth/contact_names", t.contact_names, true);
+  const auto nc = static_cast<Eigen::Index>(t.contact_names.size());
+  if (nc > 0 || t.contact_forces.size() > 0) {
+    std::vector<std::string> columns;
+    for (const auto& name : t.contact_names) {
+      for (const char* axis : {"/fx", "/fy", "/fz"}) columns.push_back(name + axis);
+    }
+    if (checkShape(out, "truth/contact_forces", t.contact_forces, n, 3 * nc,
+                   "samples of truth/time x 3 per name in truth/contact_names")) {
+      checkFinite(out, "truth/contact_forces", t.contact_forces, columns);
+    }
+  }
+  if (t.contact_flags.size() > 0 &&
+      checkShape(out, "truth/contact_flags", t.contact_flags, n, nc,
+                 "samples of truth/time x names in truth/contact_names")) {
+    checkFlags(out, "truth/contact_flags", t.contact_flags, t.contact_names);
+  }
+}
+
+// The truth's time-varying bodies: names among truth/bodies/names, consistent parameters.
+void checkTruthVaryingBodies(Collector& out, const TruthSeries& t) {
+  const Eigen::Index n = t.time.size();
+  checkNames(out, "truth/varying_body_names", t.varying_body_names, true);
+  const auto nvb = static_cast<Eigen::Index>(t.varying_body_names.size());
+  for (const auto& name : t.varying_body_names) {
+    if (std::find(t.body_names.begin(), t.body_names.end(), name) == t.body_names.end()) {
+      out.add("truth/varying_body_names", -1,
+              "expected names from truth/bodies/names, got \"" + name + "\"");
+    }
+  }
+  if ((nvb > 0 || t.varying_body_pi.size() > 0) &&
+      checkShape(out, "truth/varying_body_pi", t.varying_body_pi, n, 10 * nvb,
+                 "samples of truth/time x 10 per name in truth/varying_body_names")) {
+    checkFinite(out, "truth/varying_body_pi", t.varying_body_pi, piColumns(t.varying_body_names));
+    for (Eigen::Index k = 0; k < n; ++k) {
+      for (Eigen::Index b = 0; b < nvb; ++b) {
+        const Vector10 pi = t.varying_body_pi.block<1, 10>(k, 10 * b).transpose();
+        if (!pi.allFinite() || inertia::checkConsistency(pi).consistent) continue;
+        out.add("truth/varying_body_pi", k,
+                "body " + t.varying_body_names[b] + ": expected physically consistent parameters");
+      }
+    }
+  }
+}
+
+// The truth's constant body parameters: names, shape, physical consistency.
+void checkTruthBodies(Collector& out, const TruthSeries& t) {
+  checkNames(out, "truth/bodies/names", t.body_names, false);
+  if (checkShape(out, "truth/bodies/pi", t.body_pi, static_cast<Eigen::Index>(t.body_names.size()),
+                 10, "bodies x [m mcx mcy mcz Ixx Ixy Iyy Ixz Iyz Izz]")) {
+    checkFinite(out, "truth/bodies/pi", t.body_pi, kPi);
+    for (Eigen::Index b = 0; b < t.body_pi.rows(); ++b) {
+      const Vector10 pi = t.body_pi.row(b).transpose();
+      if (!pi.allFinite()) continue;
+      const auto consistency = inertia::checkConsistency(pi);
+      if (consistency.consistent) continue;
+      const auto& v = consistency.violations.front();
+      out.add("truth/bodies/pi", b,
+              "body " + t.body_names[b] + ": expected physically consistent " +
+                  "parameters, violates " + v.condition + " (" + v.detail + ")");
+    }
+  }
+}
+
 void checkTruth(Collector& out, const Log& log) {
   const TruthSeries& t = *log.truth;
   const bool has_states = t.time.size() > 0;
@@ -285,69 +379,11 @@ void checkTruth(Collector& out, const Log& log) {
     out.add("truth", -1, "present but holds neither a time series (truth/time) nor bodies");
     return;
   }
-  const bool floating = log.meta.base_type == BaseType::FreeFlyer;
   if (has_states) {
     checkTime(out, "truth/time", t.time, 1);
-    const Eigen::Index n = t.time.size(), nj = static_cast<Eigen::Index>(log.joints.names.size());
-    const std::string why = "samples of truth/time x names in joints/names";
-    for (const auto& [field, m] : {std::pair<std::string, const Eigen::MatrixXd*>{"truth/q", &t.q},
-                                   {"truth/v", &t.v},
-                                   {"truth/a", &t.a}}) {
-      if (checkShape(out, field, *m, n, nj, why)) checkFinite(out, field, *m, log.joints.names);
-    }
-    for (const auto& [field, m] :
-         {std::pair<std::string, const Eigen::MatrixXd*>{"truth/base_pose", &t.base_pose},
-          {"truth/base_twist", &t.base_twist},
-          {"truth/base_acceleration", &t.base_acceleration}}) {
-      if (!floating && m->size() > 0) {
-        out.add(field, -1, "present but base_type is \"fixed\" (expected free-flyer)");
-      }
-    }
-    checkOptional(out, "truth/base_pose", t.base_pose, n, 7, "samples x [x y z qx qy qz qw]", kPose,
-                  true);
-    checkOptional(out, "truth/base_twist", t.base_twist, n, 6, "samples x [vx vy vz wx wy wz]",
-                  kTwist, false);
-    checkOptional(out, "truth/base_acceleration", t.base_acceleration, n, 6,
-                  "samples x [ax ay az alphax alphay alphaz]", kAcceleration, false);
-    checkNames(out, "truth/contact_names", t.contact_names, true);
-    const auto nc = static_cast<Eigen::Index>(t.contact_names.size());
-    if (nc > 0 || t.contact_forces.size() > 0) {
-      std::vector<std::string> columns;
-      for (const auto& name : t.contact_names) {
-        for (const char* axis : {"/fx", "/fy", "/fz"}) columns.push_back(name + axis);
-      }
-      if (checkShape(out, "truth/contact_forces", t.contact_forces, n, 3 * nc,
-                     "samples of truth/time x 3 per name in truth/contact_names")) {
-        checkFinite(out, "truth/contact_forces", t.contact_forces, columns);
-      }
-    }
-    if (t.contact_flags.size() > 0 &&
-        checkShape(out, "truth/contact_flags", t.contact_flags, n, nc,
-                   "samples of truth/time x names in truth/contact_names")) {
-      checkFlags(out, "truth/contact_flags", t.contact_flags, t.contact_names);
-    }
-    checkNames(out, "truth/varying_body_names", t.varying_body_names, true);
-    const auto nvb = static_cast<Eigen::Index>(t.varying_body_names.size());
-    for (const auto& name : t.varying_body_names) {
-      if (std::find(t.body_names.begin(), t.body_names.end(), name) == t.body_names.end()) {
-        out.add("truth/varying_body_names", -1,
-                "expected names from truth/bodies/names, got \"" + name + "\"");
-      }
-    }
-    if ((nvb > 0 || t.varying_body_pi.size() > 0) &&
-        checkShape(out, "truth/varying_body_pi", t.varying_body_pi, n, 10 * nvb,
-                   "samples of truth/time x 10 per name in truth/varying_body_names")) {
-      checkFinite(out, "truth/varying_body_pi", t.varying_body_pi, piColumns(t.varying_body_names));
-      for (Eigen::Index k = 0; k < n; ++k) {
-        for (Eigen::Index b = 0; b < nvb; ++b) {
-          const Vector10 pi = t.varying_body_pi.block<1, 10>(k, 10 * b).transpose();
-          if (!pi.allFinite() || inertia::checkConsistency(pi).consistent) continue;
-          out.add(
-              "truth/varying_body_pi", k,
-              "body " + t.varying_body_names[b] + ": expected physically consistent parameters");
-        }
-      }
-    }
+    checkTruthMotion(out, log);
+    checkTruthContacts(out, t);
+    checkTruthVaryingBodies(out, t);
   } else {
     const bool stray =
         t.q.size() || t.v.size() || t.a.size() || t.base_pose.size() || t.varying_body_pi.size() ||
@@ -356,24 +392,7 @@ void checkTruth(Collector& out, const Log& log) {
     if (stray)
       out.add("truth/time", -1, "expected a time vector for the truth time series, got none");
   }
-  if (has_bodies) {
-    checkNames(out, "truth/bodies/names", t.body_names, false);
-    if (checkShape(out, "truth/bodies/pi", t.body_pi,
-                   static_cast<Eigen::Index>(t.body_names.size()), 10,
-                   "bodies x [m mcx mcy mcz Ixx Ixy Iyy Ixz Iyz Izz]")) {
-      checkFinite(out, "truth/bodies/pi", t.body_pi, kPi);
-      for (Eigen::Index b = 0; b < t.body_pi.rows(); ++b) {
-        const Vector10 pi = t.body_pi.row(b).transpose();
-        if (!pi.allFinite()) continue;
-        const auto consistency = inertia::checkConsistency(pi);
-        if (consistency.consistent) continue;
-        const auto& v = consistency.violations.front();
-        out.add("truth/bodies/pi", b,
-                "body " + t.body_names[b] + ": expected physically consistent " +
-                    "parameters, violates " + v.condition + " (" + v.detail + ")");
-      }
-    }
-  }
+  if (has_bodies) checkTruthBodies(out, t);
 }
 
 void checkEstimates(Collector& out, const EstimateSeries& e) {

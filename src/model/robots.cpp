@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include "heft/common/error.hpp"
 
@@ -19,9 +20,9 @@ const std::vector<std::string> kSoloFeet = {"FL_FOOT", "FR_FOOT", "HL_FOOT", "HR
 const std::vector<std::string> kAnymalFeet = {"LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"};
 const std::vector<std::string> kTalosSoles = {"left_sole_link", "right_sole_link"};
 
-std::vector<RobotEntry> makeTable() {
+// Legged robots.
+std::vector<RobotEntry> leggedRobots() {
   return {
-      // legged robots
       {"go2", "go2_description/urdf/go2.urdf", kFree, kUnitreeFeet,
        "Unitree Go2 quadruped, 12 joints"},
       {"go1", "go1_description/urdf/go1.urdf", kFree, kUnitreeFeet,
@@ -62,7 +63,12 @@ std::vector<RobotEntry> makeTable() {
        kFree,
        {"FL_FOOT", "FR_FOOT"},
        "ODRI Bolt biped, 6 joints"},
-      // humanoids
+  };
+}
+
+// Humanoids.
+std::vector<RobotEntry> humanoids() {
+  return {
       {"talos", "talos_data/robots/talos_reduced.urdf", kFree, kTalosSoles,
        "PAL TALOS humanoid, reduced (one joint per gripper), 32 joints"},
       {"talos_full", "talos_data/robots/talos_full_v2.urdf", kFree, kTalosSoles,
@@ -107,7 +113,12 @@ std::vector<RobotEntry> makeTable() {
        kFree,
        {"left_foot", "right_foot"},
        "human body model, 36 joints"},
-      // aerial robots
+  };
+}
+
+// Aerial robots.
+std::vector<RobotEntry> aerialRobots() {
+  return {
       {"iris",
        "iris_description/robots/iris.urdf",
        kFree,
@@ -128,7 +139,12 @@ std::vector<RobotEntry> makeTable() {
        kFree,
        {},
        "tilted hexarotor with a 5-joint arm"},
-      // arms, hands, fixed-base systems
+  };
+}
+
+// Arms, hands, fixed-base systems.
+std::vector<RobotEntry> fixedBaseRobots() {
+  return {
       {"panda",
        "panda_description/urdf/panda.urdf",
        kFixed,
@@ -244,6 +260,14 @@ std::vector<RobotEntry> makeTable() {
        {},
        "qbrobotics two-joint arm"},
   };
+}
+
+// Every robot, in the order of docs/model.md.
+std::vector<RobotEntry> makeTable() {
+  std::vector<RobotEntry> table;
+  for (auto group : {leggedRobots, humanoids, aerialRobots, fixedBaseRobots})
+    for (RobotEntry& entry : group()) table.push_back(std::move(entry));
+  return table;
 }
 
 // Canonical form of a path for comparison; the path itself when it cannot be resolved.

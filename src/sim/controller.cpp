@@ -518,108 +518,125 @@ bool solveSoles(const pinocchio::Model& model, pinocchio::Data& data,
 
 }  // namespace
 
-Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
-                            const std::vector<std::string>& contact_frames,
-                            const std::vector<Eigen::Vector3d>& contact_offsets, double duration,
-                            double dt) {
-  require(nominal.hasFreeFlyer(), "humanoid motion robot", "a free-flyer base",
-          nominal.displayName() + " with a fixed base");
-  const pinocchio::Model& model = nominal.pinocchio();
-  const int nu = model.nv - 6;
-  require(model.nq == model.nv + 1, "humanoid motion joints", "revolute or prismatic joints only",
-          "nq " + std::to_string(model.nq) + ", nv " + std::to_string(model.nv));
-  options.validate();
-  require(!contact_frames.empty() && contact_frames.size() == contact_offsets.size(),
-          "contact points", "as many offsets as frames, at least one",
-          std::to_string(contact_frames.size()) + " frames, " +
-              std::to_string(contact_offsets.size()) + " offsets");
-  const int n = sampleCount(duration, dt);
+namespace {
 
-  auto frameId = [&](const std::string& name, const std::string& field) {
-    require(model.existFrame(name), field, "a frame of " + nominal.displayName(),
-            "\"" + name + "\"");
-    return model.getFrameId(name);
-  };
-  auto velocityIndex = [&](const std::string& joint, const std::string& field) {
-    require(model.existJointName(joint), field, "a joint of " + nominal.displayName(),
-            "\"" + joint + "\"");
-    const auto& jm = model.joints[model.getJointId(joint)];
-    require(jm.nv() == 1 && jm.nq() == 1, field + " " + joint, "a 1-DoF joint", jm.shortname());
-    return jm.idx_v();
-  };
-  std::vector<pinocchio::FrameIndex> soles;
-  for (const auto& name : options.soles) soles.push_back(frameId(name, "soles"));
-  std::vector<pinocchio::FrameIndex> contacts;
-  for (const auto& name : contact_frames) contacts.push_back(frameId(name, "contact frames"));
-  // every wave's velocity index: phases in order, then the continuous waves
+// What humanoidReference's steps share: the frames, every wave's velocity index (phases in order,
+// then the continuous waves), the standing posture and where it puts the soles.
+struct HumanoidPlan {
+  std::vector<pinocchio::FrameIndex> soles, contacts;
   std::vector<int> phase_start, wave_index;
-  for (const auto& phase : options.phases) {
-    phase_start.push_back(static_cast<int>(wave_index.size()));
-    for (const auto& w : phase.joints)
-      wave_index.push_back(velocityIndex(w.joint, "phases joints"));
-  }
-  phase_start.push_back(static_cast<int>(wave_index.size()));
-  for (const auto& w : options.continuous)
-    wave_index.push_back(velocityIndex(w.joint, "continuous"));
+  Eigen::VectorXd posture;
+  double height = 0;  ///< of the base above the floor in the posture
+  std::vector<pinocchio::SE3> soles_world;
+  std::array<double, 2> side = {1, -1};  ///< which way (world y) each sole lies from the middle
+  bool landing_at_speed = false;
+};
 
-  // the standing posture; the soles stay where it puts them, flat on the floor z = 0
-  pinocchio::Data data(model);
-  Eigen::VectorXd posture = pinocchio::neutral(model);
-  for (const auto& [joint, angle] : options.posture) {
-    posture[velocityIndex(joint, "posture") + 1] = angle;  // 1-DoF joints: idx_q = idx_v + 1
+pinocchio::FrameIndex frameOf(const model::RobotModel& nominal, const std::string& name,
+                              const std::string& field) {
+  const pinocchio::Model& model = nominal.pinocchio();
+  require(model.existFrame(name), field, "a frame of " + nominal.displayName(), "\"" + name + "\"");
+  return model.getFrameId(name);
+}
+
+int velocityIndexOf(const model::RobotModel& nominal, const std::string& joint,
+                    const std::string& field) {
+  const pinocchio::Model& model = nominal.pinocchio();
+  require(model.existJointName(joint), field, "a joint of " + nominal.displayName(),
+          "\"" + joint + "\"");
+  const auto& jm = model.joints[model.getJointId(joint)];
+  require(jm.nv() == 1 && jm.nq() == 1, field + " " + joint, "a 1-DoF joint", jm.shortname());
+  return jm.idx_v();
+}
+
+// The soles' and contact points' frames and the waves' joints.
+HumanoidPlan humanoidPlan(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
+                          const std::vector<std::string>& contact_frames) {
+  HumanoidPlan plan;
+  for (const auto& name : options.soles) plan.soles.push_back(frameOf(nominal, name, "soles"));
+  for (const auto& name : contact_frames)
+    plan.contacts.push_back(frameOf(nominal, name, "contact frames"));
+  for (const auto& phase : options.phases) {
+    plan.phase_start.push_back(static_cast<int>(plan.wave_index.size()));
+    for (const auto& w : phase.joints)
+      plan.wave_index.push_back(velocityIndexOf(nominal, w.joint, "phases joints"));
   }
-  pinocchio::forwardKinematics(model, data, posture);
+  plan.phase_start.push_back(static_cast<int>(plan.wave_index.size()));
+  for (const auto& w : options.continuous)
+    plan.wave_index.push_back(velocityIndexOf(nominal, w.joint, "continuous"));
+  return plan;
+}
+
+// The standing posture; the soles stay where it puts them, flat on the floor z = 0. Stepping:
+// which way (world y) each sole lies from the middle.
+void standingPosture(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
+                     pinocchio::Data& data, HumanoidPlan& plan) {
+  const pinocchio::Model& model = nominal.pinocchio();
+  plan.posture = pinocchio::neutral(model);
+  for (const auto& [joint, angle] : options.posture) {
+    // 1-DoF joints: idx_q = idx_v + 1
+    plan.posture[velocityIndexOf(nominal, joint, "posture") + 1] = angle;
+  }
+  pinocchio::forwardKinematics(model, data, plan.posture);
   pinocchio::updateFramePlacements(model, data);
   double mean_z = 0;
-  for (auto id : soles)
-    mean_z += data.oMf[id].translation().z() / static_cast<double>(soles.size());
-  const double height = -mean_z;
-  std::vector<pinocchio::SE3> soles_world;
-  for (auto id : soles) {
+  for (auto id : plan.soles)
+    mean_z += data.oMf[id].translation().z() / static_cast<double>(plan.soles.size());
+  plan.height = -mean_z;
+  for (auto id : plan.soles) {
     const pinocchio::SE3& M = data.oMf[id];
     const Eigen::Vector3d x = M.rotation().col(0);
     const double yaw = std::atan2(x.y(), x.x());
     Eigen::Vector3d p = M.translation();
     p.z() = 0;
-    soles_world.emplace_back(Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(),
-                             p);
+    plan.soles_world.emplace_back(
+        Eigen::AngleAxisd(yaw, Eigen::Vector3d::UnitZ()).toRotationMatrix(), p);
   }
-  // stepping: which way (world y) each sole lies from the middle, which sole carries each point
-  bool stepping = false, landing_at_speed = false;
+  bool stepping = false;
   for (const auto& phase : options.phases) {
     stepping = stepping || phase.step_height > 0;
-    landing_at_speed = landing_at_speed || (phase.step_height > 0 && phase.step_landing_speed > 0);
+    plan.landing_at_speed =
+        plan.landing_at_speed || (phase.step_height > 0 && phase.step_landing_speed > 0);
   }
-  std::array<double, 2> side = {1, -1};
   if (stepping) {
+    const std::vector<pinocchio::SE3>& soles_world = plan.soles_world;
     const double mid_y =
         0.5 * (soles_world[0].translation().y() + soles_world[1].translation().y());
-    for (int f = 0; f < 2; ++f) side[f] = soles_world[f].translation().y() >= mid_y ? 1 : -1;
-    require(side[0] != side[1], "soles", "two soles side by side (different y)",
+    for (int f = 0; f < 2; ++f) plan.side[f] = soles_world[f].translation().y() >= mid_y ? 1 : -1;
+    require(plan.side[0] != plan.side[1], "soles", "two soles side by side (different y)",
             "the same y " + num(mid_y) + " m");
   }
+}
 
-  // configurations on the grid t = -dt .. n dt, for central differences
+// Configurations on the grid t = -dt .. n dt (columns), for central differences, by inverse
+// kinematics of the soles; lift_sum: how high the soles are, per column.
+Eigen::MatrixXd humanoidConfigurations(const pinocchio::Model& model,
+                                       const HumanoidMotionOptions& options,
+                                       const HumanoidPlan& plan, pinocchio::Data& data, int n,
+                                       double dt, std::vector<double>& lift_sum) {
+  const int nu = model.nv - 6;
   Eigen::MatrixXd qs(model.nq, n + 2);
-  std::vector<double> lift_sum(n + 2);  // how high the soles are, per column of qs
-  Eigen::VectorXd q = posture;
-  std::vector<pinocchio::SE3> targets(soles.size());
+  lift_sum.assign(n + 2, 0.0);
+  Eigen::VectorXd q = plan.posture;
+  std::vector<pinocchio::SE3> targets(plan.soles.size());
   for (int i = 0; i < n + 2; ++i) {
     const double t = (i - 1) * dt;
-    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, side, t);
+    const HumanoidOffset o =
+        humanoidOffset(options, plan.phase_start, plan.wave_index, plan.side, t);
     lift_sum[i] = o.lift[0] + o.lift[1];
     // joints other than the legs: posture plus waves (IK overwrites only the sole chains)
-    q.tail(nu) = posture.tail(nu);
+    q.tail(nu) = plan.posture.tail(nu);
     for (const auto& [index, angle] : o.joints) q[index + 1] += angle;  // nq = nv + 1
-    const pinocchio::SE3 base(Eigen::Matrix3d::Identity(), Eigen::Vector3d(0, o.dy, height + o.dz));
-    for (std::size_t f = 0; f < soles.size(); ++f) {
-      pinocchio::SE3 sole = soles_world[f];
+    const pinocchio::SE3 base(Eigen::Matrix3d::Identity(),
+                              Eigen::Vector3d(0, o.dy, plan.height + o.dz));
+    for (std::size_t f = 0; f < plan.soles.size(); ++f) {
+      pinocchio::SE3 sole = plan.soles_world[f];
       if (f < 2) sole.translation().z() += o.lift[f];  // a stepping sole rises flat
       targets[f] = base.actInv(sole);
     }
-    if (!solveSoles(model, data, soles, targets, q)) {
+    if (!solveSoles(model, data, plan.soles, targets, q)) {
       throw SolveError("humanoid reference: inverse kinematics did not converge at t = " + num(t) +
-                       " s (pelvis shift " + num(o.dy) + " m, height " + num(height + o.dz) +
+                       " s (pelvis shift " + num(o.dy) + " m, height " + num(plan.height + o.dz) +
                        " m)");
     }
     Eigen::VectorXd full = q;
@@ -627,13 +644,15 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     full.segment<4>(3) << 0, 0, 0, 1;
     qs.col(i) = full;
   }
+  return qs;
+}
 
-  Reference ref;
-  ref.dt = dt;
-  ref.q = qs.middleCols(1, n);
+// Rates by central differences on the grid.
+void humanoidRates(const pinocchio::Model& model, const Eigen::MatrixXd& qs,
+                   const std::vector<double>& lift_sum, bool landing_at_speed, int n, double dt,
+                   Reference& ref) {
   ref.v.resize(model.nv, n);
   ref.a.resize(model.nv, n);
-  ref.tau.resize(nu, n);
   Eigen::VectorXd back(model.nv), forward(model.nv);
   for (int k = 0; k < n; ++k) {
     pinocchio::difference(model, qs.col(k), qs.col(k + 1), back);
@@ -649,9 +668,18 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
   for (int k = 1; k < n && landing_at_speed; ++k) {
     if (lands(k) || lands(k + 1)) ref.a.col(k) = ref.a.col(k - 1);
   }
+}
 
-  // feed-forward: base rows balanced by point forces closest to an equal share of the weight;
-  // while stepping, a sole's points carry its load, nothing in the air (as the quadruped trot)
+// Feed-forward: base rows balanced by point forces closest to an equal share of the weight;
+// while stepping, a sole's points carry its load, nothing in the air (as the quadruped trot).
+void humanoidFeedForward(const pinocchio::Model& model, const HumanoidMotionOptions& options,
+                         const HumanoidPlan& plan,
+                         const std::vector<Eigen::Vector3d>& contact_offsets, pinocchio::Data& data,
+                         int n, double dt, Reference& ref) {
+  const int nu = model.nv - 6;
+  const std::vector<pinocchio::FrameIndex>& soles = plan.soles;
+  const std::vector<pinocchio::FrameIndex>& contacts = plan.contacts;
+  ref.tau.resize(nu, n);
   const int nc = static_cast<int>(contacts.size());
   const double weight = pinocchio::computeTotalMass(model) * 9.81;
   std::vector<int> sole_of(nc, -1);  // the sole (0, 1) on the same body as each point
@@ -680,7 +708,8 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
       skew << 0, -r.z(), r.y(), r.z(), 0, -r.x(), -r.y(), r.x(), 0;
       Jc.middleRows(3 * c, 3) = frame_jacobian.topRows<3>() - skew * frame_jacobian.bottomRows<3>();
     }
-    const HumanoidOffset o = humanoidOffset(options, phase_start, wave_index, side, k * dt);
+    const HumanoidOffset o =
+        humanoidOffset(options, plan.phase_start, plan.wave_index, plan.side, k * dt);
     for (int c = 0; c < nc; ++c) {
       w[c] = sole_of[c] < 0 ? 1.0 : o.load[sole_of[c]] * groundWeight(o.lift[sole_of[c]]);
     }
@@ -689,6 +718,36 @@ Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMoti
     const Eigen::VectorXd force = balancingForces(A, tau_full.head<6>(), w, weight, 0);
     ref.tau.col(k) = tau_full.tail(nu) - Jc.rightCols(nu).transpose() * force;
   }
+}
+
+}  // namespace
+
+Reference humanoidReference(const model::RobotModel& nominal, const HumanoidMotionOptions& options,
+                            const std::vector<std::string>& contact_frames,
+                            const std::vector<Eigen::Vector3d>& contact_offsets, double duration,
+                            double dt) {
+  require(nominal.hasFreeFlyer(), "humanoid motion robot", "a free-flyer base",
+          nominal.displayName() + " with a fixed base");
+  const pinocchio::Model& model = nominal.pinocchio();
+  require(model.nq == model.nv + 1, "humanoid motion joints", "revolute or prismatic joints only",
+          "nq " + std::to_string(model.nq) + ", nv " + std::to_string(model.nv));
+  options.validate();
+  require(!contact_frames.empty() && contact_frames.size() == contact_offsets.size(),
+          "contact points", "as many offsets as frames, at least one",
+          std::to_string(contact_frames.size()) + " frames, " +
+              std::to_string(contact_offsets.size()) + " offsets");
+  const int n = sampleCount(duration, dt);
+  HumanoidPlan plan = humanoidPlan(nominal, options, contact_frames);
+  // one Data through the steps: the posture's kinematics, the inverse kinematics, the feed-forward
+  pinocchio::Data data(model);
+  standingPosture(nominal, options, data, plan);
+  std::vector<double> lift_sum;
+  const Eigen::MatrixXd qs = humanoidConfigurations(model, options, plan, data, n, dt, lift_sum);
+  Reference ref;
+  ref.dt = dt;
+  ref.q = qs.middleCols(1, n);
+  humanoidRates(model, qs, lift_sum, plan.landing_at_speed, n, dt, ref);
+  humanoidFeedForward(model, options, plan, contact_offsets, data, n, dt, ref);
   return ref;
 }
 

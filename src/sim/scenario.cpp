@@ -134,8 +134,8 @@ Scenario talosBase(const std::string& name, const std::string& description) {
   return s;
 }
 
-std::vector<Scenario> makeScenarios() {
-  std::vector<Scenario> list;
+// The quadrupeds: go2 (and go1) standing, carrying payloads, trotting.
+void addGo2Scenarios(std::vector<Scenario>& list) {
   {
     Scenario s =
         go2Base("go2-stand", "go2 nominal model standing still (static contact truth), 10 s");
@@ -214,6 +214,10 @@ std::vector<Scenario> makeScenarios() {
     s.stance.phase_duration = 14;
     list.push_back(s);
   }
+}
+
+// The panda arm: Fourier excitation with and without joint friction.
+void addPandaScenarios(std::vector<Scenario>& list) {
   {
     Scenario s = pandaBase("panda-friction",
                            "panda Fourier excitation with joint friction (damping, frictionloss, "
@@ -226,6 +230,10 @@ std::vector<Scenario> makeScenarios() {
     list.push_back(s);
   }
   list.push_back(pandaBase("panda", "panda Fourier excitation without joint friction, 20 s"));
+}
+
+// The TALOS humanoid: standing, payloads, mass variations, stepping.
+void addTalosScenarios(std::vector<Scenario>& list) {
   {
     Scenario s = talosBase("talos-stand",
                            "TALOS nominal model standing still in double support "
@@ -303,6 +311,10 @@ std::vector<Scenario> makeScenarios() {
     }
     list.push_back(step);
   }
+}
+
+// The double pendulum, with and without an unknown payload.
+void addPendulumScenarios(std::vector<Scenario>& list) {
   {
     Scenario s;
     s.name = "double-pendulum";
@@ -335,7 +347,77 @@ std::vector<Scenario> makeScenarios() {
     payload.max_tracking_error = 0.25;
     list.push_back(payload);
   }
+}
+
+std::vector<Scenario> makeScenarios() {
+  std::vector<Scenario> list;
+  addGo2Scenarios(list);
+  addPandaScenarios(list);
+  addTalosScenarios(list);
+  addPendulumScenarios(list);
   return list;
+}
+
+// The motion's reference and its feed-forward, all on the nominal model.
+Reference scenarioReference(const model::RobotModel& robot, const SimModel& sim,
+                            const Scenario& scenario, double duration, double dt) {
+  if (scenario.motion == Motion::Stance) {
+    return stanceReference(robot, sim.contactNames(), scenario.model.contact_radius,
+                           scenario.stance, duration, dt);
+  } else if (scenario.motion == Motion::Humanoid) {
+    std::vector<std::string> frames;
+    std::vector<Eigen::Vector3d> offsets;
+    for (const auto& p : sim.contactPoints()) {
+      frames.push_back(p.frame);
+      offsets.push_back(p.offset);
+    }
+    return humanoidReference(robot, scenario.humanoid, frames, offsets, duration, dt);
+  } else {
+    return fourierReference(robot, scenario.fourier, duration, dt);
+  }
+}
+
+// The PD gains: the scenario's uniform ones or from a bandwidth at the start configuration, and
+// the scenario's per-joint overrides.
+PdGains scenarioGains(const model::RobotModel& robot, const SimModel& sim, const Scenario& scenario,
+                      const Eigen::VectorXd& q_start) {
+  PdGains gains = scenario.kp > 0
+                      ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
+                      : bandwidthGains(robot, q_start, scenario.bandwidth, scenario.damping_ratio);
+  for (const auto& [joint, kp_kd] : scenario.joint_gains) {
+    const auto& names = sim.jointNames();
+    const auto it = std::find(names.begin(), names.end(), joint);
+    require(it != names.end(), "joint_gains", "a joint of " + robot.displayName(),
+            "\"" + joint + "\"");
+    gains.kp[it - names.begin()] = kp_kd.first;
+    gains.kd[it - names.begin()] = kp_kd.second;
+  }
+  return gains;
+}
+
+// The base's truth at sample k (pose, twist, acceleration, IMU), its extremes in the summary and
+// the bounds check: true (with the summary's message) when the base left them.
+bool recordBase(const SimModel& sim, const mjData* d, int k, const Eigen::VectorXd& q,
+                const Eigen::VectorXd& v, const Eigen::VectorXd& a, const FallBounds& bounds,
+                TruthRecord& truth, SimulationSummary& summary) {
+  const double dt = truth.dt;
+  truth.base_pose.row(k) = q.head<7>().transpose();
+  truth.base_twist.row(k) = v.head<6>().transpose();
+  truth.base_acceleration.row(k) = a.head<6>().transpose();
+  const ImuSample imu = sim.getImu(d);
+  truth.gyro.row(k) = imu.gyro.transpose();
+  truth.accel.row(k) = imu.accel.transpose();
+  truth.imu_orientation.row(k) = imu.orientation.coeffs().transpose();
+  const Eigen::Quaterniond base(q[6], q[3], q[4], q[5]);
+  const double tilt = std::acos(std::clamp(base.normalized().toRotationMatrix()(2, 2), -1.0, 1.0));
+  summary.min_base_height = std::min(summary.min_base_height, q[2]);
+  summary.max_tilt = std::max(summary.max_tilt, tilt);
+  if (q[2] < bounds.min_base_height || tilt > bounds.max_tilt) {
+    summary.message = "base left the bounds at t = " + num(k * dt) + " s (height " + num(q[2], 4) +
+                      " m, tilt " + num(tilt, 3) + " rad)";
+    return true;
+  }
+  return false;
 }
 
 double seconds(std::chrono::steady_clock::time_point since) {
@@ -422,32 +504,8 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
 
   // the reference and its feed-forward, all on the nominal model
   auto start = std::chrono::steady_clock::now();
-  Reference reference;
-  if (scenario.motion == Motion::Stance) {
-    reference = stanceReference(robot, sim.contactNames(), scenario.model.contact_radius,
-                                scenario.stance, duration, dt);
-  } else if (scenario.motion == Motion::Humanoid) {
-    std::vector<std::string> frames;
-    std::vector<Eigen::Vector3d> offsets;
-    for (const auto& p : sim.contactPoints()) {
-      frames.push_back(p.frame);
-      offsets.push_back(p.offset);
-    }
-    reference = humanoidReference(robot, scenario.humanoid, frames, offsets, duration, dt);
-  } else {
-    reference = fourierReference(robot, scenario.fourier, duration, dt);
-  }
-  PdGains gains = scenario.kp > 0 ? uniformGains(sim.nu(), scenario.kp, scenario.kd)
-                                  : bandwidthGains(robot, reference.q.col(0), scenario.bandwidth,
-                                                   scenario.damping_ratio);
-  for (const auto& [joint, kp_kd] : scenario.joint_gains) {
-    const auto& names = sim.jointNames();
-    const auto it = std::find(names.begin(), names.end(), joint);
-    require(it != names.end(), "joint_gains", "a joint of " + robot.displayName(),
-            "\"" + joint + "\"");
-    gains.kp[it - names.begin()] = kp_kd.first;
-    gains.kd[it - names.begin()] = kp_kd.second;
-  }
+  Reference reference = scenarioReference(robot, sim, scenario, duration, dt);
+  const PdGains gains = scenarioGains(robot, sim, scenario, reference.q.col(0));
   const Eigen::VectorXd q0 = reference.q.col(0), v0 = reference.v.col(0);
   PdController controller(robot, std::move(reference), gains);
   summary.reference_seconds = seconds(start);
@@ -512,23 +570,7 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
     summary.max_tracking_error = std::max(summary.max_tracking_error, error);
     bool fell = false;
     if (free_flyer) {
-      truth.base_pose.row(k) = q.head<7>().transpose();
-      truth.base_twist.row(k) = v.head<6>().transpose();
-      truth.base_acceleration.row(k) = a.head<6>().transpose();
-      const ImuSample imu = sim.getImu(d);
-      truth.gyro.row(k) = imu.gyro.transpose();
-      truth.accel.row(k) = imu.accel.transpose();
-      truth.imu_orientation.row(k) = imu.orientation.coeffs().transpose();
-      const Eigen::Quaterniond base(q[6], q[3], q[4], q[5]);
-      const double tilt =
-          std::acos(std::clamp(base.normalized().toRotationMatrix()(2, 2), -1.0, 1.0));
-      summary.min_base_height = std::min(summary.min_base_height, q[2]);
-      summary.max_tilt = std::max(summary.max_tilt, tilt);
-      if (q[2] < scenario.bounds.min_base_height || tilt > scenario.bounds.max_tilt) {
-        fell = true;
-        summary.message = "base left the bounds at t = " + num(k * dt) + " s (height " +
-                          num(q[2], 4) + " m, tilt " + num(tilt, 3) + " rad)";
-      }
+      fell = recordBase(sim, d, k, q, v, a, scenario.bounds, truth, summary);
     } else if (error > scenario.max_tracking_error) {
       fell = true;
       summary.message = "tracking lost at t = " + num(k * dt) + " s (joint error " + num(error, 3) +

@@ -205,159 +205,162 @@ void NoiseProfile::validate() const {
   nonNegative(contact_force_noise, "contact_force_noise");
 }
 
-io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProfile& profile,
-                std::uint64_t seed, const std::string& scenario) {
-  profile.validate();
+namespace {
+
+// Joints: encoders (noise, then quantization), torque (bias + noise), clock jitter.
+io::JointSeries makeJointSeries(const SimModel& model, const TruthRecord& truth,
+                                const NoiseProfile& profile, std::uint64_t seed) {
   const int n = truth.samples();
   const int nu = model.nu();
+  const double dt = truth.dt;
+  io::JointSeries j;
+  Rng encoder(seed, kEncoder), torque(seed, kTorque), clock(seed, kJointClock);
+  j.names = model.jointNames();
+  j.time.resize(n);
+  j.q.resize(n, nu);
+  j.v.resize(n, nu);
+  j.tau.resize(n, nu);
+  j.tau_cmd = truth.tau_cmd;
+  Eigen::VectorXd bias(nu);
+  for (int i = 0; i < nu; ++i) bias[i] = torque.normal(profile.torque_bias);
+  for (int k = 0; k < n; ++k) {
+    j.time[k] = jittered(clock, truth.time[k], profile.joint_time_jitter);
+    for (int i = 0; i < nu; ++i) {
+      double q = truth.joint_q(k, i) + encoder.normal(profile.encoder_noise);
+      if (profile.encoder_resolution > 0) {
+        q = std::round(q / profile.encoder_resolution) * profile.encoder_resolution;
+      }
+      j.q(k, i) = q;
+      j.tau(k, i) = truth.tau(k, i) + bias[i] + torque.normal(profile.torque_noise);
+    }
+  }
+  if (profile.velocity_by_differencing) {
+    j.v.row(0).setZero();
+    for (int k = 1; k < n; ++k) j.v.row(k) = (j.q.row(k) - j.q.row(k - 1)) / dt;
+  } else {
+    j.v = truth.joint_v;
+  }
+  return j;
+}
+
+// IMU: gyro and accelerometer with bias and noise, orientation with a constant and a white
+// rotation error, at its own rate.
+io::ImuSeries makeImuSeries(const SimModel& model, const TruthRecord& truth,
+                            const NoiseProfile& profile, std::uint64_t seed) {
+  const int n = truth.samples();
+  const double dt = truth.dt;
+  const int every = decimation(profile.imu_rate, dt, "imu_rate");
+  requireJitter(profile.imu_time_jitter, every * dt, "imu_time_jitter");
+  Rng rng(seed, kImu), clock(seed, kImuClock);
+  const Eigen::Vector3d gyro_bias = normal3(rng, profile.gyro_bias);
+  const Eigen::Vector3d accel_bias = normal3(rng, profile.accel_bias);
+  const Eigen::Quaterniond orientation_bias = expMap(normal3(rng, profile.orientation_bias));
+  io::ImuSeries imu;
+  imu.frame = model.imuFrame().empty() ? model.nominal().body(1).name : model.imuFrame();
+  const int m = (n + every - 1) / every;
+  imu.time.resize(m);
+  imu.gyro.resize(m, 3);
+  imu.accel.resize(m, 3);
+  imu.orientation.resize(m, 4);
+  for (int s = 0; s < m; ++s) {
+    const int k = s * every;
+    imu.time[s] = jittered(clock, truth.time[k], profile.imu_time_jitter);
+    imu.gyro.row(s) =
+        truth.gyro.row(k) + (gyro_bias + normal3(rng, profile.gyro_noise)).transpose();
+    imu.accel.row(s) =
+        truth.accel.row(k) + (accel_bias + normal3(rng, profile.accel_noise)).transpose();
+    const Eigen::Vector4d c = truth.imu_orientation.row(k).transpose();
+    const Eigen::Quaterniond q(c[3], c[0], c[1], c[2]);
+    const Eigen::Quaterniond measured =
+        q * orientation_bias * expMap(normal3(rng, profile.orientation_noise));
+    imu.orientation.row(s) = coeffs(measured).transpose();
+  }
+  return imu;
+}
+
+// Motion capture: the pose of a marker frame that the calibration put slightly off the base
+// frame, with noise, dropouts (single and bursts) and clock jitter.
+io::MocapSeries makeMocapSeries(const SimModel& model, const TruthRecord& truth,
+                                const NoiseProfile& profile, std::uint64_t seed) {
+  const int n = truth.samples();
+  const double dt = truth.dt;
+  const int mocap_every = decimation(profile.mocap_rate, dt, "mocap_rate");
+  const double period = mocap_every * dt;
+  requireJitter(profile.mocap_time_jitter, period, "mocap_time_jitter");
+  Rng mocap_rng(seed, kMocap), mocap_clock(seed, kMocapClock);
+  const Eigen::Quaterniond offset_rotation =
+      Eigen::AngleAxisd(profile.mocap_rpy_offset[2], Eigen::Vector3d::UnitZ()) *
+      Eigen::AngleAxisd(profile.mocap_rpy_offset[1], Eigen::Vector3d::UnitY()) *
+      Eigen::AngleAxisd(profile.mocap_rpy_offset[0], Eigen::Vector3d::UnitX());
+  std::vector<double> times;
+  std::vector<Eigen::Vector3d> positions;
+  std::vector<Eigen::Vector4d> orientations;
+  int burst_left = 0;
+  for (int k = 0; k < n; k += mocap_every) {
+    // draw every random number of the sample whether it is dropped or not: the noise of one
+    // sample does not depend on which earlier samples were dropped
+    const double t = jittered(mocap_clock, truth.time[k], profile.mocap_time_jitter);
+    const Eigen::Vector3d position_noise = normal3(mocap_rng, profile.mocap_position_noise);
+    const Eigen::Vector3d rotation_noise = normal3(mocap_rng, profile.mocap_orientation_noise);
+    const bool single_drop =
+        profile.mocap_dropout > 0 && mocap_rng.uniform() < profile.mocap_dropout;
+    const bool burst_start = profile.mocap_burst_probability > 0 &&
+                             mocap_rng.uniform() < profile.mocap_burst_probability;
+    const double burst_fraction =
+        profile.mocap_burst_probability > 0 ? mocap_rng.uniform(0.2, 1.0) : 0;
+    if (burst_left == 0 && burst_start) {
+      burst_left =
+          static_cast<int>(std::ceil(burst_fraction * profile.mocap_burst_duration / period));
+    }
+    const bool dropped = single_drop || burst_left > 0;
+    if (burst_left > 0) --burst_left;
+    if (dropped) continue;
+    const Eigen::Vector3d p = truth.base_pose.row(k).head<3>().transpose();
+    const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
+    const Eigen::Quaterniond R(c[3], c[0], c[1], c[2]);
+    times.push_back(t);
+    positions.push_back(p + R * profile.mocap_position_offset + position_noise);
+    orientations.push_back(coeffs(R * offset_rotation * expMap(rotation_noise)));
+  }
+  io::MocapSeries mocap;
+  mocap.frame = model.nominal().body(1).name;
+  const int m2 = static_cast<int>(times.size());
+  mocap.time.resize(m2);
+  mocap.position.resize(m2, 3);
+  mocap.orientation.resize(m2, 4);
+  for (int s = 0; s < m2; ++s) {
+    mocap.time[s] = times[s];
+    mocap.position.row(s) = positions[s].transpose();
+    mocap.orientation.row(s) = orientations[s].transpose();
+  }
+  return mocap;
+}
+
+// Contact flags from a thresholded, noisy normal force, on the joint clock.
+io::ContactSeries makeContactSeries(const SimModel& model, const TruthRecord& truth,
+                                    const NoiseProfile& profile, std::uint64_t seed,
+                                    const Eigen::VectorXd& joint_time) {
+  const int n = truth.samples();
+  const int nc = static_cast<int>(model.contactNames().size());
+  Rng rng(seed, kContact);
+  io::ContactSeries contacts;
+  contacts.time = joint_time;
+  contacts.names = model.contactNames();
+  contacts.flags.resize(n, nc);
+  for (int k = 0; k < n; ++k) {
+    for (int c = 0; c < nc; ++c) {
+      const double fz =
+          truth.contact_forces(k, 3 * c + 2) + rng.normal(profile.contact_force_noise);
+      contacts.flags(k, c) = fz > profile.contact_threshold ? 1 : 0;
+    }
+  }
+  return contacts;
+}
+
+// Truth: from MuJoCo, exact.
+io::TruthSeries makeTruthSeries(const SimModel& model, const TruthRecord& truth) {
   const int nc = static_cast<int>(model.contactNames().size());
   const bool free_flyer = model.hasFreeFlyer();
-  const double dt = truth.dt;
-  require(n >= 2, "truth samples", "at least 2", std::to_string(n));
-  requireJitter(profile.joint_time_jitter, dt, "joint_time_jitter");
-
-  io::Log log;
-  log.meta.robot = model.nominal().shortName().empty() ? model.nominal().displayName()
-                                                       : model.nominal().shortName();
-  log.meta.base_type = free_flyer ? io::BaseType::FreeFlyer : io::BaseType::Fixed;
-  log.meta.noise_profile = profile.name;
-  log.meta.scenario = scenario;
-  log.meta.seed = static_cast<std::int64_t>(seed);
-
-  // ---- joints: encoders (noise, then quantization), torque (bias + noise), clock jitter
-  {
-    Rng encoder(seed, kEncoder), torque(seed, kTorque), clock(seed, kJointClock);
-    io::JointSeries& j = log.joints;
-    j.names = model.jointNames();
-    j.time.resize(n);
-    j.q.resize(n, nu);
-    j.v.resize(n, nu);
-    j.tau.resize(n, nu);
-    j.tau_cmd = truth.tau_cmd;
-    Eigen::VectorXd bias(nu);
-    for (int i = 0; i < nu; ++i) bias[i] = torque.normal(profile.torque_bias);
-    for (int k = 0; k < n; ++k) {
-      j.time[k] = jittered(clock, truth.time[k], profile.joint_time_jitter);
-      for (int i = 0; i < nu; ++i) {
-        double q = truth.joint_q(k, i) + encoder.normal(profile.encoder_noise);
-        if (profile.encoder_resolution > 0) {
-          q = std::round(q / profile.encoder_resolution) * profile.encoder_resolution;
-        }
-        j.q(k, i) = q;
-        j.tau(k, i) = truth.tau(k, i) + bias[i] + torque.normal(profile.torque_noise);
-      }
-    }
-    if (profile.velocity_by_differencing) {
-      j.v.row(0).setZero();
-      for (int k = 1; k < n; ++k) j.v.row(k) = (j.q.row(k) - j.q.row(k - 1)) / dt;
-    } else {
-      j.v = truth.joint_v;
-    }
-  }
-
-  if (free_flyer) {
-    // ---- IMU: gyro and accelerometer with bias and noise, orientation with a constant and a
-    // white rotation error, at its own rate
-    const int every = decimation(profile.imu_rate, dt, "imu_rate");
-    requireJitter(profile.imu_time_jitter, every * dt, "imu_time_jitter");
-    Rng rng(seed, kImu), clock(seed, kImuClock);
-    const Eigen::Vector3d gyro_bias = normal3(rng, profile.gyro_bias);
-    const Eigen::Vector3d accel_bias = normal3(rng, profile.accel_bias);
-    const Eigen::Quaterniond orientation_bias = expMap(normal3(rng, profile.orientation_bias));
-    io::ImuSeries imu;
-    imu.frame = model.imuFrame().empty() ? model.nominal().body(1).name : model.imuFrame();
-    const int m = (n + every - 1) / every;
-    imu.time.resize(m);
-    imu.gyro.resize(m, 3);
-    imu.accel.resize(m, 3);
-    imu.orientation.resize(m, 4);
-    for (int s = 0; s < m; ++s) {
-      const int k = s * every;
-      imu.time[s] = jittered(clock, truth.time[k], profile.imu_time_jitter);
-      imu.gyro.row(s) =
-          truth.gyro.row(k) + (gyro_bias + normal3(rng, profile.gyro_noise)).transpose();
-      imu.accel.row(s) =
-          truth.accel.row(k) + (accel_bias + normal3(rng, profile.accel_noise)).transpose();
-      const Eigen::Vector4d c = truth.imu_orientation.row(k).transpose();
-      const Eigen::Quaterniond q(c[3], c[0], c[1], c[2]);
-      const Eigen::Quaterniond measured =
-          q * orientation_bias * expMap(normal3(rng, profile.orientation_noise));
-      imu.orientation.row(s) = coeffs(measured).transpose();
-    }
-    log.imu = std::move(imu);
-
-    // ---- motion capture: the pose of a marker frame that the calibration put slightly off the
-    // base frame, with noise, dropouts (single and bursts) and clock jitter
-    const int mocap_every = decimation(profile.mocap_rate, dt, "mocap_rate");
-    const double period = mocap_every * dt;
-    requireJitter(profile.mocap_time_jitter, period, "mocap_time_jitter");
-    Rng mocap_rng(seed, kMocap), mocap_clock(seed, kMocapClock);
-    const Eigen::Quaterniond offset_rotation =
-        Eigen::AngleAxisd(profile.mocap_rpy_offset[2], Eigen::Vector3d::UnitZ()) *
-        Eigen::AngleAxisd(profile.mocap_rpy_offset[1], Eigen::Vector3d::UnitY()) *
-        Eigen::AngleAxisd(profile.mocap_rpy_offset[0], Eigen::Vector3d::UnitX());
-    std::vector<double> times;
-    std::vector<Eigen::Vector3d> positions;
-    std::vector<Eigen::Vector4d> orientations;
-    int burst_left = 0;
-    for (int k = 0; k < n; k += mocap_every) {
-      // draw every random number of the sample whether it is dropped or not: the noise of one
-      // sample does not depend on which earlier samples were dropped
-      const double t = jittered(mocap_clock, truth.time[k], profile.mocap_time_jitter);
-      const Eigen::Vector3d position_noise = normal3(mocap_rng, profile.mocap_position_noise);
-      const Eigen::Vector3d rotation_noise = normal3(mocap_rng, profile.mocap_orientation_noise);
-      const bool single_drop =
-          profile.mocap_dropout > 0 && mocap_rng.uniform() < profile.mocap_dropout;
-      const bool burst_start = profile.mocap_burst_probability > 0 &&
-                               mocap_rng.uniform() < profile.mocap_burst_probability;
-      const double burst_fraction =
-          profile.mocap_burst_probability > 0 ? mocap_rng.uniform(0.2, 1.0) : 0;
-      if (burst_left == 0 && burst_start) {
-        burst_left =
-            static_cast<int>(std::ceil(burst_fraction * profile.mocap_burst_duration / period));
-      }
-      const bool dropped = single_drop || burst_left > 0;
-      if (burst_left > 0) --burst_left;
-      if (dropped) continue;
-      const Eigen::Vector3d p = truth.base_pose.row(k).head<3>().transpose();
-      const Eigen::Vector4d c = truth.base_pose.row(k).tail<4>().transpose();
-      const Eigen::Quaterniond R(c[3], c[0], c[1], c[2]);
-      times.push_back(t);
-      positions.push_back(p + R * profile.mocap_position_offset + position_noise);
-      orientations.push_back(coeffs(R * offset_rotation * expMap(rotation_noise)));
-    }
-    io::MocapSeries mocap;
-    mocap.frame = model.nominal().body(1).name;
-    const int m2 = static_cast<int>(times.size());
-    mocap.time.resize(m2);
-    mocap.position.resize(m2, 3);
-    mocap.orientation.resize(m2, 4);
-    for (int s = 0; s < m2; ++s) {
-      mocap.time[s] = times[s];
-      mocap.position.row(s) = positions[s].transpose();
-      mocap.orientation.row(s) = orientations[s].transpose();
-    }
-    log.mocap = std::move(mocap);
-  }
-
-  // ---- contact flags from a thresholded, noisy normal force, on the joint clock
-  if (nc > 0) {
-    Rng rng(seed, kContact);
-    io::ContactSeries contacts;
-    contacts.time = log.joints.time;
-    contacts.names = model.contactNames();
-    contacts.flags.resize(n, nc);
-    for (int k = 0; k < n; ++k) {
-      for (int c = 0; c < nc; ++c) {
-        const double fz =
-            truth.contact_forces(k, 3 * c + 2) + rng.normal(profile.contact_force_noise);
-        contacts.flags(k, c) = fz > profile.contact_threshold ? 1 : 0;
-      }
-    }
-    log.contacts = std::move(contacts);
-  }
-
-  // ---- truth: from MuJoCo, exact
   io::TruthSeries t;
   t.time = truth.time;
   t.q = truth.joint_q;
@@ -384,7 +387,35 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
       t.body_pi.row(truth.varying_rows[b]) = truth.varying_pi.block(0, 10 * b, 1, 10);
     }
   }
-  log.truth = std::move(t);
+  return t;
+}
+
+}  // namespace
+
+io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProfile& profile,
+                std::uint64_t seed, const std::string& scenario) {
+  profile.validate();
+  const int n = truth.samples();
+  const int nc = static_cast<int>(model.contactNames().size());
+  const bool free_flyer = model.hasFreeFlyer();
+  const double dt = truth.dt;
+  require(n >= 2, "truth samples", "at least 2", std::to_string(n));
+  requireJitter(profile.joint_time_jitter, dt, "joint_time_jitter");
+
+  io::Log log;
+  log.meta.robot = model.nominal().shortName().empty() ? model.nominal().displayName()
+                                                       : model.nominal().shortName();
+  log.meta.base_type = free_flyer ? io::BaseType::FreeFlyer : io::BaseType::Fixed;
+  log.meta.noise_profile = profile.name;
+  log.meta.scenario = scenario;
+  log.meta.seed = static_cast<std::int64_t>(seed);
+  log.joints = makeJointSeries(model, truth, profile, seed);
+  if (free_flyer) {
+    log.imu = makeImuSeries(model, truth, profile, seed);
+    log.mocap = makeMocapSeries(model, truth, profile, seed);
+  }
+  if (nc > 0) log.contacts = makeContactSeries(model, truth, profile, seed, log.joints.time);
+  log.truth = makeTruthSeries(model, truth);
   return log;
 }
 

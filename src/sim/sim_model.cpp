@@ -140,52 +140,103 @@ void SimModelOptions::validate() const {
           num(floor_friction));
 }
 
-SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
-    : nominal_(nominal), options_(std::move(options)) {
-  options_.validate();
-  installMujocoHandlers();
-  const pinocchio::Model& pm = nominal_.pinocchio();
-  const bool free_flyer = nominal_.hasFreeFlyer();
+namespace {
 
-  // the scenario's link edits, applied to a copy of the nominal inertias
+using SpecPtr = std::unique_ptr<mjSpec, SpecDeleter>;
+
+// The scenario's link edits, applied to a copy of the nominal inertias.
+std::vector<pinocchio::Inertia> editedInertias(const model::RobotModel& nominal,
+                                               const std::vector<LinkEdit>& edits) {
+  const pinocchio::Model& pm = nominal.pinocchio();
   std::vector<pinocchio::Inertia> inertias(pm.inertias.begin(), pm.inertias.end());
-  for (const auto& e : options_.link_edits) {
-    const auto j = nominal_.bodyIndex(e.body);
+  for (const auto& e : edits) {
+    const auto j = nominal.bodyIndex(e.body);
     const pinocchio::Inertia& I = inertias[j];
     const Eigen::Matrix3d scaled = I.inertia().matrix() * e.mass_scale;
     inertias[j] = pinocchio::Inertia(I.mass() * e.mass_scale, I.lever() + e.com_shift,
                                      pinocchio::Symmetric3(scaled));
   }
+  return inertias;
+}
 
-  // joint axes: the joint's column of its local Jacobian at the neutral configuration
-  pinocchio::Data pd(pm);
-  const Eigen::VectorXd q0 = pinocchio::neutral(pm);
-  pinocchio::computeJointJacobians(pm, pd, q0);
-
-  std::unique_ptr<mjSpec, SpecDeleter> spec(mj_makeSpec());
+// An empty spec with heft's compiler settings and physics options.
+SpecPtr makeSpec(const std::string& name, double timestep) {
+  SpecPtr spec(mj_makeSpec());
   if (!spec) throw SolveError("MuJoCo: mj_makeSpec failed");
-  mjs_setString(spec->modelname, nominal_.displayName().c_str());
+  mjs_setString(spec->modelname, name.c_str());
   spec->compiler.degree = 0;  // radians
   spec->compiler.inertiafromgeom = mjINERTIAFROMGEOM_FALSE;
   spec->compiler.balanceinertia = 0;
   spec->compiler.boundmass = 0;
   spec->compiler.boundinertia = 0;
   spec->compiler.alignfree = 0;  // the free joint's qpos is the body frame, not the inertial frame
-  spec->option.timestep = options_.timestep;
+  spec->option.timestep = timestep;
   spec->option.gravity[0] = 0;
   spec->option.gravity[1] = 0;
   spec->option.gravity[2] = -9.81;
   spec->option.integrator = mjINT_EULER;
   // explicit damping: qvel[k+1] = qvel[k] + h qacc[k] exactly, so the logged a matches the states
   spec->option.disableflags |= mjDSBL_EULERDAMP;
+  return spec;
+}
 
-  mjsBody* world = mjs_findBody(spec.get(), "world");
+// One MuJoCo joint on `body` for the one-dimensional Pinocchio joint j: its axis is the joint's
+// column of its local Jacobian at the neutral configuration (pd holds computeJointJacobians).
+mjsJoint* addJoint(mjsBody* body, const model::RobotModel& nominal, const pinocchio::Data& pd,
+                   pinocchio::JointIndex j) {
+  const pinocchio::Model& pm = nominal.pinocchio();
+  const auto& jm = pm.joints[j];
+  const std::string& joint_name = pm.names[j];
+  if (jm.nv() != 1) {
+    throw InputError(nominal.source() + ": joint " + joint_name + ": expected a revolute, " +
+                     "continuous or prismatic joint (or a free-flyer root), got " + jm.shortname());
+  }
+  Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
+  J.setZero();
+  pinocchio::getJointJacobian(pm, pd, j, pinocchio::LOCAL, J);
+  const Eigen::Matrix<double, 6, 1> S = J.col(jm.idx_v());
+  mjsJoint* joint = mjs_addJoint(body, nullptr);
+  mjs_setName(joint->element, joint_name.c_str());
+  const bool revolute = S.tail<3>().norm() > 0.5;
+  if (revolute && S.head<3>().norm() > 1e-9) {
+    throw InputError(nominal.source() + ": joint " + joint_name +
+                     ": expected a revolute axis through the joint frame origin");
+  }
+  joint->type = revolute ? mjJNT_HINGE : mjJNT_SLIDE;
+  const Eigen::Vector3d axis = revolute ? S.tail<3>() : S.head<3>();
+  for (int k = 0; k < 3; ++k) joint->axis[k] = axis[k];
+  joint->limited = mjLIMITED_FALSE;
+  if (jm.nq() == 1) {
+    const double lo = pm.lowerPositionLimit[jm.idx_q()];
+    const double hi = pm.upperPositionLimit[jm.idx_q()];
+    // URDFs write lower = upper = 0 for "no limit" (double_pendulum); Pinocchio keeps it.
+    if (std::isfinite(lo) && std::isfinite(hi) && lo < hi) {
+      joint->limited = mjLIMITED_TRUE;
+      joint->range[0] = lo;
+      joint->range[1] = hi;
+    }
+  }
+  return joint;
+}
+
+// One MuJoCo body per Pinocchio joint (index j; the world at 0), with its joint: free for a
+// free-flyer root, else hinge or slide with the scenario's friction. Appends the names of the
+// one-dimensional joints to joint_names and the bodies' names to used_names.
+std::vector<mjsBody*> addJointBodies(mjSpec* spec, const model::RobotModel& nominal,
+                                     const std::vector<pinocchio::Inertia>& inertias,
+                                     const std::map<std::string, JointFriction>& friction,
+                                     std::vector<std::string>& joint_names,
+                                     std::set<std::string>& used_names) {
+  const pinocchio::Model& pm = nominal.pinocchio();
+  const bool free_flyer = nominal.hasFreeFlyer();
+  pinocchio::Data pd(pm);
+  const Eigen::VectorXd q0 = pinocchio::neutral(pm);
+  pinocchio::computeJointJacobians(pm, pd, q0);
+  mjsBody* world = mjs_findBody(spec, "world");
   std::vector<mjsBody*> bodies(pm.njoints, nullptr);
-  std::set<std::string> used_names;
   for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(pm.njoints); ++j) {
-    const auto& jm = pm.joints[j];
     const std::string& joint_name = pm.names[j];
-    const std::string body_name = nominal_.body(j).name;
+    const std::string body_name = nominal.body(j).name;
     mjsBody* parent = pm.parents[j] == 0 ? world : bodies[pm.parents[j]];
     mjsBody* body = mjs_addBody(parent, nullptr);
     bodies[j] = body;
@@ -202,54 +253,29 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
       free->align = mjALIGNFREE_FALSE;
       continue;
     }
-    if (jm.nv() != 1) {
-      throw InputError(nominal_.source() + ": joint " + joint_name + ": expected a revolute, " +
-                       "continuous or prismatic joint (or a free-flyer root), got " +
-                       jm.shortname());
+    mjsJoint* joint = addJoint(body, nominal, pd, j);
+    auto f = friction.find(joint_name);
+    if (f != friction.end()) {
+      joint->damping = f->second.damping;
+      joint->frictionloss = f->second.frictionloss;
+      joint->armature = f->second.armature;
     }
-    Eigen::Matrix<double, 6, Eigen::Dynamic> J(6, pm.nv);
-    J.setZero();
-    pinocchio::getJointJacobian(pm, pd, j, pinocchio::LOCAL, J);
-    const Eigen::Matrix<double, 6, 1> S = J.col(jm.idx_v());
-    mjsJoint* joint = mjs_addJoint(body, nullptr);
-    mjs_setName(joint->element, joint_name.c_str());
-    const bool revolute = S.tail<3>().norm() > 0.5;
-    if (revolute && S.head<3>().norm() > 1e-9) {
-      throw InputError(nominal_.source() + ": joint " + joint_name +
-                       ": expected a revolute axis through the joint frame origin");
-    }
-    joint->type = revolute ? mjJNT_HINGE : mjJNT_SLIDE;
-    const Eigen::Vector3d axis = revolute ? S.tail<3>() : S.head<3>();
-    for (int k = 0; k < 3; ++k) joint->axis[k] = axis[k];
-    joint->limited = mjLIMITED_FALSE;
-    if (jm.nq() == 1) {
-      const double lo = pm.lowerPositionLimit[jm.idx_q()];
-      const double hi = pm.upperPositionLimit[jm.idx_q()];
-      // URDFs write lower = upper = 0 for "no limit" (double_pendulum); Pinocchio keeps it.
-      if (std::isfinite(lo) && std::isfinite(hi) && lo < hi) {
-        joint->limited = mjLIMITED_TRUE;
-        joint->range[0] = lo;
-        joint->range[1] = hi;
-      }
-    }
-    auto friction = options_.joint_friction.find(joint_name);
-    if (friction != options_.joint_friction.end()) {
-      joint->damping = friction->second.damping;
-      joint->frictionloss = friction->second.frictionloss;
-      joint->armature = friction->second.armature;
-    }
-    joint_names_.push_back(joint_name);
+    joint_names.push_back(joint_name);
   }
-  for (const auto& [name, f] : options_.joint_friction) {
-    if (std::find(joint_names_.begin(), joint_names_.end(), name) == joint_names_.end()) {
-      throw InputError("joint_friction: expected a 1-DoF joint of " + nominal_.displayName() +
+  for (const auto& [name, f] : friction) {
+    if (std::find(joint_names.begin(), joint_names.end(), name) == joint_names.end()) {
+      throw InputError("joint_friction: expected a 1-DoF joint of " + nominal.displayName() +
                        ", got \"" + name + "\"");
     }
   }
+  return bodies;
+}
 
-  // payloads: welded bodies of their own, so MuJoCo (not heft) does the lumping
-  for (const auto& p : options_.payloads) {
-    const auto j = nominal_.bodyIndex(p.body);
+// Payloads: welded bodies of their own, so MuJoCo (not heft) does the lumping.
+void addPayloads(const model::RobotModel& nominal, const std::vector<PayloadSpec>& payloads,
+                 const std::vector<mjsBody*>& bodies, const std::set<std::string>& used_names) {
+  for (const auto& p : payloads) {
+    const auto j = nominal.bodyIndex(p.body);
     if (used_names.count(p.name)) {
       throw InputError("payloads name: expected a name that is not a body of the robot, got \"" +
                        p.name + "\"");
@@ -259,19 +285,33 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     const Eigen::Matrix3d I = 0.5 * (p.payload.inertia + p.payload.inertia.transpose());
     setInertial(body, pinocchio::Inertia(p.payload.mass, p.payload.com, pinocchio::Symmetric3(I)));
   }
+}
 
-  // contact spheres at the contact frames (or points), and the floor they touch
-  std::vector<ContactPoint> points = options_.contact_points;
+// The contact points: the scenario's, else one at each contact frame (the scenario's or the
+// robot's).
+std::vector<ContactPoint> scenarioContactPoints(const model::RobotModel& nominal,
+                                                const SimModelOptions& options) {
+  std::vector<ContactPoint> points = options.contact_points;
   if (points.empty()) {
-    std::vector<std::string> frame_names = options_.contact_frames;
-    if (frame_names.empty()) frame_names = nominal_.contactFrames();
+    std::vector<std::string> frame_names = options.contact_frames;
+    if (frame_names.empty()) frame_names = nominal.contactFrames();
     for (const auto& name : frame_names) points.push_back({name, name, Vector3::Zero()});
   }
+  return points;
+}
+
+// Contact spheres at the points, and the floor they touch; returns the spheres' names.
+std::vector<std::string> addContactGeoms(mjSpec* spec, const model::RobotModel& nominal,
+                                         const SimModelOptions& options,
+                                         const std::vector<ContactPoint>& points,
+                                         const std::vector<mjsBody*>& bodies) {
+  const pinocchio::Model& pm = nominal.pinocchio();
+  std::vector<std::string> names;
   for (const auto& point : points) {
     const std::string& name = point.frame;
     if (!pm.existFrame(name)) {
-      throw InputError("contact_frames: expected a frame of " + nominal_.displayName() +
-                       ", got \"" + name + "\"");
+      throw InputError("contact_frames: expected a frame of " + nominal.displayName() + ", got \"" +
+                       name + "\"");
     }
     const auto& frame = pm.frames[pm.getFrameId(name)];
     if (frame.parentJoint == 0) {
@@ -280,22 +320,20 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     mjsGeom* geom = mjs_addGeom(bodies[frame.parentJoint], nullptr);
     mjs_setName(geom->element, point.name.c_str());
     geom->type = mjGEOM_SPHERE;
-    geom->size[0] = options_.contact_radius;
+    geom->size[0] = options.contact_radius;
     const Eigen::Vector3d center = frame.placement.act(point.offset);
     for (int k = 0; k < 3; ++k) geom->pos[k] = center[k];
     // feet collide with the floor only (contype / conaffinity bits 1 and 2)
     geom->contype = 1;
     geom->conaffinity = 2;
     geom->condim = 3;
-    geom->friction[0] = options_.floor_friction;
+    geom->friction[0] = options.floor_friction;
     geom->mass = 0;
     geom->density = 0;
-    contact_names_.push_back(point.name);
+    names.push_back(point.name);
   }
-  contact_points_ = points;
-  const bool any_contact = !points.empty();
-  if (any_contact) {
-    mjsGeom* floor = mjs_addGeom(world, nullptr);
+  if (!points.empty()) {
+    mjsGeom* floor = mjs_addGeom(mjs_findBody(spec, "world"), nullptr);
     mjs_setName(floor->element, "floor");
     floor->type = mjGEOM_PLANE;
     floor->size[0] = floor->size[1] = 0;  // infinite
@@ -303,59 +341,92 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     floor->contype = 2;
     floor->conaffinity = 1;
     floor->condim = 3;
-    floor->friction[0] = options_.floor_friction;
+    floor->friction[0] = options.floor_friction;
   }
+  return names;
+}
 
-  // IMU: MuJoCo's gyro and accelerometer at a site on the base (free-flyer robots)
-  if (free_flyer) {
-    mjsBody* host = bodies[1];
-    pinocchio::SE3 placement = pinocchio::SE3::Identity();
-    imu_frame_.clear();
-    if (!options_.imu_frame.empty()) {
-      if (pm.existFrame(options_.imu_frame)) {
-        const auto& frame = pm.frames[pm.getFrameId(options_.imu_frame)];
-        host = bodies[frame.parentJoint];
-        placement = frame.placement;
-        imu_frame_ = options_.imu_frame;
-      } else if (!options_.imu_frame_optional) {
-        throw InputError("imu_frame: expected a frame of " + nominal_.displayName() + ", got \"" +
-                         options_.imu_frame + "\"");
-      }
+// IMU: MuJoCo's gyro and accelerometer at a site on the base (free-flyer robots), or at the
+// scenario's IMU frame when the robot has it; returns that frame ("" for the base).
+std::string addImu(mjSpec* spec, const model::RobotModel& nominal, const SimModelOptions& options,
+                   const std::vector<mjsBody*>& bodies) {
+  const pinocchio::Model& pm = nominal.pinocchio();
+  mjsBody* host = bodies[1];
+  pinocchio::SE3 placement = pinocchio::SE3::Identity();
+  std::string imu_frame;
+  if (!options.imu_frame.empty()) {
+    if (pm.existFrame(options.imu_frame)) {
+      const auto& frame = pm.frames[pm.getFrameId(options.imu_frame)];
+      host = bodies[frame.parentJoint];
+      placement = frame.placement;
+      imu_frame = options.imu_frame;
+    } else if (!options.imu_frame_optional) {
+      throw InputError("imu_frame: expected a frame of " + nominal.displayName() + ", got \"" +
+                       options.imu_frame + "\"");
     }
-    mjsSite* site = mjs_addSite(host, nullptr);
-    mjs_setName(site->element, "heft_imu");
-    for (int k = 0; k < 3; ++k) site->pos[k] = placement.translation()[k];
-    setQuat(site->quat, placement.rotation());
-    mjsSensor* gyro = mjs_addSensor(spec.get());
-    mjs_setName(gyro->element, "heft_gyro");
-    gyro->type = mjSENS_GYRO;
-    gyro->objtype = mjOBJ_SITE;
-    mjs_setString(gyro->objname, "heft_imu");
-    mjsSensor* accel = mjs_addSensor(spec.get());
-    mjs_setName(accel->element, "heft_accel");
-    accel->type = mjSENS_ACCELEROMETER;
-    accel->objtype = mjOBJ_SITE;
-    mjs_setString(accel->objname, "heft_imu");
   }
+  mjsSite* site = mjs_addSite(host, nullptr);
+  mjs_setName(site->element, "heft_imu");
+  for (int k = 0; k < 3; ++k) site->pos[k] = placement.translation()[k];
+  setQuat(site->quat, placement.rotation());
+  mjsSensor* gyro = mjs_addSensor(spec);
+  mjs_setName(gyro->element, "heft_gyro");
+  gyro->type = mjSENS_GYRO;
+  gyro->objtype = mjOBJ_SITE;
+  mjs_setString(gyro->objname, "heft_imu");
+  mjsSensor* accel = mjs_addSensor(spec);
+  mjs_setName(accel->element, "heft_accel");
+  accel->type = mjSENS_ACCELEROMETER;
+  accel->objtype = mjOBJ_SITE;
+  mjs_setString(accel->objname, "heft_imu");
+  return imu_frame;
+}
 
+// The compiled model (the caller owns it); compiler errors and warnings throw InputError.
+mjModel* compileSpec(mjSpec* spec, const std::string& name) {
   mjModel* compiled = nullptr;
   std::string message;
-  mjSpec* raw = spec.get();
-  const bool ok = guardedMujocoCall([&] { compiled = mj_compile(raw, nullptr); }, message);
+  const bool ok = guardedMujocoCall([&] { compiled = mj_compile(spec, nullptr); }, message);
   if (!ok || compiled == nullptr) {
-    const char* err = mjs_getError(raw);
-    throw InputError("MuJoCo model of " + nominal_.displayName() + ": compile failed: " +
+    const char* err = mjs_getError(spec);
+    throw InputError("MuJoCo model of " + name + ": compile failed: " +
                      (ok ? std::string(err ? err : "unknown error") : message));
   }
-  if (mjs_isWarning(raw)) {
-    const char* err = mjs_getError(raw);
+  if (mjs_isWarning(spec)) {
+    const char* err = mjs_getError(spec);
     mj_deleteModel(compiled);
-    throw InputError("MuJoCo model of " + nominal_.displayName() +
+    throw InputError("MuJoCo model of " + name +
                      ": compiler warning: " + std::string(err ? err : ""));
   }
-  model_ = compiled;
+  return compiled;
+}
 
-  // maps between the two models, by name
+}  // namespace
+
+SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
+    : nominal_(nominal), options_(std::move(options)) {
+  options_.validate();
+  installMujocoHandlers();
+  const std::vector<pinocchio::Inertia> inertias = editedInertias(nominal_, options_.link_edits);
+  SpecPtr spec = makeSpec(nominal_.displayName(), options_.timestep);
+  std::set<std::string> used_names;
+  const std::vector<mjsBody*> bodies = addJointBodies(
+      spec.get(), nominal_, inertias, options_.joint_friction, joint_names_, used_names);
+  addPayloads(nominal_, options_.payloads, bodies, used_names);
+  const std::vector<ContactPoint> points = scenarioContactPoints(nominal_, options_);
+  contact_names_ = addContactGeoms(spec.get(), nominal_, options_, points, bodies);
+  contact_points_ = points;
+  if (nominal_.hasFreeFlyer()) imu_frame_ = addImu(spec.get(), nominal_, options_, bodies);
+  model_ = compileSpec(spec.get(), nominal_.displayName());
+  mapModels();
+  mapMassVariations();
+  mapActuators();
+}
+
+// Maps between the two models, by name: bodies, joints, contact spheres, payloads, IMU sensors.
+void SimModel::mapModels() {
+  const pinocchio::Model& pm = nominal_.pinocchio();
+  const bool free_flyer = nominal_.hasFreeFlyer();
   joint_body_.assign(pm.njoints, -1);
   for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(pm.njoints); ++j) {
     joint_body_[j] = mj_name2id(model_, mjOBJ_BODY, nominal_.body(j).name.c_str());
@@ -377,7 +448,16 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
   for (const auto& p : options_.payloads) {
     payload_bodies_.push_back(mj_name2id(model_, mjOBJ_BODY, p.name.c_str()));
   }
-  // time-varying masses: the MuJoCo body and the Pinocchio body (nearest ancestor with a joint)
+  if (free_flyer) {
+    imu_site_ = mj_name2id(model_, mjOBJ_SITE, "heft_imu");
+    gyro_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_gyro")];
+    accel_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_accel")];
+  }
+}
+
+// Time-varying masses: the MuJoCo body and the Pinocchio body (nearest ancestor with a joint).
+// Errors free the compiled model (the destructor does not run when the constructor throws).
+void SimModel::mapMassVariations() {
   for (const auto& v : options_.mass_variations) {
     std::string mj_name = v.body;
     bool is_payload = false;
@@ -422,6 +502,10 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     varied_inertia0_.emplace_back(model_->body_inertia[3 * b], model_->body_inertia[3 * b + 1],
                                   model_->body_inertia[3 * b + 2]);
   }
+}
+
+// Actuator models of the named joints (ideal elsewhere).
+void SimModel::mapActuators() {
   actuators_.assign(joints_.size(), ActuatorModel{});
   for (const auto& [name, a] : options_.actuators) {
     const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
@@ -433,11 +517,6 @@ SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     }
     actuators_[it - joint_names_.begin()] = a;
     has_actuators_ = true;
-  }
-  if (free_flyer) {
-    imu_site_ = mj_name2id(model_, mjOBJ_SITE, "heft_imu");
-    gyro_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_gyro")];
-    accel_adr_ = model_->sensor_adr[mj_name2id(model_, mjOBJ_SENSOR, "heft_accel")];
   }
 }
 

@@ -131,6 +131,9 @@ class RiccatiSolver {
  public:
   /// Sizes every buffer. \throws InputError on invalid options.
   RiccatiSolver(std::shared_ptr<const Problem> problem, const RiccatiOptions& options = {});
+  ~RiccatiSolver();
+  RiccatiSolver(RiccatiSolver&&) noexcept;
+  RiccatiSolver& operator=(RiccatiSolver&&) noexcept;
 
   /// Sets the initial guess (N+1 states, N decisions, theta). \throws InputError on sizes or
   /// non-finite values.
@@ -148,158 +151,35 @@ class RiccatiSolver {
   /// derivatives are not finite.
   bool computeDirection();
 
-  const std::vector<Eigen::VectorXd>& xs() const { return cur_.xs; }
-  const std::vector<Eigen::VectorXd>& ws() const { return cur_.ws; }
-  const Eigen::VectorXd& theta() const { return cur_.theta; }
-  const std::vector<Eigen::VectorXd>& directionX() const { return dxs_; }
-  const std::vector<Eigen::VectorXd>& directionW() const { return dws_; }
-  const Eigen::VectorXd& directionTheta() const { return dtheta_; }
+  const std::vector<Eigen::VectorXd>& xs() const;
+  const std::vector<Eigen::VectorXd>& ws() const;
+  const Eigen::VectorXd& theta() const;
+  const std::vector<Eigen::VectorXd>& directionX() const;
+  const std::vector<Eigen::VectorXd>& directionW() const;
+  const Eigen::VectorXd& directionTheta() const;
   /// Gaps of the current guess, gap(k) = f_{k-1} ⊖ x_k for k >= 1 (index 0 is zero), in the
   /// tangent space at x_k.
-  const std::vector<Eigen::VectorXd>& gaps() const { return cur_.gaps; }
+  const std::vector<Eigen::VectorXd>& gaps() const;
   /// Posterior covariance of theta (np x np) at the last direction: pseudo-inverse of the Schur
   /// complement on its range.
-  const Eigen::MatrixXd& thetaCovariance() const { return theta_covariance_; }
+  const Eigen::MatrixXd& thetaCovariance() const;
   /// Basis of the unobservable directions of theta (np x nullity) at the last direction.
   Eigen::MatrixXd thetaNullspace() const;
   /// The quadratic model of the cost along the last direction: cost(x ⊕ a d) ~ cost + a d1 + a^2 d2
   /// / 2 (d1 is the directional derivative; d2 = |J d|^2).
-  double expectedFirstOrder() const { return d1_; }
-  double expectedSecondOrder() const { return d2_; }
+  double expectedFirstOrder() const;
+  double expectedSecondOrder() const;
   /// Cost of the current guess (from the last evaluation).
-  double cost() const { return cur_.cost; }
-  const RiccatiSummary& summary() const { return summary_; }
-  const RiccatiOptions& options() const { return options_; }
-  void setRegularization(double mu) { mu_ = mu; }
+  double cost() const;
+  const RiccatiSummary& summary() const;
+  const RiccatiOptions& options() const;
+  void setRegularization(double mu);
 
  private:
-  struct Trajectory {
-    std::vector<Eigen::VectorXd> xs, ws, gaps;
-    Eigen::VectorXd theta;
-    double cost = 0, gap_norm1 = 0, max_gap = 0;
-  };
-  void resizeTrajectory(Trajectory& traj) const;
-  void closeGaps(Trajectory& traj);  // x_{k+1} = f(x_k, w_k; theta) from x_0
-  void evaluate(Trajectory& traj);   // calc everywhere: gaps and cost
-  // Derivatives: calc where the datas are not at cur_, the terminal stage, the arrival Jacobian
-  // (prepareDerivatives), and calcDiff with the gap's linearization per knot; false on NaN.
-  bool prepareDerivatives();
-  bool differentiateKnot(int k);
-  // Backward pass: false if Q_ww is not positive definite (at some knot).
-  bool backwardPass();
-  void terminalValue();
-  bool backwardStep(int k);
-  /// The derivatives and the backward pass in one sweep (the knots' data stay in cache); their
-  /// times in pass_*_seconds_. false if either failed (finite tells which).
-  bool derivativesAndBackwardPass(bool& finite);
-  double pass_derivative_seconds_ = 0, pass_backward_seconds_ = 0;
-  bool solveArrival();              // false if the arrival Hessian is not positive definite
-  void linearRollout();             // dxs_, dws_, d1_, d2_
-  void rolloutTrial(double alpha);  // trial_ from cur_ and the direction
-  double arrivalCost(const Trajectory& traj);
-  void printProgress(int iteration, double alpha) const;
-
-  std::shared_ptr<const Problem> problem_;
-  RiccatiOptions options_;
-  RiccatiSummary summary_;
-  int N_ = 0, nx_ = 0, ndx_ = 0, np_ = 0, nw_max_ = 0, nr_max_ = 0;
-  double mu_ = 0;
-  double penalty_ = 0;
-
-  // The current guess and a trial point of the line search, each with its evaluation.
-  Trajectory cur_, trial_;
-  /// datas_ and terminal_data_ hold calc at cur_ and cur_.gaps are up to date: the derivative
-  /// pass then skips calc (evaluate and the accepted trial already did it).
-  bool datas_at_current_ = false;
-  StageWorkspace workspace_;  ///< the stages' shared scratch (declared before the datas using it)
-  std::vector<std::unique_ptr<StageData>> datas_;
-  std::unique_ptr<StageData> terminal_data_;
-
-  // Exact linearization of the gap on the manifold: difference(x_{k+1}, f_k) = 0 gives
-  // D0 dx_{k+1} + D1 df + fbar = 0, so the solver uses F <- -D0^{-1} D1 F and the gap
-  // -D0^{-1} fbar (both equal the stage's when the gap is zero).
-  // Only the state's curved blocks (StateManifold::curvedBlocks) differ from the identity map,
-  // so the map is applied block by block: T_b = -D0_b^{-1} D1_b on the block's rows.
-  std::vector<Eigen::VectorXd> lin_gaps_;
-  Eigen::MatrixXd D0_, D1_;
-  std::vector<Eigen::PartialPivLU<Eigen::MatrixXd>> block_lu_;
-  std::vector<Eigen::MatrixXd> block_map_;  ///< T_b per curved block
-  Eigen::MatrixXd block_rows_;              ///< workspace: largest block x max(ndx, nw, np)
-  Eigen::VectorXd block_gap_;
-  void linearizeGap(StageData& data, int k);
-  // Policy per running stage, kept factored: with Q_ww = L L^T, dw = -L^{-T} (y + Y dx + Y_t
-  // dtheta) (K = -L^{-T} Y is never formed: the rollouts apply it to one vector).
-  /// nw x (nw + ndx + np + 1) per knot, [L | Y | Y_t | y]: L in the lower triangle, Y = L^{-1}
-  /// Q_xw^T, Y_t = L^{-1} Q_wtheta, y = L^{-1} Q_w (one block: the rollouts read it in one stream).
-  /// A structured knot keeps two policies in its rows: w_q's (rows [0, nv), L in the leading
-  /// nv x nv block, Y acting on the state step before the configuration noise) and w_v's (rows
-  /// [nv, nw), L in the trailing block, Y acting on dx).
-  std::vector<Eigen::MatrixXd> policy_;
-  Eigen::VectorXd policy_tmp_;
-  /// policy_tmp_.head(nw) = -dw_k, the step of w_k for the state step dx and the fraction
-  /// `scale` of the direction's feedforward and theta step; at a structured knot pre_noise_ = y.
-  void policyCorrection(int k, double scale, const Eigen::VectorXd& dx);
-  /// e = L^{-T} (scale y + Y z + scale Y_t dtheta_) for the policy rows [first, first + size).
-  void applyPolicy(const Eigen::MatrixXd& policy, int first, int size, double scale,
-                   const Eigen::VectorXd& z, Eigen::Ref<Eigen::VectorXd> e) const;
-  /// Minimizes the quadratic model over the decision rows [first, first + size) of `policy`
-  /// (definitions at the function); false if its Hessian is not positive definite.
-  bool eliminate(Eigen::MatrixXd& policy, int first, int size, Eigen::MatrixXd& Hxx,
-                 Eigen::MatrixXd& Hxt, Eigen::MatrixXd& Htt, Eigen::VectorXd& gx,
-                 Eigen::VectorXd& gt) const;
-  /// w_q eliminated from the next value function (a structured knot's first policy).
-  bool eliminateConfigurationNoise(const StageData& d, Eigen::MatrixXd& policy);
-  // Semi-implicit structure (StageData::semi_implicit), per running stage whether the backward
-  // pass uses it, the segments of [0, nv) on which A_q, B_q, S_q are dense blocks (the state's
-  // curved blocks) or diagonal, and the products' workspaces.
-  struct Segment {
-    int start = 0, size = 0;
-    bool block = false;
-  };
-  std::vector<char> structured_;
-  std::vector<Segment> segments_;
-  int nv_ = 0;
-  Eigen::MatrixXd Z_, FxVS_, FwVS_, SG_, SVt_;
-  Eigen::VectorXd tmp_v_;
-  Eigen::VectorXd pre_noise_;                    ///< ndx: the linear step of the state before w_q
-  void structuredQ(const StageData& d, int nw);  // Q's value-function terms from the structure
-  // out += X M and out += M^T X for M (nv x nv) block diagonal on segments_.
-  void addTimesBlockDiagonal(const Eigen::Ref<const Eigen::MatrixXd>& X, const Eigen::MatrixXd& M,
-                             Eigen::Ref<Eigen::MatrixXd> out) const;
-  /// out += M x, or M^T x when `transposed`.
-  void addBlockDiagonalTimes(const Eigen::MatrixXd& M, const Eigen::Ref<const Eigen::VectorXd>& x,
-                             Eigen::Ref<Eigen::VectorXd> out, bool transposed = false) const;
-  void addBlockDiagonalTransposeTimes(const Eigen::MatrixXd& M,
-                                      const Eigen::Ref<const Eigen::MatrixXd>& X,
-                                      Eigen::Ref<Eigen::MatrixXd> out) const;
-  // Value function at the next knot (a step forms the current one in the Q's and swaps).
-  Eigen::MatrixXd Vxx_next_, Vxt_next_, Vtt_next_;
-  Eigen::VectorXd Vx_next_, Vt_next_;
-  // Action-value expansion and temporaries.
-  Eigen::MatrixXd Qxx_, Qxw_, Qww_, Qxt_, Qwt_, Qtt_, FxV_, FwV_, G_;
-  Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;
-  // Arrival node.
-  Eigen::VectorXd arrival_r_, prior_r_, theta_diff_, gx_, gt_, gs_;
-  Eigen::MatrixXd arrival_J_, J_unused_, J_next_unused_, Hxx_, Hxt_, Htt_, HxxInvHxt_, S_;
-  Eigen::VectorXd HxxInvGx_;
-  Eigen::LLT<Eigen::MatrixXd> Hxx_llt_;
-  // Eigen-decomposition of S without allocation: tridiagonalize, form Q with a preallocated
-  // workspace, diagonalize the tridiagonal matrix (SelfAdjointEigenSolver::compute allocates
-  // when it forms Q).
-  Eigen::Tridiagonalization<Eigen::MatrixXd> S_tri_;
-  Eigen::MatrixXd S_Q_, S_vectors_;
-  Eigen::VectorXd S_diag_, S_subdiag_, S_workspace_;
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> S_eig_;
-  Eigen::MatrixXd theta_covariance_;
-  int nullity_ = 0;
-  double theta_radius_ = 0;         ///< current trust radius
-  bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius
-  // Direction and its expected change of the cost.
-  std::vector<Eigen::VectorXd> dxs_, dws_;
-  Eigen::VectorXd dtheta_, e_, tangent_;
-  double d1_ = 0, d2_ = 0;
-  std::vector<std::pair<double, double>>
-      merit_memory_;  ///< (cost, sum |gap|_1) of accepted iterates
+  /// The iterates, the stages' datas and every buffer of the passes (src/estimation/
+  /// riccati_impl.hpp): sized once at construction, private to the module.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace heft::estimation

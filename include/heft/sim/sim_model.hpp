@@ -219,6 +219,11 @@ class SimModel {
   static long warningCount(const mjData* d);
 
  private:
+  // Steps of the constructor once the MuJoCo model is compiled.
+  void mapModels();
+  void mapMassVariations();
+  void mapActuators();
+
   struct JointMap {
     std::size_t joint = 0;  // Pinocchio joint index
     int idx_q = 0, idx_v = 0, nq = 1;

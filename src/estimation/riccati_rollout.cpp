@@ -1,0 +1,186 @@
+// RiccatiSolver's rollouts: evaluation of a trajectory (cost and gaps), the policy applied to a
+// state step, the linear rollout of the direction with its expected change of the cost, the
+// trials of the line search (multiple shooting, or nonlinear under the feedback policy) and the
+// backtracking itself.
+#include <algorithm>
+#include <cmath>
+
+#include "estimation/riccati_impl.hpp"
+#include "heft/common/error.hpp"
+
+namespace heft::estimation {
+
+void RiccatiSolver::Impl::closeGaps(Trajectory& traj) {
+  for (int k = 0; k < N_; ++k) {
+    problem_->running(k).calc(*datas_[k], traj.xs[k], traj.ws[k], traj.theta);
+    traj.xs[k + 1] = datas_[k]->xnext;
+  }
+}
+
+double RiccatiSolver::Impl::arrivalCost(const Trajectory& traj) {
+  const ArrivalPrior& arrival = problem_->arrival();
+  problem_->state().difference(arrival.x_mean, traj.xs[0], tangent_);
+  arrival_r_.noalias() = arrival.x_sqrt_info * tangent_;
+  theta_diff_ = traj.theta - arrival.theta_mean;
+  prior_r_.noalias() = arrival.theta_sqrt_info * theta_diff_;
+  return 0.5 * arrival_r_.squaredNorm() + 0.5 * prior_r_.squaredNorm();
+}
+
+void RiccatiSolver::Impl::evaluate(Trajectory& traj) {
+  double cost = arrivalCost(traj);
+  double norm1 = 0, max_gap = 0;
+  for (int k = 0; k < N_; ++k) {
+    problem_->running(k).calc(*datas_[k], traj.xs[k], traj.ws[k], traj.theta);
+    cost += datas_[k]->cost;
+    problem_->state().difference(traj.xs[k + 1], datas_[k]->xnext, traj.gaps[k + 1]);
+    norm1 += traj.gaps[k + 1].lpNorm<1>();
+    max_gap = std::max(max_gap, traj.gaps[k + 1].lpNorm<Eigen::Infinity>());
+  }
+  problem_->terminal().calc(*terminal_data_, traj.xs[N_], Eigen::VectorXd(), traj.theta);
+  cost += terminal_data_->cost;
+  traj.cost = cost;
+  traj.gap_norm1 = norm1;
+  traj.max_gap = max_gap;
+  datas_at_current_ = &traj == &cur_;
+}
+
+void RiccatiSolver::Impl::applyPolicy(const Eigen::MatrixXd& policy, int first, int size,
+                                      double scale, const Eigen::VectorXd& z,
+                                      Eigen::Ref<Eigen::VectorXd> e) const {
+  const int nw = static_cast<int>(policy.rows());
+  e.noalias() = scale * policy.col(nw + ndx_ + np_).segment(first, size);
+  e.noalias() += policy.block(first, nw, size, ndx_) * z;
+  if (np_ > 0) e.noalias() += scale * policy.block(first, nw + ndx_, size, np_) * dtheta_;
+  policy.block(first, first, size, size).triangularView<Eigen::Lower>().transpose().solveInPlace(e);
+}
+
+void RiccatiSolver::Impl::policyCorrection(int k, double scale, const Eigen::VectorXd& dx) {
+  const Eigen::MatrixXd& policy = policy_[k];
+  const int nw = static_cast<int>(policy.rows());
+  if (!structured_[k]) {
+    applyPolicy(policy, 0, nw, scale, dx, policy_tmp_.head(nw));
+    return;
+  }
+  // w_v from dx; then w_q from the step of the state before the configuration noise,
+  // y = F_x dx + F_wv dw_v + scale F_theta dtheta (its gap part is in w_q's feedforward).
+  const StageData& d = *datas_[k];
+  const int nwv = nw - nv_;
+  auto e_v = policy_tmp_.segment(nv_, nwv);  // -dw_v
+  applyPolicy(policy, nv_, nwv, scale, dx, e_v);
+  tmp_v_.noalias() = d.F_x.bottomRows(nv_) * dx;
+  tmp_v_.noalias() -= d.F_w.bottomRightCorner(nv_, nwv) * e_v;
+  if (np_ > 0) tmp_v_.noalias() += scale * (d.F_theta.bottomRows(nv_) * dtheta_);
+  pre_noise_.tail(nv_) = tmp_v_;
+  pre_noise_.head(nv_).setZero();
+  addBlockDiagonalTimes(d.A_q, dx.head(nv_), pre_noise_.head(nv_));
+  addBlockDiagonalTimes(d.S_q, tmp_v_, pre_noise_.head(nv_));
+  applyPolicy(policy, 0, nv_, scale, pre_noise_, policy_tmp_.head(nv_));
+}
+
+void RiccatiSolver::Impl::linearRollout() {
+  const ArrivalPrior& arrival = problem_->arrival();
+  d1_ = 0;
+  d2_ = 0;
+  auto ea = e_.head(ndx_);
+  ea.noalias() = arrival_J_ * dxs_[0];
+  d1_ += arrival_r_.dot(ea);
+  d2_ += ea.squaredNorm();
+  if (np_ > 0) {
+    auto ep = e_.head(np_);
+    ep.noalias() = arrival.theta_sqrt_info * dtheta_;
+    d1_ += prior_r_.dot(ep);
+    d2_ += ep.squaredNorm();
+  }
+  for (int k = 0; k < N_; ++k) {
+    const StageData& d = *datas_[k];
+    const int nr = problem_->running(k).nr();
+    policyCorrection(k, 1.0, dxs_[k]);
+    dws_[k] = -policy_tmp_.head(dws_[k].size());
+    auto e = e_.head(nr);
+    problem_->running(k).linearResidual(d, dxs_[k], dws_[k], dtheta_, e);
+    d1_ += d.r.dot(e);
+    d2_ += e.squaredNorm();
+    dxs_[k + 1] = lin_gaps_[k + 1];
+    if (structured_[k]) {  // y (policyCorrection's) + [B_q dw_q; 0]
+      dxs_[k + 1] += pre_noise_;
+      addBlockDiagonalTimes(d.B_q, dws_[k].head(nv_), dxs_[k + 1].head(nv_));
+    } else {
+      dxs_[k + 1].noalias() += d.F_x * dxs_[k];
+      dxs_[k + 1].noalias() += d.F_w * dws_[k];
+      dxs_[k + 1].noalias() += d.F_theta * dtheta_;
+    }
+  }
+  const StageData& t = *terminal_data_;
+  auto e = e_.head(problem_->terminal().nr());
+  e.noalias() = t.R_x * dxs_[N_];
+  e.noalias() += t.R_theta * dtheta_;
+  d1_ += t.r.dot(e);
+  d2_ += e.squaredNorm();
+}
+
+void RiccatiSolver::Impl::rolloutTrial(double alpha) {
+  const StateManifold& state = problem_->state();
+  datas_at_current_ = false;  // the stages' data now hold trial points
+  trial_.theta = cur_.theta;
+  trial_.theta.noalias() += alpha * dtheta_;
+  if (options_.rollout == Rollout::MultipleShooting) {
+    for (int k = 0; k <= N_; ++k) {
+      tangent_ = alpha * dxs_[k];
+      state.integrate(cur_.xs[k], tangent_, trial_.xs[k]);
+    }
+    for (int k = 0; k < N_; ++k) {
+      trial_.ws[k] = cur_.ws[k];
+      trial_.ws[k].noalias() += alpha * dws_[k];
+    }
+    evaluate(trial_);
+    return;
+  }
+  // Single shooting and feasibility-driven: a nonlinear rollout under the feedback policy.
+  tangent_ = alpha * dxs_[0];
+  state.integrate(cur_.xs[0], tangent_, trial_.xs[0]);
+  double cost = arrivalCost(trial_);
+  double norm1 = 0, max_gap = 0;
+  const double keep = options_.rollout == Rollout::FeasibilityDriven ? 1 - alpha : 0;
+  for (int k = 0; k < N_; ++k) {
+    state.difference(cur_.xs[k], trial_.xs[k], tangent_);
+    policyCorrection(k, alpha, tangent_);
+    trial_.ws[k] = cur_.ws[k] - policy_tmp_.head(cur_.ws[k].size());
+    problem_->running(k).calc(*datas_[k], trial_.xs[k], trial_.ws[k], trial_.theta);
+    cost += datas_[k]->cost;
+    if (keep > 0) {
+      tangent_ = -keep * cur_.gaps[k + 1];
+      state.integrate(datas_[k]->xnext, tangent_, trial_.xs[k + 1]);
+      state.difference(trial_.xs[k + 1], datas_[k]->xnext, trial_.gaps[k + 1]);
+    } else {
+      trial_.xs[k + 1] = datas_[k]->xnext;
+      trial_.gaps[k + 1].setZero();
+    }
+    norm1 += trial_.gaps[k + 1].lpNorm<1>();
+    max_gap = std::max(max_gap, trial_.gaps[k + 1].lpNorm<Eigen::Infinity>());
+  }
+  problem_->terminal().calc(*terminal_data_, trial_.xs[N_], Eigen::VectorXd(), trial_.theta);
+  trial_.cost = cost + terminal_data_->cost;
+  trial_.gap_norm1 = norm1;
+  trial_.max_gap = max_gap;
+}
+
+double RiccatiSolver::Impl::lineSearch(double reference, double gap1) {
+  for (double alpha = 1; alpha >= options_.min_step; alpha *= 0.5) {
+    try {
+      rolloutTrial(alpha);
+    } catch (const InputError&) {
+      // A trial theta outside the parametrization's finite range (exp overflow): too long.
+      continue;
+    }
+    const double trial_gap1 = options_.rollout == Rollout::SingleShooting ? 0 : trial_.gap_norm1;
+    const double trial_merit = trial_.cost + penalty_ * trial_gap1;
+    const double predicted =
+        std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
+    if (std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&
+        trial_merit < reference)
+      return alpha;
+  }
+  return 0;
+}
+
+}  // namespace heft::estimation
