@@ -5,7 +5,9 @@
 /// Perturbation: the caller says how to move from x along the tangent direction dx (x ⊕ dx:
 /// pinocchio::integrate for a configuration, a group product for a rotation, + for a vector
 /// space); an output on a manifold is returned as its difference to the output at x, in the
-/// tangent space there. Column j of the Jacobian is D_h f = (f(x ⊕ h e_j) - f(x ⊕ -h e_j)) / 2h.
+/// tangent space there (O(h) itself, while its rounding is that of the values it is computed from:
+/// pass their size as rounding_scale, or measure the noise). Column j of the Jacobian is
+/// D_h f = (f(x ⊕ h e_j) - f(x ⊕ -h e_j)) / 2h.
 ///
 /// Tolerance model. D_h f = f' e_j + h^2/6 f'''(xi) e_j (|xi| <= h) plus the rounding errors of the
 /// two evaluations over 2h, so with delta a bound on one evaluation's absolute rounding error
