@@ -40,6 +40,7 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
 
+#include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"  // counts every heap allocation (see there why)
 
 namespace {
@@ -151,98 +152,33 @@ VectorXd perturbedTheta(const VectorXd& nominal, std::mt19937& rng) {
 }
 
 // ---- central differences ------------------------------------------------------------------------
-// D_h f = (f(x + h e_j) - f(x - h e_j)) / 2h = f'(x) e_j + h^2/6 f'''(xi) e_j (|xi - x| <= h),
-// plus the rounding errors of the two evaluations divided by 2h. So for column j
-//   |D_h f - f' e_j| <= h^2/6 max_i |f'''_ij|  +  delta / h,
-// with delta a bound on the absolute error of one evaluation.
-// - Truncation: f''' is not known in closed form, so it is estimated per entry with a larger step
-//   H (where the estimate's own rounding, ~delta / H^3, stays small):
-//     f'''_ij ~ (f(x + 2H e_j) - 2 f(x + H e_j) + 2 f(x - H e_j) - f(x - 2H e_j))_i / (2 H^3),
-//   with error O(H^2 f^(5)); kSafety = 2 covers that error and the variation of f''' over
-//   [x - h, x + h].
-// - Rounding: delta is measured at the test state, not assumed. With a tiny step t (t^2 f'' far
-//   below one ulp of f), r = f(x + t e_j) + f(x - t e_j) - 2 f(x) is the rounding noise of three
-//   evaluations alone (|r| <= 4 delta; for independent errors of spread s, |r| ~ 2.4 s while the
-//   central difference's rounding is ~ 1.4 s / 2h). The largest |r| over every column and output
-//   (n >= 18 samples) estimates the noise; kNoiseSafety = 4 covers a larger draw at x +- h.
-//     rounding = kNoiseSafety * max|r| / (2h)
-// A wrong analytical derivative (a missing term, a sign) is O(|f'|), far above both terms.
+// The tolerance model of tests/support/finite_difference.hpp, |D_h f - f' e_j| <= h^2/6 |f'''| +
+// delta / h, with |f'''| estimated per column (4-point stencil at H = 1e-3, safety 2) and the
+// rounding delta measured at the test state, not assumed: with a tiny step t = 1e-9 (t^2 f'' far
+// below one ulp of f), r = f(x + t e_j) + f(x - t e_j) - 2 f(x) is the rounding noise of three
+// evaluations alone (|r| <= 4 delta; for independent errors of spread s, |r| ~ 2.4 s while the
+// central difference's rounding is ~ 1.4 s / 2h). The largest |r| over every column and output of
+// a compared block (n >= 18 samples) estimates the noise; noise safety 4 covers a larger draw at
+// x +- h: rounding = 4 max|r| / (2h). Step h = 1e-5.
 // (History: a first bound assumed |f'''| / 6 <= 100 max(1, |f|, |f'|) and a rounding factor 10 eps;
 // the theta columns broke the first assumption, the columns of Pinocchio's own q and v
 // derivatives the second, by up to 10x. A worst-case n eps cond(KKT) |f| rounding bound then
 // passed everything but was 1e5-1e6 times the errors seen, so it could hide a wrong derivative:
 // the noise is now measured.)
-constexpr double kStep = 1e-5;
-constexpr double kThirdStep = 1e-3;
-constexpr double kSafety = 2.0;
-constexpr double kNoiseStep = 1e-9;
-constexpr double kNoiseSafety = 4.0;
-
-struct NumericalJacobian {
-  MatrixXd J;          ///< central differences, step kStep
-  MatrixXd third;      ///< estimated third derivative along each column, step kThirdStep
-  VectorXd max_abs_f;  ///< per output row: max |f_i| over all evaluations
-  MatrixXd noise;      ///< |f(x + t e_j) + f(x - t e_j) - 2 f(x)|, t = kNoiseStep (rounding only)
-
-  NumericalJacobian rows(int start, int count) const {
-    return {J.middleRows(start, count), third.middleRows(start, count),
-            max_abs_f.segment(start, count), noise.middleRows(start, count)};
-  }
-};
+using heft::test::NumericalJacobian;
 
 // f(dx) evaluates the function at the input displaced by dx (tangent vector of size n).
 NumericalJacobian centralDifferences(const std::function<VectorXd(const VectorXd&)>& f, int n) {
-  NumericalJacobian out;
-  VectorXd dx = VectorXd::Zero(n);
-  auto at = [&](int j, double step) {
-    dx[j] = step;
-    VectorXd y = f(dx);
-    dx[j] = 0;
-    if (out.max_abs_f.size() == 0) out.max_abs_f = VectorXd::Zero(y.size());
-    out.max_abs_f = out.max_abs_f.cwiseMax(y.cwiseAbs());
-    return y;
-  };
-  const VectorXd center = f(dx);
-  for (int j = 0; j < n; ++j) {
-    const VectorXd plus = at(j, kStep), minus = at(j, -kStep);
-    const VectorXd tiny_plus = at(j, kNoiseStep), tiny_minus = at(j, -kNoiseStep);
-    const VectorXd p1 = at(j, kThirdStep), m1 = at(j, -kThirdStep);
-    const VectorXd p2 = at(j, 2 * kThirdStep), m2 = at(j, -2 * kThirdStep);
-    if (j == 0) {
-      out.J.resize(plus.size(), n);
-      out.third.resize(plus.size(), n);
-      out.noise.resize(plus.size(), n);
-    }
-    out.noise.col(j) = (tiny_plus + tiny_minus - 2 * center).cwiseAbs();
-    out.J.col(j) = (plus - minus) / (2 * kStep);
-    out.third.col(j) = (p2 - 2 * p1 + 2 * m1 - m2) / (2 * std::pow(kThirdStep, 3));
-  }
-  return out;
+  heft::test::FiniteDifferenceOptions options;
+  options.step = 1e-5;
+  options.noise_step = 1e-9;
+  options.noise_safety = 4;
+  return heft::test::centralDifferences(f, n, options);
 }
 
 void expectJacobian(const std::string& what, const MatrixXd& analytical,
                     const NumericalJacobian& numerical) {
-  ASSERT_EQ(analytical.rows(), numerical.J.rows()) << what;
-  ASSERT_EQ(analytical.cols(), numerical.J.cols()) << what;
-  const double rounding = kNoiseSafety * numerical.noise.maxCoeff() / (2 * kStep);
-  double worst_ratio = 0, max_error = 0, max_truncation = 0;
-  for (Eigen::Index j = 0; j < analytical.cols(); ++j) {
-    const double error = (analytical.col(j) - numerical.J.col(j)).cwiseAbs().maxCoeff();
-    const double truncation =
-        kSafety * kStep * kStep / 6 * numerical.third.col(j).cwiseAbs().maxCoeff();
-    const double tol = truncation + rounding;
-    EXPECT_LE(error, tol) << what << ", column " << j
-                          << ": |analytical - central difference| = " << error << ", bound " << tol
-                          << " (truncation " << truncation << ", rounding " << rounding << ")";
-    worst_ratio = std::max(worst_ratio, error / tol);
-    max_error = std::max(max_error, error);
-    max_truncation = std::max(max_truncation, truncation);
-  }
-  std::printf(
-      "  %-44s error %.1e | bound: truncation <= %.1e, rounding %.1e | worst error/bound "
-      "%.2f | max|J| %.1e\n",
-      what.c_str(), max_error, max_truncation, rounding, worst_ratio,
-      analytical.cwiseAbs().maxCoeff());
+  heft::test::expectJacobianNear(analytical, numerical, what);
 }
 
 VectorXd stepped(const pinocchio::Model& model, const VectorXd& q, const VectorXd& dq) {

@@ -1,12 +1,10 @@
 // heft::dynamics: restricted torque regressor, energy regressors, friction and actuator models.
 // Every analytical derivative is checked against central differences (q on the manifold through
 // pinocchio::integrate) with a tolerance derived from the step, see checkJacobian.
-#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <numeric>
@@ -26,6 +24,7 @@
 #include "heft/dynamics/friction.hpp"
 #include "heft/dynamics/regressor.hpp"
 
+#include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"  // counts every heap allocation (see there why)
 
 namespace {
@@ -125,44 +124,13 @@ pinocchio::Model withArmature(pinocchio::Model model, std::mt19937& rng) {
   return model;
 }
 
-// Column-by-column central differences of eval(dx) (x retracted by dx) against J.
-// For f(x + h e_i), the central difference D_h satisfies
-//   |D_h - f'| <= h^2 / 6 * max|f'''|          (truncation)
-//               + c eps max|f| / h             (rounding of f(x + h) - f(x - h), c ulps each).
-// h = eps^(1/3) balances the two. f''' is estimated per column by the 4-point stencil
-// (f(2H) - 2 f(H) + 2 f(-H) - f(-2H)) / (2 H^3) with H = 1e-3 (its rounding, ~eps |f| / H^3, adds
-// < 1e-16 |f| to the bound). Safety: factor 2 on the truncation (max over [-h, h] vs the value
-// at 0) and c = 10 ulps per evaluation (RNEA sums intermediates larger than its outputs).
-// Returns the worst error / tolerance ratio.
+// Column-by-column central differences of eval(dx) (x retracted by dx) against J, with the
+// tolerance model's defaults (tests/support/finite_difference.hpp): h = eps^(1/3), |f'''| from the
+// 4-point stencil at H = 1e-3 with safety 2, 10 ulps of rounding per evaluation (RNEA sums
+// intermediates larger than its outputs). Returns the worst error / tolerance ratio.
 template <class Eval>
 double checkJacobian(const Eval& eval, Eigen::Index n, const MatrixXd& J, const std::string& what) {
-  const double h = std::cbrt(kEps);
-  const double H = 1e-3;
-  const double c_round = 10.0;
-  VectorXd dx = VectorXd::Zero(n);
-  auto at = [&](Eigen::Index i, double step) {
-    dx.setZero();
-    dx[i] = step;
-    return VectorXd(eval(dx));
-  };
-  double worst_ratio = 0, worst_error = 0;
-  EXPECT_EQ(J.cols(), n) << what;
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const VectorXd fp = at(i, h), fm = at(i, -h);
-    const VectorXd fd = (fp - fm) / (2 * h);
-    const VectorXd d3 =
-        (at(i, 2 * H) - 2 * at(i, H) + 2 * at(i, -H) - at(i, -2 * H)) / (2 * H * H * H);
-    const double f_scale = std::max(maxAbs(fp), maxAbs(fm));
-    const double tol = 2.0 * h * h / 6.0 * maxAbs(d3) + c_round * kEps * f_scale / h;
-    const double error = maxAbs(J.col(i) - fd);
-    EXPECT_LE(error, tol) << what << ", column " << i << ": analytic " << J.col(i).transpose()
-                          << "\n finite differences " << fd.transpose();
-    worst_ratio = std::max(worst_ratio, error / tol);
-    worst_error = std::max(worst_error, error);
-  }
-  std::printf("[fd] %-44s worst error %.2e, worst error/tolerance %.3f\n", what.c_str(),
-              worst_error, worst_ratio);
-  return worst_ratio;
+  return heft::test::expectJacobianNear(J, heft::test::centralDifferences(eval, n), what);
 }
 
 MatrixXd stackRows(std::initializer_list<const MatrixXd*> blocks) {
@@ -428,23 +396,6 @@ TEST(Regressor, ParameterJacobianDoesNotAllocate) {
   }
 }
 #endif
-
-// The Jacobian check itself: it passes on a correct Jacobian and catches a 1e-6 relative error.
-TEST(FiniteDifferences, CheckCatchesSmallErrors) {
-  const VectorXd x = (VectorXd(2) << 0.3, -0.7).finished();
-  auto f = [&](const VectorXd& dx) {
-    const VectorXd y = x + dx;
-    return VectorXd((VectorXd(2) << std::sin(y[0]) * y[1], std::exp(y[1])).finished());
-  };
-  MatrixXd J(2, 2);
-  J << std::cos(x[0]) * x[1], std::sin(x[0]), 0.0, std::exp(x[1]);
-  EXPECT_LT(checkJacobian(f, 2, J, "check: exact Jacobian"), 1.0);
-  MatrixXd wrong = J;
-  wrong(0, 0) *= 1 + 1e-6;
-  double ratio = 0;
-  EXPECT_NONFATAL_FAILURE(ratio = checkJacobian(f, 2, wrong, "check: 1e-6 error"), "column 0");
-  EXPECT_GT(ratio, 1.0);
-}
 
 // ---- energy regressors
 // ----------------------------------------------------------------------------

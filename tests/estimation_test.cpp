@@ -1,10 +1,12 @@
-// heft::estimation: stage derivatives against finite differences on the manifold, the Riccati step
+// heft::estimation: stage derivatives against finite differences on the manifold (every stage
+// configuration against StageModelNumDiff), the Riccati step
 // against the dense KKT solution, the nullspace step, no allocation per iteration, and a MuJoCo
 // log with a payload the estimator does not know.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -19,12 +21,14 @@
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/riccati_solver.hpp"
+#include "heft/estimation/stage_numdiff.hpp"
 #include "heft/estimation/state.hpp"
 #include "heft/results/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/signal.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"
 #include "support/simulated_log.hpp"
 
@@ -43,102 +47,6 @@ using estimation::RiccatiSolver;
 using estimation::RiccatiSummary;
 using estimation::StageData;
 using estimation::StageModel;
-
-// ---------------------------------------------------------------------------------------------
-// Finite differences on the manifold.
-
-// Central differences with step eps have truncation error ~ eps^2 |g'''| / 6 and rounding error ~
-// machine_eps |g| / eps; the factor 1e3 bounds |g'''| and |g| of these models (O(1) to O(100) in
-// SI units at the test states).
-double finiteDifferenceTolerance(double eps) {
-  return 1e3 * (eps * eps + std::numeric_limits<double>::epsilon() / eps);
-}
-
-struct Jacobians {
-  MatrixXd R_x, R_w, R_theta, F_x, F_w, F_theta;
-};
-
-// Numerical Jacobians of r and f at (x, w, theta): perturbations x ⊕ ±eps e_i, outputs compared
-// in the tangent space at f(x, w, theta).
-Jacobians numericalJacobians(const StageModel& stage, const estimation::StateManifold& state,
-                             const VectorXd& x, const VectorXd& w, const VectorXd& theta,
-                             double eps) {
-  auto data = stage.createData();
-  auto plus = stage.createData();
-  auto minus = stage.createData();
-  stage.calc(*data, x, w, theta);
-  const int ndx = stage.ndx(), nw = stage.nw(), np = stage.np(), nr = stage.nr();
-  const bool dyn = stage.hasDynamics();
-  Jacobians J;
-  J.R_x.setZero(nr, ndx);
-  J.R_w.setZero(nr, nw);
-  J.R_theta.setZero(nr, np);
-  J.F_x.setZero(dyn ? ndx : 0, ndx);
-  J.F_w.setZero(dyn ? ndx : 0, nw);
-  J.F_theta.setZero(dyn ? ndx : 0, np);
-  VectorXd dp(ndx), dm(ndx);
-  auto column = [&](MatrixXd& R, MatrixXd& F, int i) {
-    R.col(i) = (plus->r - minus->r) / (2 * eps);
-    if (dyn) {
-      state.difference(data->xnext, plus->xnext, dp);
-      state.difference(data->xnext, minus->xnext, dm);
-      F.col(i) = (dp - dm) / (2 * eps);
-    }
-  };
-  VectorXd xp(x.size()), xm(x.size()), e(ndx);
-  for (int i = 0; i < ndx; ++i) {
-    e.setZero();
-    e(i) = eps;
-    state.integrate(x, e, xp);
-    state.integrate(x, -e, xm);
-    stage.calc(*plus, xp, w, theta);
-    stage.calc(*minus, xm, w, theta);
-    column(J.R_x, J.F_x, i);
-  }
-  for (int i = 0; i < nw; ++i) {
-    VectorXd wp = w, wm = w;
-    wp(i) += eps;
-    wm(i) -= eps;
-    stage.calc(*plus, x, wp, theta);
-    stage.calc(*minus, x, wm, theta);
-    column(J.R_w, J.F_w, i);
-  }
-  for (int i = 0; i < np; ++i) {
-    VectorXd tp = theta, tm = theta;
-    tp(i) += eps;
-    tm(i) -= eps;
-    stage.calc(*plus, x, w, tp);
-    stage.calc(*minus, x, w, tm);
-    column(J.R_theta, J.F_theta, i);
-  }
-  return J;
-}
-
-void expectClose(const MatrixXd& analytic, const MatrixXd& numeric, double tol,
-                 const std::string& what) {
-  ASSERT_EQ(analytic.rows(), numeric.rows()) << what;
-  ASSERT_EQ(analytic.cols(), numeric.cols()) << what;
-  if (analytic.size() == 0) return;
-  const double scale = 1 + numeric.cwiseAbs().maxCoeff();
-  EXPECT_LE((analytic - numeric).cwiseAbs().maxCoeff(), tol * scale)
-      << what << ": largest |analytic - numeric| over scale " << scale;
-}
-
-void checkStageDerivatives(const StageModel& stage, const estimation::StateManifold& state,
-                           const VectorXd& x, const VectorXd& w, const VectorXd& theta) {
-  auto data = stage.createData();
-  stage.calc(*data, x, w, theta);
-  stage.calcDiff(*data, x, w, theta);
-  const double eps = 1e-6;
-  const Jacobians J = numericalJacobians(stage, state, x, w, theta, eps);
-  const double tol = finiteDifferenceTolerance(eps);
-  expectClose(data->R_x, J.R_x, tol, "R_x");
-  expectClose(data->R_w, J.R_w, tol, "R_w");
-  expectClose(data->R_theta, J.R_theta, tol, "R_theta");
-  expectClose(data->F_x, J.F_x, tol, "F_x");
-  expectClose(data->F_w, J.F_w, tol, "F_w");
-  expectClose(data->F_theta, J.F_theta, tol, "F_theta");
-}
 
 // ---------------------------------------------------------------------------------------------
 // A robot problem with random data (the derivative and KKT tests need states, not physics).
@@ -256,33 +164,116 @@ RobotProblem makeRandomProblem(
   return p;
 }
 
-TEST(MultibodyStage, DerivativesMatchFiniteDifferencesFixedBase) {
-  std::mt19937 rng(3);
-  const RobotProblem p = makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng);
+// A random problem and point for the stage checks: mode 0 a fixed base, 1-3 go2 in flight, in
+// contact, at a touchdown.
+struct StagePoint {
+  RobotProblem problem;
+  VectorXd x, w, theta;
+};
+StagePoint randomStagePoint(int mode, unsigned seed) {
+  std::mt19937 rng(seed + mode);
+  StagePoint sp;
+  sp.problem = mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
+                         : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
+  const RobotProblem& p = sp.problem;
   std::normal_distribution<double> n(0, 1);
-  for (int trial = 0; trial < 3; ++trial) {
-    const VectorXd x = randomState(*p.state, rng, 0.5);
-    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.05 * n(rng); });
-    VectorXd theta = p.dynamics->nominalTheta();
-    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
-    SCOPED_TRACE("trial " + std::to_string(trial));
-    checkStageDerivatives(p.problem->running(0), *p.state, x, w, theta);
-    checkStageDerivatives(p.problem->terminal(), *p.state, x, VectorXd(), theta);
-  }
+  sp.x = randomState(*p.state, rng, 0.4);
+  sp.w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+  sp.theta = p.dynamics->nominalTheta();
+  sp.theta += VectorXd::NullaryExpr(sp.theta.size(), [&] { return 0.05 * n(rng); });
+  return sp;
 }
 
-// A floating base exercises the quaternion (IMU and motion-capture residuals included); in flight
-// and with the four feet in rigid contact; both parametrizations (mode 3: exponential eigenvalue,
-// the estimate job's default, at a touchdown).
-TEST(MultibodyStage, DerivativesMatchFiniteDifferencesFreeFlyer) {
+// ---------------------------------------------------------------------------------------------
+// Stage derivatives against StageModelNumDiff: central differences on the manifold.
+
+// x = (position, velocity), w additive; theta_0 is a spring stiffness, theta_1 enters nothing.
+class SpringStage final : public StageModel {
+ public:
+  SpringStage(double z, double dt, bool terminal)
+      : StageModel(2, 2, terminal ? 0 : 2, terminal ? 1 : 3, 2, !terminal), z_(z), dt_(dt) {}
+  std::unique_ptr<StageData> createData() const override {
+    return std::make_unique<StageData>(2, 2, nw(), nr(), 2, hasDynamics());
+  }
+  void calc(StageData& d, const Eigen::Ref<const VectorXd>& x, const Eigen::Ref<const VectorXd>& w,
+            const Eigen::Ref<const VectorXd>& theta) const override {
+    int row = 0;
+    if (hasDynamics()) {
+      const double v = x(1) - dt_ * theta(0) * x(0);
+      d.xnext << x(0) + dt_ * v + w(0), v + w(1);
+      d.r.head(2) = w / kProcessStd;
+      row = 2;
+    }
+    d.r(row) = (x(0) - z_) / kEncoderStd;
+    d.cost = 0.5 * d.r.squaredNorm();
+  }
+  void calcDiff(StageData& d, const Eigen::Ref<const VectorXd>& x,
+                const Eigen::Ref<const VectorXd>&,
+                const Eigen::Ref<const VectorXd>& theta) const override {
+    int row = 0;
+    if (hasDynamics()) {
+      d.F_x << 1 - dt_ * dt_ * theta(0), dt_, -dt_ * theta(0), 1;
+      d.F_w.setIdentity();
+      d.F_theta << -dt_ * dt_ * x(0), 0, -dt_ * x(0), 0;
+      d.R_w.topRows(2) = MatrixXd::Identity(2, 2) / kProcessStd;
+      row = 2;
+    }
+    d.R_x.setZero();
+    d.R_x(row, 0) = 1 / kEncoderStd;
+  }
+  static constexpr double kProcessStd = 1e-3;
+  static constexpr double kEncoderStd = 1e-3;
+
+ private:
+  double z_, dt_;
+};
+
+// One stage at one point: a configuration of the stage-model suite.
+struct StageCase {
+  std::string name;
+  std::shared_ptr<const StageModel> stage;
+  std::shared_ptr<const estimation::StateManifold> state;
+  VectorXd x, w, theta;
+};
+
+// Every stage configuration the tests build, at random points; a stage model added here gets the
+// derivative suite. The double pendulum (fixed base, encoders and joint velocities) at three
+// points; go2 (IMU with accelerometer, motion capture with and without a sample at the knot) in
+// flight, with the four feet in rigid contact, at a touchdown (the impulse of the four feet, then
+// contact) in both parametrizations (exponential eigenvalue: the estimate job's default); the
+// terminal stage of each; the spring, running and terminal.
+std::vector<StageCase> stageCases() {
+  std::vector<StageCase> cases;
+  auto add = [&](const std::string& name, const RobotProblem& p, const StageModel& stage,
+                 const VectorXd& x, const VectorXd& w, const VectorXd& theta) {
+    // the stage lives as long as its problem
+    cases.push_back({name, std::shared_ptr<const StageModel>(p.problem, &stage), p.state, x,
+                     stage.hasDynamics() ? w : VectorXd(), theta});
+  };
+  {
+    std::mt19937 rng(3);
+    const RobotProblem p = makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng);
+    std::normal_distribution<double> n(0, 1);
+    for (int trial = 0; trial < 3; ++trial) {
+      const VectorXd x = randomState(*p.state, rng, 0.5);
+      const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.05 * n(rng); });
+      VectorXd theta = p.dynamics->nominalTheta();
+      theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
+      const std::string name = "double pendulum, trial " + std::to_string(trial);
+      add(name, p, p.problem->running(0), x, w, theta);
+      add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
+    }
+  }
   for (int mode : {0, 1, 2, 3}) {
     const bool contacts = mode > 0, impulse = mode >= 2;
     const auto parametrization = mode == 3 ? inertia::Parametrization::ExponentialEigenvalue
                                            : inertia::Parametrization::LogCholesky;
-    SCOPED_TRACE(mode == 0   ? "in flight"
-                 : mode == 1 ? "four feet in contact"
-                             : "touchdown: impulse of the four feet, then contact, " +
-                                   inertia::toString(parametrization));
+    const std::string name =
+        "go2 " + std::string(mode == 0   ? "in flight"
+                             : mode == 1 ? "four feet in contact"
+                                         : "touchdown: impulse of the four "
+                                           "feet, then contact, " +
+                                               inertia::toString(parametrization));
     std::mt19937 rng(5);
     const RobotProblem p =
         makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, contacts, impulse, parametrization);
@@ -295,11 +286,109 @@ TEST(MultibodyStage, DerivativesMatchFiniteDifferencesFreeFlyer) {
       auto data = p.problem->running(0).createData();
       p.problem->running(0).calc(*data, x, w, theta);
       const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
-      EXPECT_GT((d.v_start - x.tail(p.model->nv)).norm(), 1e-2);
+      EXPECT_GT((d.v_start - x.tail(p.model->nv)).norm(), 1e-2) << name;
     }
-    checkStageDerivatives(p.problem->running(0), *p.state, x, w, theta);  // with a mocap sample
-    checkStageDerivatives(p.problem->running(1), *p.state, x, w, theta);  // without
-    checkStageDerivatives(p.problem->terminal(), *p.state, x, VectorXd(), theta);
+    add(name + ", with a mocap sample", p, p.problem->running(0), x, w, theta);
+    add(name + ", without", p, p.problem->running(1), x, w, theta);
+    add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
+  }
+  auto spring_state = std::make_shared<estimation::EuclideanState>(2);
+  const VectorXd x = Eigen::Vector2d(0.12, -0.3), w = Eigen::Vector2d(0.01, -0.02),
+                 theta = Eigen::Vector2d(35, 7);
+  cases.push_back(
+      {"spring", std::make_shared<SpringStage>(0.1, 0.01, false), spring_state, x, w, theta});
+  cases.push_back({"spring, terminal", std::make_shared<SpringStage>(0.1, 0.01, true), spring_state,
+                   x, VectorXd(), theta});
+  return cases;
+}
+
+// Every Jacobian of every stage configuration against StageModelNumDiff's, within the tolerance
+// model of tests/support/finite_difference.hpp at StageModelNumDiff's step h with a-priori
+// bounds: |g'''| <= 6e3 S and one evaluation's rounding <= 1e3 eps S, S = 1 + max |numeric| of
+// the Jacobian (these models' derivatives and values are O(1) to O(100) in SI units at the test
+// states), i.e. 1e3 (h^2 + eps / h) S. calc delegates: the same r, cost and xnext.
+TEST(StageModelNumDiff, MatchesTheAnalyticalDerivativesOfEveryStage) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (const StageCase& c : stageCases()) {
+    SCOPED_TRACE(c.name);
+    const estimation::StageModelNumDiff numdiff(c.stage, c.state);
+    ASSERT_EQ(numdiff.nr(), c.stage->nr());
+    ASSERT_EQ(numdiff.nw(), c.stage->nw());
+    auto analytic = c.stage->createData(), numeric = numdiff.createData();
+    c.stage->calc(*analytic, c.x, c.w, c.theta);
+    c.stage->calcDiff(*analytic, c.x, c.w, c.theta);
+    numdiff.calc(*numeric, c.x, c.w, c.theta);
+    numdiff.calcDiff(*numeric, c.x, c.w, c.theta);
+    EXPECT_EQ(numeric->r, analytic->r);
+    EXPECT_EQ(numeric->cost, analytic->cost);
+    EXPECT_EQ(numeric->xnext, analytic->xnext);
+    EXPECT_FALSE(numeric->semi_implicit);
+    const double h = numdiff.options().step;
+    auto expectNear = [&](const MatrixXd& a, const MatrixXd& n, const std::string& what) {
+      const double scale = 1 + (n.size() ? n.cwiseAbs().maxCoeff() : 0.0);
+      const double bound = test::centralDifferenceBound(h, 6e3 * scale, 1e3 * eps * scale);
+      test::expectJacobianNear(a, n, MatrixXd::Constant(n.rows(), n.cols(), bound),
+                               c.name + ": " + what);
+    };
+    expectNear(analytic->R_x, numeric->R_x, "R_x");
+    expectNear(analytic->R_w, numeric->R_w, "R_w");
+    expectNear(analytic->R_theta, numeric->R_theta, "R_theta");
+    expectNear(analytic->F_x, numeric->F_x, "F_x");
+    expectNear(analytic->F_w, numeric->F_w, "F_w");
+    expectNear(analytic->F_theta, numeric->F_theta, "F_theta");
+  }
+}
+
+// calcDiff is 2 (ndx + nw + np) calls of the wrapped calc into preallocated datas: it allocates
+// no more than those calls do. Datas made from a shared workspace give the same numbers.
+TEST(StageModelNumDiff, CalcDiffAllocatesOnlyInTheWrappedCalcAndSharesAWorkspace) {
+  for (int mode : {0, 1, 2, 3}) {  // fixed base; go2 in flight, in contact, at a touchdown
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    const StagePoint sp = randomStagePoint(mode, 29);
+    const RobotProblem& p = sp.problem;
+    const auto stage = std::shared_ptr<const StageModel>(p.problem, &p.problem->running(0));
+    const estimation::StageModelNumDiff numdiff(stage, p.state);
+    auto wrapped = stage->createData();
+    stage->calc(*wrapped, sp.x, sp.w, sp.theta);  // warm up
+    const long per_calc = test::countMallocs([&] { stage->calc(*wrapped, sp.x, sp.w, sp.theta); });
+    auto data = numdiff.createData();
+    numdiff.calc(*data, sp.x, sp.w, sp.theta);
+    numdiff.calcDiff(*data, sp.x, sp.w, sp.theta);  // warm up
+    const long mallocs = test::countMallocs([&] {
+      numdiff.calc(*data, sp.x, sp.w, sp.theta);
+      numdiff.calcDiff(*data, sp.x, sp.w, sp.theta);
+    });
+    const long calls = 1 + 2 * (numdiff.ndx() + numdiff.nw() + numdiff.np());
+    EXPECT_LE(mallocs, calls * per_calc) << per_calc << " allocations per wrapped calc";
+    std::printf("mode %d: %ld allocations per wrapped calc, %ld in calc + calcDiff (%ld calls)\n",
+                mode, per_calc, mallocs, calls);
+    estimation::StageWorkspace workspace;
+    auto shared = numdiff.createDataSharing(workspace);
+    numdiff.calc(*shared, sp.x, sp.w, sp.theta);
+    numdiff.calcDiff(*shared, sp.x, sp.w, sp.theta);
+    EXPECT_EQ(shared->R_x, data->R_x);
+    EXPECT_EQ(shared->R_w, data->R_w);
+    EXPECT_EQ(shared->R_theta, data->R_theta);
+    EXPECT_EQ(shared->F_x, data->F_x);
+    EXPECT_EQ(shared->F_w, data->F_w);
+    EXPECT_EQ(shared->F_theta, data->F_theta);
+  }
+}
+
+TEST(StageModelNumDiff, RejectsBadInput) {
+  auto spring = std::make_shared<SpringStage>(0.1, 0.01, false);
+  auto state = std::make_shared<estimation::EuclideanState>(2);
+  EXPECT_NO_THROW(estimation::StageModelNumDiff(spring, state));
+  EXPECT_THROW(estimation::StageModelNumDiff(nullptr, state), InputError);
+  EXPECT_THROW(estimation::StageModelNumDiff(spring, nullptr), InputError);
+  EXPECT_THROW(
+      estimation::StageModelNumDiff(spring, std::make_shared<estimation::EuclideanState>(3)),
+      InputError);
+  for (double step : {0.0, -1e-6, 1.0, std::nan("")}) {
+    estimation::StageNumDiffOptions options;
+    options.step = step;
+    EXPECT_THROW(options.validate(), InputError) << step;
+    EXPECT_THROW(estimation::StageModelNumDiff(spring, state, options), InputError) << step;
   }
 }
 
@@ -355,26 +444,6 @@ void expectGaussNewtonTermsEqualDense(const StageModel& stage, const VectorXd& x
   stage.linearResidual(*data, dx, dw, dt, e_fast);
   stage.StageModel::linearResidual(*data, dx, dw, dt, e_dense);
   expectNear(e_fast, e_dense, "linear residual");
-}
-
-// A random problem and point for the stage checks: mode 0 a fixed base, 1-3 go2 in flight, in
-// contact, at a touchdown.
-struct StagePoint {
-  RobotProblem problem;
-  VectorXd x, w, theta;
-};
-StagePoint randomStagePoint(int mode, unsigned seed) {
-  std::mt19937 rng(seed + mode);
-  StagePoint sp;
-  sp.problem = mode == 0 ? makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng)
-                         : makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3);
-  const RobotProblem& p = sp.problem;
-  std::normal_distribution<double> n(0, 1);
-  sp.x = randomState(*p.state, rng, 0.4);
-  sp.w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
-  sp.theta = p.dynamics->nominalTheta();
-  sp.theta += VectorXd::NullaryExpr(sp.theta.size(), [&] { return 0.05 * n(rng); });
-  return sp;
 }
 
 // The stage's semi-implicit structure (StageData) reproduces its F exactly, and A_q, B_q, S_q
@@ -760,47 +829,6 @@ TEST(RiccatiSolver, StructuredPolicyRollsOutLikeTheDenseOne) {
 // ---------------------------------------------------------------------------------------------
 // Nullspace (eq. 31): a parameter nothing observes, and no prior on theta.
 
-// x = (position, velocity), w additive; theta_0 is a spring stiffness, theta_1 enters nothing.
-class SpringStage final : public StageModel {
- public:
-  SpringStage(double z, double dt, bool terminal)
-      : StageModel(2, 2, terminal ? 0 : 2, terminal ? 1 : 3, 2, !terminal), z_(z), dt_(dt) {}
-  std::unique_ptr<StageData> createData() const override {
-    return std::make_unique<StageData>(2, 2, nw(), nr(), 2, hasDynamics());
-  }
-  void calc(StageData& d, const Eigen::Ref<const VectorXd>& x, const Eigen::Ref<const VectorXd>& w,
-            const Eigen::Ref<const VectorXd>& theta) const override {
-    int row = 0;
-    if (hasDynamics()) {
-      const double v = x(1) - dt_ * theta(0) * x(0);
-      d.xnext << x(0) + dt_ * v + w(0), v + w(1);
-      d.r.head(2) = w / kProcessStd;
-      row = 2;
-    }
-    d.r(row) = (x(0) - z_) / kEncoderStd;
-    d.cost = 0.5 * d.r.squaredNorm();
-  }
-  void calcDiff(StageData& d, const Eigen::Ref<const VectorXd>& x,
-                const Eigen::Ref<const VectorXd>&,
-                const Eigen::Ref<const VectorXd>& theta) const override {
-    int row = 0;
-    if (hasDynamics()) {
-      d.F_x << 1 - dt_ * dt_ * theta(0), dt_, -dt_ * theta(0), 1;
-      d.F_w.setIdentity();
-      d.F_theta << -dt_ * dt_ * x(0), 0, -dt_ * x(0), 0;
-      d.R_w.topRows(2) = MatrixXd::Identity(2, 2) / kProcessStd;
-      row = 2;
-    }
-    d.R_x.setZero();
-    d.R_x(row, 0) = 1 / kEncoderStd;
-  }
-  static constexpr double kProcessStd = 1e-3;
-  static constexpr double kEncoderStd = 1e-3;
-
- private:
-  double z_, dt_;
-};
-
 // The spring of SpringStage observed over N steps of its true stiffness 40 (noise-free), the
 // arrival prior at the true initial state, theta's prior mean (25, 7) with sqrt-information
 // `theta_sqrt_info` times the identity (0: no prior, theta_1 unobservable).
@@ -846,6 +874,28 @@ TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
     EXPECT_GT(solver.thetaCovariance()(0, 0), 0);
     EXPECT_NEAR(solver.thetaCovariance()(1, 1), 0.0, 1e-12);  // not in the covariance's range
   }
+}
+
+// A solver runs on StageModelNumDiff stages (dense path: no semi-implicit structure) to the
+// analytical stages' estimate.
+TEST(StageModelNumDiff, SolverReachesTheAnalyticalEstimate) {
+  const auto analytic = springProblem(100, 1e-3);
+  auto state = std::make_shared<estimation::EuclideanState>(2);
+  auto wrap = [&](const StageModel& stage) {
+    return std::make_shared<estimation::StageModelNumDiff>(
+        std::shared_ptr<const StageModel>(analytic, &stage), state);
+  };
+  std::vector<std::shared_ptr<const StageModel>> running;
+  for (int k = 0; k < analytic->horizon(); ++k) running.push_back(wrap(analytic->running(k)));
+  const auto numeric =
+      std::make_shared<Problem>(state, running, wrap(analytic->terminal()), analytic->arrival());
+  RiccatiSolver a(analytic), b(numeric);
+  a.setInitialGuessFromRollout(analytic->arrival().theta_mean);
+  b.setInitialGuessFromRollout(analytic->arrival().theta_mean);
+  ASSERT_TRUE(a.solve().ok()) << a.summary().report();
+  ASSERT_TRUE(b.solve().ok()) << b.summary().report();
+  EXPECT_LE((a.theta() - b.theta()).cwiseAbs().maxCoeff(), 1e-6 * a.theta().norm());
+  EXPECT_NEAR(b.theta()(0), 40, 1e-3 * 40);
 }
 
 // A step the theta trust region shortened has a directional derivative that shrinks with the

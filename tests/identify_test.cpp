@@ -19,6 +19,7 @@
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/finite_difference.hpp"
 
 namespace heft::identify {
 namespace {
@@ -296,44 +297,22 @@ TEST(Identify, EnergyMethodOnPandaFriction) {
 
 // ---- method 3 -----------------------------------------------------------------------------------
 
-// Central differences of every residual, column by column, at h = eps^(1/3); tolerance from the
-// truncation and rounding bound |D_h f - f'| <= h^2/6 max|f3| + 10 eps max|f| / h (times 2),
-// with the third derivative f3 from the 4-point stencil at H = 1e-3 (as tests/dynamics_test.cpp).
+// Central differences of every residual, column by column, with the tolerance model's defaults
+// (tests/support/finite_difference.hpp): h = eps^(1/3), |D_h f - f'| <= 2 h^2/6 max|f3| +
+// 10 eps max|f| / h, the third derivative f3 from the 4-point stencil at H = 1e-3.
 // `rounding_scale`: magnitude of the terms f is computed from, when f is a small difference of
-// large terms (a constraint E pi - e), 0 = max|f|.
+// large terms (a constraint E pi - e), 0 = max|f|. Returns the worst error / tolerance ratio.
 template <class F>
 double worstJacobianRatio(const F& f, const Eigen::VectorXd& x, const Eigen::MatrixXd& J,
                           double rounding_scale = 0) {
-  const double eps = std::numeric_limits<double>::epsilon();
-  const double h = std::cbrt(eps), H = 1e-3;
-  double worst = 0;
-  Eigen::VectorXd fp, fm, f0;
-  f(x, f0);
-  for (Eigen::Index j = 0; j < x.size(); ++j) {
-    Eigen::VectorXd xp = x, xm = x;
-    xp[j] += h;
-    xm[j] -= h;
-    f(xp, fp);
-    f(xm, fm);
-    const Eigen::VectorXd fd = (fp - fm) / (2 * h);
-    Eigen::VectorXd x1 = x, x2 = x, x3 = x, x4 = x;
-    x1[j] += 2 * H;
-    x2[j] += H;
-    x3[j] -= H;
-    x4[j] -= 2 * H;
-    Eigen::VectorXd a, b, c, d;
-    f(x1, a);
-    f(x2, b);
-    f(x3, c);
-    f(x4, d);
-    const double third = ((a - 2 * b + 2 * c - d) / (2 * H * H * H)).cwiseAbs().maxCoeff();
-    const double scale =
-        std::max({f0.cwiseAbs().maxCoeff(), fp.cwiseAbs().maxCoeff(), rounding_scale, 1e-300});
-    const double tol = 2 * (h * h / 6 * third + 10 * eps * scale / h);
-    const double err = (fd - J.col(j)).cwiseAbs().maxCoeff();
-    worst = std::max(worst, err / tol);
-  }
-  return worst;
+  heft::test::FiniteDifferenceOptions options;
+  options.rounding_scale = rounding_scale;
+  auto value = [&](const Eigen::VectorXd& y) {
+    Eigen::VectorXd out;
+    f(y, out);
+    return out;
+  };
+  return heft::test::worstRatio(J, heft::test::centralDifferencesInVectorSpace(x, value, options));
 }
 
 TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {

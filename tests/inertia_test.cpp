@@ -13,6 +13,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "support/finite_difference.hpp"
 
 namespace {
 
@@ -90,51 +91,47 @@ double relativeError(const Vector10& a, const Vector10& b) { return (a - b).norm
 // so(3) ~ R^3 and Exp is applied inside the map), so plain differences on theta are the manifold
 // differences here: no retraction is needed.
 //
-// Central difference with step s: |fd - J| <= s^2/6 |f'''| + c eps G / s, where G bounds the
-// magnitudes summed when evaluating that row of pi and c the number of ulps of that evaluation.
+// The tolerance model of tests/support/finite_difference.hpp, |fd - J| <= s^2/6 |f'''| + delta / s,
+// with a-priori bounds from G, a bound on the magnitudes summed when evaluating that row of pi:
 //  - rounding: each pi entry is a sum of <= 8 products of factors accurate to a few ulps
-//    (exp, exp3, parallel-axis shift), so we take c = 16. Row scales G: m for the mass row,
-//    max |h_i| for the first-moment rows, tr(I) for the inertia rows (I is positive semidefinite
-//    for any theta, so |I_ij| and every term summed into it are <= tr(I)). G is the max over
-//    theta and theta +- s e_j.
+//    (exp, exp3, parallel-axis shift), so delta = c eps G with c = 16. Row scales G: m for the
+//    mass row, max |h_i| for the first-moment rows, tr(I) for the inertia rows (I is positive
+//    semidefinite for any theta, so |I_ij| and every term summed into it are <= tr(I)). G is the
+//    max over theta and theta +- s e_j.
 //  - truncation: entries are sums of <= 8 terms e^{2x}, e^{x}, quadratics or R D R^T products,
 //    each bounded by G, with third derivatives <= 8 x term (8 = 2^3 from e^{2x}): |f'''| <= 64 G.
-// With s = 1e-6: rounding 3.6e-9 G, truncation 1.1e-11 G; rounding dominates as expected.
+// Step s = 1e-6 max(1, |theta_j|), rounded so that theta_j +- s are exact (the quotient divides
+// by the true distance). With s = 1e-6: rounding 3.6e-9 G, truncation 1.1e-11 G; rounding
+// dominates as expected.
 constexpr double kStep = 1e-6;
 constexpr double kRoundingUlps = 16;
 constexpr double kThirdDerivativeFactor = 64;
-
-struct FiniteDifference {
-  Matrix10 jacobian;
-  Matrix10 bound;
-};
 
 Vector3 rowScales(const Vector10& pi) {
   return Vector3(std::abs(pi[0]), pi.segment<3>(1).cwiseAbs().maxCoeff(), pi[4] + pi[6] + pi[9]);
 }
 
-FiniteDifference centralDifference(Parametrization p, const Vector10& theta) {
-  FiniteDifference fd;
-  const Vector10 pi0 = hi::piFromTheta(p, theta);
-  for (int j = 0; j < 10; ++j) {
-    const double s = kStep * std::max(1.0, std::abs(theta[j]));
-    Vector10 plus = theta, minus = theta;
-    plus[j] += s;
-    minus[j] -= s;
-    const double actual_step = plus[j] - minus[j];  // exact, unlike 2 s
-    const Vector10 fp = hi::piFromTheta(p, plus), fm = hi::piFromTheta(p, minus);
-    fd.jacobian.col(j) = (fp - fm) / actual_step;
-    const Vector3 G = rowScales(pi0).cwiseMax(rowScales(fp)).cwiseMax(rowScales(fm));
-    const double per_scale =
-        kRoundingUlps * kEps / (actual_step / 2) + kThirdDerivativeFactor * s * s / 6;
-    for (int i = 0; i < 10; ++i) fd.bound(i, j) = per_scale * G[i == 0 ? 0 : (i < 4 ? 1 : 2)];
-  }
-  return fd;
+heft::test::NumericalJacobian centralDifference(Parametrization p, const Vector10& theta) {
+  heft::test::FiniteDifferenceOptions options;
+  options.step = kStep;
+  options.relative_step = true;
+  options.rounding_ulps = kRoundingUlps;
+  options.third_per_magnitude = kThirdDerivativeFactor;
+  options.magnitude = [](const Eigen::VectorXd& pi) {
+    const Vector3 G = rowScales(Vector10(pi));
+    Eigen::VectorXd rows(10);
+    rows << G[0], Vector3::Constant(G[1]), Eigen::Matrix<double, 6, 1>::Constant(G[2]);
+    return rows;
+  };
+  return heft::test::centralDifferencesInVectorSpace(
+      theta,
+      [&](const Eigen::VectorXd& t) { return Eigen::VectorXd(hi::piFromTheta(p, Vector10(t))); },
+      options);
 }
 
 // Largest |analytic - fd| / bound over all entries (<= 1 passes).
-double worstRatio(const Matrix10& analytic, const FiniteDifference& fd) {
-  return ((analytic - fd.jacobian).cwiseAbs().array() / fd.bound.array()).maxCoeff();
+double worstRatio(const Matrix10& analytic, const heft::test::NumericalJacobian& fd) {
+  return heft::test::worstRatio(analytic, fd);
 }
 
 // pi of a cloud of point masses, from the definitions (independent of Pinocchio and heft).
@@ -396,7 +393,8 @@ TEST(Inertia, PaperEquation50WithLeftJacobianFailsFiniteDifferences) {
   std::mt19937 rng(9);
   Vector10 theta = randomExpEigTheta(rng);
   theta.segment<3>(4) = Vector3(0.9, -0.6, 0.7);
-  const FiniteDifference fd = centralDifference(Parametrization::ExponentialEigenvalue, theta);
+  const heft::test::NumericalJacobian fd =
+      centralDifference(Parametrization::ExponentialEigenvalue, theta);
   const Matrix10 ours = hi::exponentialEigenvalueJacobian(theta);
 
   const Vector3 omega = theta.segment<3>(4);
