@@ -1069,7 +1069,7 @@ TEST(EstimateFromMujoco, DoublePendulumPayloadMassComAndTrajectory) {
   // Seeds 1-4: +0.15, +0.56, +0.48, +1.53 % with a posterior std of 0.62 % (docs/estimation.md):
   // this rig's torque noise (0.05 N m on a 0.5 kg link) limits it, so the test checks what must
   // hold on any seed: the error is consistent with the posterior (3 sigma), the payload is found
-  // (error 10 x below the nominal model's 31 %), and the COM is within the 1 cm.
+  // (error 10 x below the nominal model's 31 %), and the COM is within the 1 cm target.
   EXPECT_LT(std::abs(pi(0) - pi_true(0)), 3 * mass_std);
   EXPECT_LT(mass_error, 0.1 * std::abs(pi_nominal(0) - pi_true(0)) / pi_true(0));
   EXPECT_LT(com_error, 0.01);
@@ -1251,12 +1251,12 @@ TEST(LogProblem, TrotContactsKinematicImpulsesAndAWrongSequence) {
             << "\n";
   // Graceful, not accurate: the nominal trunk is 56 % lighter than the truth; a solve that broke
   // down would stay near it or leave. Measured (seed 2, 0.4 s): 0.96 %, 0.67 % and 0.55 % (3.8 %,
-  // 1.9 % and 2.1 % without the accelerometer, the default until session 6).
+  // 1.9 % and 2.1 % without the accelerometer).
   for (double error : {right, late, kinematic}) EXPECT_LT(error, 0.1);
 }
 
 TEST(RiccatiSolver, BackwardPassStaysDefiniteAtTenMillisecondSteps) {
-  // The coarse protocol (go1 trotting, dt 0.01 by taking every 10th sample). Before V_xx
+  // The coarse protocol (go1 trotting, dt 0.01 by taking every 10th sample). Before V_xx
   // was symmetrized after every step, rounding asymmetry grew through F_x^T V_xx F_x until the
   // first backward pass failed at every regularization ("Hessian not positive definite").
   const auto sim = test::simulateNominalWithoutTorqueBias("go1-7.2kg", 4.05, 1);

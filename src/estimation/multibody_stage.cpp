@@ -386,8 +386,8 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
 namespace {
 // out = A B^T for A (m x 3) and B (n x 3), a column at a time: one pass over out with three
 // multiply-adds per entry (zeroing out and three rank-one updates made four passes: 77k -> 39k
-// instructions per go2 knot; session 8 measured a general product's packing, and a lazy
-// product's 3-long dot products per entry, slower than the rank-one updates).
+// instructions per go2 knot; a general product's packing, and a lazy product's 3-long dot
+// products per entry, measured slower than the rank-one updates).
 template <class Out, class A, class B>
 void assignRankThree(Out&& out, const A& a, const B& b) {
   for (Eigen::Index j = 0; j < out.cols(); ++j)

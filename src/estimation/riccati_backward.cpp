@@ -216,7 +216,7 @@ bool RiccatiSolver::Impl::backwardStep(int k) {
     if (!eliminate(policy, 0, nw, Qxx_, Qxt_, Qtt_, Qx_, Qt_)) return false;
   }
   // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
-  // copied into the upper ones. Session 6 found that a slightly asymmetric V_xx grows through
+  // copied into the upper ones. Without that, a slightly asymmetric V_xx grows through
   // F_x^T V F_x (on go1 at dt 0.01 to an eigenvalue of -1.5e9 of 2.6e9 within a few hundred
   // knots), which no regularization saved.
   copyLowerToUpper(Qxx_);

@@ -139,6 +139,43 @@ void EnergyOptions::validate() const {
 
 // ---- samples -----------------------------------------------------------------------------------
 
+namespace {
+
+// The contact flags of the kept samples: the log's (interpolated at the sample times) or, without
+// them or when asked, detected from the samples' kinematics.
+void setContacts(const model::RobotModel& robot, const io::Log& log,
+                 const PreparationOptions& options, Samples& out) {
+  const pinocchio::Model& model = robot.pinocchio();
+  const int N = static_cast<int>(out.time.size());
+  out.contact_names = robot.contactFrames();
+  const int nc = static_cast<int>(out.contact_names.size());
+  out.contact.setZero(nc, N);
+  if (log.contacts && !options.detect_contacts) {
+    const io::ContactSeries& cs = *log.contacts;
+    const io::FlagMatrix flags =
+        io::interpolateFlags(cs.time, cs.flags, out.time, "contacts/flags");
+    for (int c = 0; c < nc; ++c) {
+      const auto it = std::find(cs.names.begin(), cs.names.end(), out.contact_names[c]);
+      require(it != cs.names.end(), "contacts/names",
+              "the robot's contact frame " + out.contact_names[c], "a log without it");
+      const int col = static_cast<int>(it - cs.names.begin());
+      for (int i = 0; i < N; ++i) out.contact(c, i) = flags(i, col);
+    }
+  } else {
+    out.contacts_detected = true;
+    pinocchio::Data data(model);
+    std::vector<pinocchio::FrameIndex> ids;
+    for (const auto& name : out.contact_names) ids.push_back(model.getFrameId(name));
+    for (int i = 0; i < N; ++i) {
+      const std::vector<std::uint8_t> flags =
+          state::detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
+      for (int c = 0; c < nc; ++c) out.contact(c, i) = flags[c];
+    }
+  }
+}
+
+}  // namespace
+
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
                        const PreparationOptions& options) {
   options.validate();
@@ -275,34 +312,7 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
     out.q.col(i) = qk;
   }
 
-  // contacts
-  if (out.free_flyer) {
-    out.contact_names = robot.contactFrames();
-    const int nc = static_cast<int>(out.contact_names.size());
-    out.contact.setZero(nc, N);
-    if (log->contacts && !options.detect_contacts) {
-      const io::ContactSeries& cs = *log->contacts;
-      const io::FlagMatrix flags =
-          io::interpolateFlags(cs.time, cs.flags, out.time, "contacts/flags");
-      for (int c = 0; c < nc; ++c) {
-        const auto it = std::find(cs.names.begin(), cs.names.end(), out.contact_names[c]);
-        require(it != cs.names.end(), "contacts/names",
-                "the robot's contact frame " + out.contact_names[c], "a log without it");
-        const int col = static_cast<int>(it - cs.names.begin());
-        for (int i = 0; i < N; ++i) out.contact(c, i) = flags(i, col);
-      }
-    } else {
-      out.contacts_detected = true;
-      pinocchio::Data data(model);
-      std::vector<pinocchio::FrameIndex> ids;
-      for (const auto& name : out.contact_names) ids.push_back(model.getFrameId(name));
-      for (int i = 0; i < N; ++i) {
-        const std::vector<std::uint8_t> flags =
-            state::detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
-        for (int c = 0; c < nc; ++c) out.contact(c, i) = flags[c];
-      }
-    }
-  }
+  if (out.free_flyer) setContacts(robot, *log, options, out);
   return out;
 }
 
