@@ -24,10 +24,10 @@
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/reference_export.hpp"
 #include "heft/estimation/riccati_solver.hpp"
-#include "heft/results/truth.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/model/model.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/simulated_log.hpp"
 

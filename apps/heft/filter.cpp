@@ -1,5 +1,6 @@
 // heft filter CONFIG --out DIR: replay a log through the online inertial EKF (and the linear-KF
-// baseline) as a control loop would, write the estimates over time and a summary (docs/guide/filter.md).
+// baseline) as a control loop would, write the estimates over time and a summary
+// (docs/guide/filter.md).
 #include <iostream>
 #include <memory>
 #include <string>
