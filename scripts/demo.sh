@@ -32,3 +32,11 @@ echo "== heft filter data/examples/talos_forearm_filter.yaml: the online EKF rep
   --out "$build/demo/forearm-filter" --overwrite --quiet
 echo
 echo "Outputs: $build/demo/forearm-filter/{estimates.h5,baseline.h5,summary.json}"
+echo
+echo "== heft identify data/examples/panda_friction_identify.yaml, then heft predict: does the"
+echo "   identified panda predict torques better than the nominal one? (the example's paths assume"
+echo "   the build folder 'build')"
+"$heft" identify data/examples/panda_friction_identify.yaml --out build/demo/panda-id --overwrite \
+  --quiet >/dev/null
+"$heft" predict data/examples/panda_friction_predict.yaml --out build/demo/panda-predict \
+  --overwrite --quiet

@@ -322,9 +322,23 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
   const Samples samples = prepareSamples(panda, simLog("panda-friction", "nominal"), prep);
   std::mt19937 rng(3);
   std::normal_distribution<double> normal(0.0, 0.3);
-  for (auto param :
-       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
-    for (auto form : {FrictionForm::CoulombViscous, FrictionForm::Full}) {
+  struct Case {
+    inertia::Parametrization param;
+    FrictionForm form;
+    RobustLoss loss;
+  };
+  const std::vector<Case> cases = {
+      {inertia::Parametrization::LogCholesky, FrictionForm::CoulombViscous, RobustLoss::None},
+      {inertia::Parametrization::LogCholesky, FrictionForm::Full, RobustLoss::None},
+      {inertia::Parametrization::ExponentialEigenvalue, FrictionForm::CoulombViscous,
+       RobustLoss::None},
+      {inertia::Parametrization::ExponentialEigenvalue, FrictionForm::Full, RobustLoss::None},
+      {inertia::Parametrization::LogCholesky, FrictionForm::CoulombViscous, RobustLoss::Huber},
+      {inertia::Parametrization::ExponentialEigenvalue, FrictionForm::Full, RobustLoss::Cauchy}};
+  for (const Case& test_case : cases) {
+    const auto param = test_case.param;
+    const auto form = test_case.form;
+    {
       model::IdentifiedSetOptions so;
       so.identify_friction = true;
       so.friction_joints = pandaArmJoints();
@@ -332,9 +346,12 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
       const auto set = model::IdentifiedSet::build(panda, so);
       ProblemOptions po;
       po.identify_armature = true;
+      po.identify_torque_offsets = true;  // every joint: offsets enter the Jacobian too
+      po.torque_offset_prior_std = 0.5;
       po.friction_form = form;
       const StackedProblem sp = buildProblem(panda, samples, set, po);
       MapOptions mo;
+      mo.loss = test_case.loss;
       mo.constraints.push_back(totalMassConstraint(panda, sp.layout, panda.totalMass() + 0.5));
       const MapProblem mp(sp, set, po, mo);
       Eigen::VectorXd x = mp.initial();
@@ -353,10 +370,10 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
           },
           x, C, mp.constraintScale());
       std::printf(
-          "%s, %s: %d residuals x %d parameters, worst error / tolerance %.3g "
+          "%s, %s, loss %s: %d residuals x %d parameters, worst error / tolerance %.3g "
           "(constraints %.3g)\n",
-          inertia::toString(param).c_str(), toString(form).c_str(), mp.numResiduals(),
-          mp.dimension(), ratio, cratio);
+          inertia::toString(param).c_str(), toString(form).c_str(),
+          toString(test_case.loss).c_str(), mp.numResiduals(), mp.dimension(), ratio, cratio);
       EXPECT_LT(ratio, 1.0);
       EXPECT_LT(cratio, 1.0);
     }
@@ -618,6 +635,38 @@ TEST(Identify, IdentifyRunsEveryMethodEndToEnd) {
     if (method == Method::Map) std::printf("%s", r.report().substr(0, 1500).c_str());
   }
   EXPECT_THROW(parseMethod("magic"), InputError);
+}
+
+}  // namespace
+}  // namespace heft::identify
+
+namespace heft::identify {
+namespace {
+
+// The guard band: no kept sample lies within contact_guard of a contact change (a trotting go2,
+// whose feet touch down and lift off twice a second).
+TEST(Prepare, ContactGuardDropsSamplesNearContactChanges) {
+  const auto& go2 = robot("go2");
+  PreparationOptions prep;
+  prep.base_state = BaseStateSource::Truth;  // the samples, not the state estimate, are under test
+  prep.decimation = 5;
+  const io::Log& log = simLog("go2-trot", "nominal", 2.0);
+  const Samples all = prepareSamples(go2, log, prep);
+  std::vector<double> changes;
+  for (int k = 1; k < all.size(); ++k)
+    if ((all.contact.col(k).array() != all.contact.col(k - 1).array()).any())
+      changes.push_back(all.time[k]);
+  ASSERT_GE(changes.size(), 4u);
+  prep.contact_guard = 0.02;
+  const Samples guarded = prepareSamples(go2, log, prep);
+  EXPECT_LT(guarded.size(), all.size());
+  EXPECT_GT(guarded.size(), all.size() / 3);
+  for (int k = 0; k < guarded.size(); ++k)
+    for (double c : changes)
+      ASSERT_GT(std::abs(guarded.time[k] - c), 0.02 - all.dt) << "t = " << guarded.time[k];
+  EXPECT_EQ(guarded.q.cols(), guarded.size());
+  EXPECT_EQ(guarded.contact.cols(), guarded.size());
+  EXPECT_NE(guarded.warnings.back().find("contact_guard"), std::string::npos);
 }
 
 }  // namespace

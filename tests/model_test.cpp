@@ -674,3 +674,36 @@ TEST(InfoCommand, BadFileGivesExitCodeTwoAndOneLine) {
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.err.find("go2"), std::string::npos);
 }
+
+namespace {
+
+// A log without the gripper: the fingers are locked, their links lumped into the hand's body.
+TEST(LockJoints, LockedJointsAreRemovedAndTheirLinksLumpedIntoTheParentBody) {
+  const RobotModel panda = loadRobot("panda");
+  const RobotModel arm =
+      lockJoints(panda, {{"panda_finger_joint1", 0.02}, {"panda_finger_joint2", 0.02}});
+  EXPECT_EQ(arm.pinocchio().nv, panda.pinocchio().nv - 2);
+  EXPECT_NEAR(arm.totalMass(), panda.totalMass(), 1e-12 * panda.totalMass());
+  EXPECT_EQ(arm.source(), panda.source());
+  const Body& hand = arm.body(arm.bodyIndex("panda_link7"));
+  int fingers = 0;
+  for (const std::string& l : hand.lumped_links)
+    fingers += l == "panda_leftfinger" || l == "panda_rightfinger" ? 1 : 0;
+  EXPECT_EQ(fingers, 2);
+  EXPECT_EQ(lockJoints(panda, {}).pinocchio().nv, panda.pinocchio().nv);
+
+  try {
+    lockJoints(panda, {{"panda_joint9", 0.0}});
+    FAIL() << "expected an InputError";
+  } catch (const heft::InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("locked_joints: \"panda_joint9\" is not a 1-DoF joint of panda"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("panda_finger_joint1"), std::string::npos) << what;
+  }
+  EXPECT_THROW(lockJoints(panda, {{"panda_finger_joint1", 0.0}, {"panda_finger_joint1", 0.0}}),
+               heft::InputError);
+}
+
+}  // namespace

@@ -1,5 +1,6 @@
 #include "heft/identify/identify.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <sstream>
@@ -45,11 +46,23 @@ void IdentifyOptions::validate() const {
 
 IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
                         const model::IdentifiedSet& set, const IdentifyOptions& options) {
+  return identify(robot, std::vector<const io::Log*>{&log}, set, options);
+}
+
+IdentifyResult identify(const model::RobotModel& robot, const std::vector<const io::Log*>& logs,
+                        const model::IdentifiedSet& set, const IdentifyOptions& options) {
   options.validate();
+  require(!logs.empty(), "logs", "at least one", "none");
+  require(logs.size() == 1 || options.method != Method::Energy, "method energy",
+          "one recording (its intervals would cross a join)",
+          std::to_string(logs.size()) + " recordings");
+  const io::Log& log = *logs.front();
   const auto start = std::chrono::steady_clock::now();
   IdentifyResult res;
   res.method = options.method;
-  const Samples samples = prepareSamples(robot, log, options.preparation);
+  std::vector<Samples> parts;
+  for (const io::Log* l : logs) parts.push_back(prepareSamples(robot, *l, options.preparation));
+  const Samples samples = concatenate(parts);
   res.samples = samples.size();
   res.warnings = samples.warnings;
 
@@ -70,7 +83,10 @@ IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
       res.channel_names = map.channel_names;
       res.channel_rms_before = map.channel_rms_before;
       res.channel_rms_after = map.channel_rms_after;
-      for (const auto& w : map.warnings) res.warnings.push_back(w);
+      // solveMap repeats the problem's warnings for its own callers: each once here
+      for (const auto& w : map.warnings)
+        if (std::find(res.warnings.begin(), res.warnings.end(), w) == res.warnings.end())
+          res.warnings.push_back(w);
       res.map = std::move(map);
     }
   }

@@ -87,6 +87,39 @@ LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::st
   return c;
 }
 
+std::string toString(RobustLoss loss) {
+  return loss == RobustLoss::Huber ? "huber" : loss == RobustLoss::Cauchy ? "cauchy" : "none";
+}
+
+RobustLoss parseRobustLoss(const std::string& name) {
+  if (name == "none") return RobustLoss::None;
+  if (name == "huber") return RobustLoss::Huber;
+  if (name == "cauchy") return RobustLoss::Cauchy;
+  throw InputError("expected none, huber or cauchy, got \"" + name + "\"");
+}
+
+namespace {
+
+// sign(r) sqrt(2 rho(r)) and its derivative, for the robust losses of RobustLoss.
+double robustResidual(RobustLoss loss, double k, double r, double* derivative) {
+  const double a = std::abs(r);
+  if (loss == RobustLoss::Huber && a > k) {
+    const double s = std::sqrt(2 * k * a - k * k);
+    if (derivative) *derivative = k / s;
+    return r > 0 ? s : -s;
+  }
+  if (loss == RobustLoss::Cauchy && a > 0) {
+    const double u = r / k;
+    const double s = k * std::sqrt(std::log1p(u * u));
+    if (derivative) *derivative = (r / (1 + u * u)) / (r > 0 ? s : -s);
+    return r > 0 ? s : -s;
+  }
+  if (derivative) *derivative = 1;
+  return r;
+}
+
+}  // namespace
+
 void MapOptions::validate() const {
   require(max_iterations >= 1, "max_iterations", ">= 1", std::to_string(max_iterations));
   for (double t : {function_tolerance, step_tolerance, gradient_tolerance, initial_lambda}) {
@@ -94,6 +127,8 @@ void MapOptions::validate() const {
   }
   require(std::isfinite(min_channel_std) && min_channel_std > 0, "min_channel_std",
           "a finite value > 0", num(min_channel_std));
+  require(std::isfinite(loss_scale) && loss_scale >= 0, "loss_scale", "a finite value >= 0",
+          num(loss_scale));
   require(channel_std.size() == 0 || (channel_std.allFinite() && channel_std.minCoeff() > 0),
           "channel_std", "empty or finite values > 0", "other values");
   for (const auto& c : constraints) {
@@ -111,23 +146,36 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
       form_(po.friction_form),
       rate_(p.coulomb_rate) {
   options.validate();
+  loss_ = options.loss;
+  loss_scale_ = options.loss_scale > 0               ? options.loss_scale
+                : options.loss == RobustLoss::Cauchy ? 2.385
+                                                     : 1.345;
   nb_ = layout_.numBodies();
   nf_ = layout_.numFriction();
   na_ = layout_.numArmature();
+  no_ = layout_.numTorqueOffsets();
+  offset_std_ = po.torque_offset_prior_std;
   friction_per_joint_ = form_ == FrictionForm::Full ? 6 : 2;
-  dim_ = 10 * nb_ + friction_per_joint_ * nf_ + na_;
+  dim_ = 10 * nb_ + friction_per_joint_ * nf_ + na_ + no_;
   rows_ = p.rows();
   nj_ = static_cast<int>(p.G.cols());
   N_ = static_cast<int>(p.v_joint.cols());
   const int nc = p.numChannels();
 
-  // channel weights
+  // channel weights, and the torque offsets' starting point: the offsets enter linearly, but LM
+  // moves them slowly from 0 while the nonlinear parameters settle (it stops on the relative cost
+  // change with panda offsets 15-40 % short), so they start at the ordinary least-squares values
   Eigen::VectorXd sigma = options.channel_std;
-  if (sigma.size() == 0) {
+  offset_start_ = Eigen::VectorXd::Zero(no_);
+  if (sigma.size() == 0 || no_ > 0) {
     const LinearSystem sys = torqueSystem(p);
     const Eigen::VectorXd x0 = nominalLinearVector(p.layout, set, po);
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
-    sigma = ls.channel_rms_after;
+    offset_start_ = ls.x.tail(no_);
+    if (!offset_start_.allFinite()) offset_start_.setZero();
+    if (sigma.size() == 0) sigma = ls.channel_rms_after;
+  }
+  if (options.channel_std.size() == 0) {
     const double floor = std::max(options.min_channel_std, 1e-3 * sigma.maxCoeff());
     sigma = sigma.cwiseMax(floor);
   }
@@ -173,7 +221,7 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
   }
   la_mean_ = Eigen::VectorXd::Constant(na_, std::log(po.armature_prior_median));
   la_std_ = po.armature_prior_log_std;
-  prior_rows_ = 10 * nb_ + friction_per_joint_ * nf_ + na_;
+  prior_rows_ = 10 * nb_ + friction_per_joint_ * nf_ + na_ + no_;
 
   // constraints
   int k = 0;
@@ -200,7 +248,8 @@ Eigen::VectorXd MapProblem::initial() const {
   for (int f = 0; f < nf_; ++f) {
     x.segment(10 * nb_ + friction_per_joint_ * f, friction_per_joint_) = mu_mean_[f];
   }
-  x.tail(na_) = la_mean_;
+  x.segment(10 * nb_ + friction_per_joint_ * nf_, na_) = la_mean_;
+  x.tail(no_) = offset_start_;  // the least-squares offsets (their prior mean is 0)
   return x;
 }
 
@@ -220,8 +269,8 @@ Eigen::MatrixXd MapProblem::piJacobian(const Eigen::VectorXd& x) const {
   return J;
 }
 
-// T: nj x N joint-space torques added by friction and armature; dT: N x (fpj nf + na), column
-// per parameter (the joint is implied by the parameter).
+// T: nj x N joint-space torques added by friction, armature and offsets; dT: N x (fpj nf + na),
+// column per parameter (the joint is implied by the parameter; an offset's derivative is 1).
 void MapProblem::frictionTerms(const Eigen::VectorXd& x, Eigen::MatrixXd& T,
                                Eigen::MatrixXd* dT) const {
   T.setZero(nj_, N_);
@@ -263,20 +312,30 @@ void MapProblem::frictionTerms(const Eigen::VectorXd& x, Eigen::MatrixXd& T,
       if (dT) (*dT)(s, friction_per_joint_ * nf_ + i) = arm * a_(j, s);
     }
   }
+  for (int i = 0; i < no_; ++i) T.row(layout_.torque_offset_joint[i]).array() += x[ao + na_ + i];
 }
 
-void MapProblem::residual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
+void MapProblem::dataResidual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
   require(x.size() == dim_, "x", "size " + std::to_string(dim_),
           "size " + std::to_string(x.size()));
-  r.resize(numResiduals());
   const Eigen::VectorXd p = pi(x);
   Eigen::MatrixXd T;
   frictionTerms(x, T, nullptr);
-  r.head(rows_).noalias() = WA_ * p;
-  r.head(rows_) -= Wb_;
-  if (nf_ + na_ > 0) {
+  r.resize(rows_);
+  r.noalias() = WA_ * p;
+  r -= Wb_;
+  if (nf_ + na_ + no_ > 0) {
     for (int row = 0; row < rows_; ++row) r[row] += WG_.row(row).dot(T.col(sample_[row]));
   }
+}
+
+void MapProblem::residual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
+  Eigen::VectorXd data;
+  dataResidual(x, data);
+  r.resize(numResiduals());
+  for (int row = 0; row < rows_; ++row)
+    r[row] = robustResidual(loss_, loss_scale_, data[row], nullptr);
+  const Eigen::VectorXd p = pi(x);
   int o = rows_;
   for (int b = 0; b < nb_; ++b, o += 10) {
     r.segment<10>(o) = pi_Linv_[b] * (p.segment<10>(10 * b) - pi_mean_[b]);
@@ -286,7 +345,8 @@ void MapProblem::residual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
     r.segment(o, friction_per_joint_) =
         mu_Linv_[f] * (x.segment(fo + friction_per_joint_ * f, friction_per_joint_) - mu_mean_[f]);
   }
-  r.segment(o, na_) = (x.tail(na_) - la_mean_) / la_std_;
+  r.segment(o, na_) = (x.segment(fo + friction_per_joint_ * nf_, na_) - la_mean_) / la_std_;
+  r.segment(o + na_, no_) = x.tail(no_) / offset_std_;
 }
 
 void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
@@ -299,6 +359,9 @@ void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
     J.block(0, 10 * b, rows_, 10).noalias() = WA_.middleCols(10 * b, 10) * Jpi[b];
   }
   const int fo = 10 * nb_;
+  const int oo = fo + friction_per_joint_ * nf_ + na_;  // first offset
+  for (int i = 0; i < no_; ++i)
+    J.block(0, oo + i, rows_, 1) = WG_.col(layout_.torque_offset_joint[i]);
   if (nf_ + na_ > 0) {
     Eigen::MatrixXd T, dT;
     frictionTerms(x, T, &dT);
@@ -317,6 +380,16 @@ void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
       }
     }
   }
+  if (loss_ != RobustLoss::None) {
+    // chain rule through sign(r) sqrt(2 rho(r)): scale each data row by its derivative
+    Eigen::VectorXd data;
+    dataResidual(x, data);
+    for (int row = 0; row < rows_; ++row) {
+      double d = 1;
+      robustResidual(loss_, loss_scale_, data[row], &d);
+      J.row(row) *= d;
+    }
+  }
   int o = rows_;
   for (int b = 0; b < nb_; ++b, o += 10) J.block<10, 10>(o, 10 * b) = pi_Linv_[b] * Jpi[b];
   for (int f = 0; f < nf_; ++f, o += friction_per_joint_) {
@@ -324,6 +397,7 @@ void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
         mu_Linv_[f];
   }
   for (int i = 0; i < na_; ++i) J(o + i, fo + friction_per_joint_ * nf_ + i) = 1.0 / la_std_;
+  for (int i = 0; i < no_; ++i) J(o + na_ + i, oo + i) = 1.0 / offset_std_;
 }
 
 void MapProblem::constraints(const Eigen::VectorXd& x, Eigen::VectorXd& c,
@@ -357,8 +431,10 @@ std::vector<FrictionEstimate> MapProblem::friction(const Eigen::VectorXd& x,
 }
 
 Eigen::VectorXd MapProblem::armature(const Eigen::VectorXd& x) const {
-  return x.tail(na_).array().exp().matrix();
+  return x.segment(10 * nb_ + friction_per_joint_ * nf_, na_).array().exp().matrix();
 }
+
+Eigen::VectorXd MapProblem::torqueOffsets(const Eigen::VectorXd& x) const { return x.tail(no_); }
 
 Eigen::VectorXd MapProblem::linearVector(const Eigen::VectorXd& x) const {
   Eigen::VectorXd l(layout_.linearDimension());
@@ -368,7 +444,8 @@ Eigen::VectorXd MapProblem::linearVector(const Eigen::VectorXd& x) const {
     l[layout_.frictionOffset() + 2 * f] = fr[f].coulomb();
     l[layout_.frictionOffset() + 2 * f + 1] = fr[f].viscous();
   }
-  l.tail(na_) = armature(x);
+  l.segment(layout_.armatureOffset(), na_) = armature(x);
+  l.tail(no_) = torqueOffsets(x);
   return l;
 }
 
@@ -387,6 +464,7 @@ Eigen::MatrixXd MapProblem::linearJacobian(const Eigen::VectorXd& x) const {
     const int o = fo + friction_per_joint_ * nf_ + i;
     J(layout_.armatureOffset() + i, o) = std::exp(x[o]);
   }
+  for (int i = 0; i < no_; ++i) J(layout_.torqueOffsetStart() + i, dim_ - no_ + i) = 1.0;
   return J;
 }
 
@@ -589,8 +667,9 @@ void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIte
   res.friction = mp.friction(x, res.x_covariance);
   res.armature = mp.armature(x);
   res.armature_std.resize(res.armature.size());
+  const int offsets = mp.layout().numTorqueOffsets();
   for (int i = 0; i < res.armature.size(); ++i) {
-    const int o = n - static_cast<int>(res.armature.size()) + i;
+    const int o = n - offsets - static_cast<int>(res.armature.size()) + i;
     res.armature_std[i] = res.armature[i] * std::sqrt(std::max(res.x_covariance(o, o), 0.0));
   }
   res.linear = mp.linearVector(x);
@@ -598,7 +677,9 @@ void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIte
     const Eigen::MatrixXd Jl = mp.linearJacobian(x);
     res.linear_covariance = Jl * res.x_covariance * Jl.transpose();
   }
-  const Eigen::VectorXd unweighted = s.r.head(problem.rows()).cwiseQuotient(mp.weights());
+  Eigen::VectorXd data;
+  mp.dataResidual(x, data);  // before the robust loss
+  const Eigen::VectorXd unweighted = data.cwiseQuotient(mp.weights());
   res.channel_rms_after = channelRms(unweighted, problem.channel, problem.numChannels());
   if (!res.pi_covariance.allFinite()) {
     res.warnings.push_back("posterior covariance is not finite (singular Gauss-Newton Hessian)");
@@ -626,7 +707,9 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
   s.cost = costOf(s.r);
   res.initial_cost = s.cost;
   res.cost_history.push_back(s.cost);
-  const Eigen::VectorXd unweighted0 = s.r.head(problem.rows()).cwiseQuotient(mp.weights());
+  Eigen::VectorXd data0;
+  mp.dataResidual(s.x, data0);
+  const Eigen::VectorXd unweighted0 = data0.cwiseQuotient(mp.weights());
   res.channel_rms_before = channelRms(unweighted0, problem.channel, problem.numChannels());
 
   const int it = levenbergMarquardt(mp, options, s, res);

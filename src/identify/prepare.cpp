@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include <Eigen/QR>
 #include <Eigen/SVD>
@@ -121,6 +122,15 @@ void PreparationOptions::validate() const {
   require(std::isfinite(start_time) && start_time >= 0, "start_time", "a finite value >= 0",
           num(start_time));
   require(std::isfinite(end_time), "end_time", "a finite value", num(end_time));
+  require(std::isfinite(contact_guard) && contact_guard >= 0, "contact_guard",
+          "a finite value >= 0 [s]", num(contact_guard));
+  for (const auto* ranges : {&exclude, &only}) {
+    const char* name = ranges == &exclude ? "exclude" : "only";
+    for (const TimeRange& r : *ranges)
+      require(std::isfinite(r.start) && std::isfinite(r.end) && r.start >= 0 && r.end > r.start,
+              name, "time ranges [start, end] with 0 <= start < end [s]",
+              "[" + num(r.start) + ", " + num(r.end) + "]");
+  }
   contact.validate();
 }
 
@@ -128,6 +138,7 @@ void ProblemOptions::validate() const {
   requirePositive(coulomb_rate, "coulomb_rate");
   requirePositive(armature_prior_median, "armature_prior_median");
   requirePositive(armature_prior_log_std, "armature_prior_log_std");
+  requirePositive(torque_offset_prior_std, "torque_offset_prior_std");
   require(std::isfinite(contact_offset), "contact_offset", "a finite value", num(contact_offset));
   require(std::isfinite(min_speed) && min_speed >= 0, "min_speed", "a finite value >= 0",
           num(min_speed));
@@ -172,6 +183,44 @@ void setContacts(const model::RobotModel& robot, const io::Log& log,
       for (int c = 0; c < nc; ++c) out.contact(c, i) = flags[c];
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Removes the samples within `guard` seconds of a change of any contact flag.
+void dropNearContactChanges(double guard, Samples& s) {
+  std::vector<double> changes;
+  for (int k = 1; k < s.size(); ++k)
+    if ((s.contact.col(k).array() != s.contact.col(k - 1).array()).any())
+      changes.push_back(0.5 * (s.time[k] + s.time[k - 1]));
+  if (changes.empty()) return;
+  std::vector<int> keep;
+  for (int k = 0; k < s.size(); ++k) {
+    const auto near = std::lower_bound(changes.begin(), changes.end(), s.time[k] - guard);
+    if (near == changes.end() || *near > s.time[k] + guard) keep.push_back(k);
+  }
+  require(keep.size() >= 2, "contact_guard",
+          "a guard band that leaves at least 2 samples between contact changes",
+          std::to_string(keep.size()) + " samples (" + std::to_string(changes.size()) +
+              " contact changes)");
+  const int dropped = s.size() - static_cast<int>(keep.size());
+  auto subset = [&keep](const auto& m) {
+    std::decay_t<decltype(m)> out(m.rows(), static_cast<Eigen::Index>(keep.size()));
+    for (size_t i = 0; i < keep.size(); ++i) out.col(static_cast<Eigen::Index>(i)) = m.col(keep[i]);
+    return out;
+  };
+  Eigen::VectorXd time(static_cast<Eigen::Index>(keep.size()));
+  for (size_t i = 0; i < keep.size(); ++i) time[static_cast<Eigen::Index>(i)] = s.time[keep[i]];
+  s.time = time;
+  s.q = subset(s.q);
+  s.v = subset(s.v);
+  s.a = subset(s.a);
+  s.tau = subset(s.tau);
+  s.contact = subset(s.contact);
+  s.warnings.push_back(std::to_string(dropped) + " samples within " + num(guard) + " s of " +
+                       std::to_string(changes.size()) + " contact changes dropped (contact_guard)");
 }
 
 }  // namespace
@@ -282,9 +331,15 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
     const double t = js.time[k] - t_first;
     if (t < options.start_time) continue;
     if (options.end_time > 0 && t > options.end_time) continue;
+    auto inside = [t](const TimeRange& r) { return r.contains(t); };
+    if (std::any_of(options.exclude.begin(), options.exclude.end(), inside)) continue;
+    if (!options.only.empty() && std::none_of(options.only.begin(), options.only.end(), inside))
+      continue;
     keep.push_back(k);
   }
-  require(keep.size() >= 2, "start_time / end_time", "a range with at least 2 samples",
+  require(keep.size() >= 2, "start_time / end_time / exclude / only",
+          "time ranges that keep at least 2 samples of the log's " + num(js.time[n - 1] - t_first) +
+              " s (times from its first sample)",
           std::to_string(keep.size()) + " samples");
   const int N = static_cast<int>(keep.size());
   out.dt = dt * options.decimation;
@@ -313,6 +368,45 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
   }
 
   if (out.free_flyer) setContacts(robot, *log, options, out);
+  if (out.free_flyer && options.contact_guard > 0)
+    dropNearContactChanges(options.contact_guard, out);
+  return out;
+}
+
+Samples concatenate(const std::vector<Samples>& parts) {
+  require(!parts.empty(), "recordings", "at least one", "none");
+  if (parts.size() == 1) return parts.front();
+  Samples out = parts.front();
+  out.warnings.clear();
+  Eigen::Index n = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Samples& p = parts[i];
+    require(p.joint_names == out.joint_names && p.free_flyer == out.free_flyer &&
+                p.contact_names == out.contact_names,
+            "recording " + std::to_string(i + 1), "the joints, base and contacts of the first",
+            "others");
+    n += p.size();
+    for (const std::string& w : p.warnings)
+      out.warnings.push_back("recording " + std::to_string(i + 1) + ": " + w);
+  }
+  out.time.resize(n);
+  out.q.resize(out.q.rows(), n);
+  out.v.resize(out.v.rows(), n);
+  out.a.resize(out.a.rows(), n);
+  out.tau.resize(out.tau.rows(), n);
+  out.contact.resize(out.contact.rows(), n);
+  Eigen::Index at = 0;
+  for (const Samples& p : parts) {
+    const Eigen::Index k = p.size();
+    out.time.segment(at, k) = p.time;
+    out.q.middleCols(at, k) = p.q;
+    out.v.middleCols(at, k) = p.v;
+    out.a.middleCols(at, k) = p.a;
+    out.tau.middleCols(at, k) = p.tau;
+    if (out.contact.rows() > 0) out.contact.middleCols(at, k) = p.contact;
+    out.contacts_detected = out.contacts_detected || p.contacts_detected;
+    at += k;
+  }
   return out;
 }
 
@@ -344,7 +438,8 @@ namespace {
 
 ParameterLayout makeLayout(const model::RobotModel& robot, const Samples& samples,
                            const model::IdentifiedSet& set, const ProblemOptions& options) {
-  set.validate(robot);
+  // an empty set is a prediction: the rows then hold the model's own inverse dynamics
+  if (!set.bodies.empty() || !set.friction.empty() || !set.actuators.empty()) set.validate(robot);
   ParameterLayout layout;
   for (const auto& b : set.bodies) {
     require(model::countFree(b.free) == 10, "identified body " + b.name,
@@ -379,6 +474,14 @@ ParameterLayout makeLayout(const model::RobotModel& robot, const Samples& sample
     for (const auto& name : names) {
       layout.armature_joints.push_back(name);
       layout.armature_joint.push_back(jointIndex(name, "armature_joints"));
+    }
+  }
+  if (options.identify_torque_offsets) {
+    const std::vector<std::string>& names =
+        options.torque_offset_joints.empty() ? samples.joint_names : options.torque_offset_joints;
+    for (const auto& name : names) {
+      layout.torque_offset_joints.push_back(name);
+      layout.torque_offset_joint.push_back(jointIndex(name, "torque_offset_joints"));
     }
   }
   return layout;
@@ -562,6 +665,8 @@ LinearSystem torqueSystem(const StackedProblem& p) {
       s.Phi(r, p.layout.armatureOffset() + i) = p.G(r, j) * p.a_joint(j, p.sample[r]);
     }
   }
+  for (int i = 0; i < p.layout.numTorqueOffsets(); ++i)
+    s.Phi.col(p.layout.torqueOffsetStart() + i) = p.G.col(p.layout.torque_offset_joint[i]);
   s.y = p.b;
   s.channel = p.channel;
   s.channel_names = p.channel_names;
@@ -594,6 +699,7 @@ LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples
   Eigen::VectorXd E_rest(N), power(N);
   Eigen::MatrixXd fric(N, 2 * s.layout.numFriction());
   Eigen::MatrixXd arm(N, s.layout.numArmature());
+  Eigen::MatrixXd off(N, s.layout.numTorqueOffsets());  // v_j: an offset's power per unit
   for (int k = 0; k < N; ++k) {
     dynamics::computeEnergyRegressors(rm, ed, samples.q.col(k), samples.v.col(k));
     E.row(k) = ed.kinetic_regressor + ed.potential_regressor;
@@ -612,6 +718,8 @@ LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples
       const double v = samples.v(samples.joint_idx_v[s.layout.armature_joint[i]], k);
       arm(k, i) = 0.5 * v * v;
     }
+    for (int i = 0; i < s.layout.numTorqueOffsets(); ++i)
+      off(k, i) = samples.v(samples.joint_idx_v[s.layout.torque_offset_joint[i]], k);
   }
   s.Phi.setZero(intervals, n);
   s.y.resize(intervals);
@@ -621,15 +729,18 @@ LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples
     const int a = i * L, b = a + L;
     double work = 0;
     Eigen::RowVectorXd fw = Eigen::RowVectorXd::Zero(fric.cols());
+    Eigen::RowVectorXd ow = Eigen::RowVectorXd::Zero(off.cols());
     for (int k = a; k < b; ++k) {
       const double h = samples.time[k + 1] - samples.time[k];
       work += 0.5 * h * (power[k] + power[k + 1]);
       fw += 0.5 * h * (fric.row(k) + fric.row(k + 1));
+      ow += 0.5 * h * (off.row(k) + off.row(k + 1));
     }
     s.Phi.block(i, 0, 1, np) = E.row(b) - E.row(a);
     if (fric.cols() > 0) s.Phi.block(i, np, 1, fric.cols()) = fw;
     if (arm.cols() > 0)
       s.Phi.block(i, s.layout.armatureOffset(), 1, arm.cols()) = arm.row(b) - arm.row(a);
+    if (off.cols() > 0) s.Phi.block(i, s.layout.torqueOffsetStart(), 1, off.cols()) = ow;
     s.y[i] = work - (E_rest[b] - E_rest[a]);
   }
   return s;
@@ -654,6 +765,7 @@ Eigen::VectorXd nominalLinearVector(const ParameterLayout& layout, const model::
   for (int i = 0; i < layout.numArmature(); ++i) {
     x[layout.armatureOffset() + i] = options.armature_prior_median;
   }
+  x.tail(layout.numTorqueOffsets()).setZero();
   return x;
 }
 

@@ -356,6 +356,9 @@ ConsistencyReport checkConsistency(const Vector10& pi, double tolerance) {
     report.principal_moments = D;
     report.inertia_margin = D[0];
     report.triangle_margin = D[0] + D[1] - D[2];  // binding one when D is ascending
+    const double trace = D.sum();
+    report.relative_margin =
+        trace > 0 ? report.triangle_margin / trace : -std::numeric_limits<double>::infinity();
     const std::string moments = " (principal moments about the COM D = " + vec(D) + " kg m^2)";
     if (report.inertia_margin <= tolerance)
       report.violations.push_back({"inertia_positive_definite", report.inertia_margin,
@@ -369,6 +372,7 @@ ConsistencyReport checkConsistency(const Vector10& pi, double tolerance) {
     const double undefined = -std::numeric_limits<double>::infinity();
     report.inertia_margin = undefined;
     report.triangle_margin = undefined;
+    report.relative_margin = undefined;
     const std::string why =
         "undefined: the inertia about the COM needs m > 0 and a finite COM h / m, got m = " +
         num(pi[0]) + " kg";
@@ -388,6 +392,34 @@ ConsistencyReport checkConsistency(const Vector10& pi, double tolerance) {
 
   report.consistent = report.violations.empty();
   return report;
+}
+
+ConsistencyReport checkConsistencyMargin(const Vector10& pi) {
+  ConsistencyReport report = checkConsistency(pi, 0.0);
+  if (report.relative_margin < kConsistencyMargin) {
+    report.violations.push_back(
+        {"relative_margin", report.relative_margin,
+         "(D1 + D2 - D3) / (D1 + D2 + D3) = " + num(report.relative_margin) +
+             ", must be at least " + num(kConsistencyMargin) +
+             " (a point or line mass: principal moments D = " + vec(report.principal_moments) +
+             " kg m^2)"});
+    report.consistent = false;
+  }
+  return report;
+}
+
+double moveInsideMargin(Vector10& pi, const Vector10& toward) {
+  if (checkConsistencyMargin(pi).consistent) return 0;
+  if (!checkConsistencyMargin(toward).consistent) return -1;
+  for (double a = 1e-9; a < 1; a *= 10) {
+    const Vector10 inside = (1 - a) * pi + a * toward;
+    if (checkConsistencyMargin(inside).consistent) {
+      pi = inside;
+      return a;
+    }
+  }
+  pi = toward;
+  return 1;
 }
 
 // ---- accessors --------------------------------------------------------------------------------

@@ -23,4 +23,38 @@ JointBinding bindJoints(const pinocchio::Model& model, const std::vector<std::st
   return binding;
 }
 
+namespace {
+
+// The columns of `m` whose names are not in `drop`.
+Eigen::MatrixXd keepColumns(const Eigen::MatrixXd& m, const std::vector<int>& keep) {
+  if (m.cols() == 0 || m.rows() == 0) return m;
+  Eigen::MatrixXd out(m.rows(), static_cast<Eigen::Index>(keep.size()));
+  for (size_t i = 0; i < keep.size(); ++i) out.col(static_cast<Eigen::Index>(i)) = m.col(keep[i]);
+  return out;
+}
+
+}  // namespace
+
+void dropJointColumns(Log& log, const std::vector<std::string>& names) {
+  std::vector<int> keep;
+  std::vector<std::string> kept;
+  for (size_t c = 0; c < log.joints.names.size(); ++c) {
+    if (std::find(names.begin(), names.end(), log.joints.names[c]) != names.end()) continue;
+    keep.push_back(static_cast<int>(c));
+    kept.push_back(log.joints.names[c]);
+  }
+  if (kept.size() == log.joints.names.size()) return;
+  JointSeries& js = log.joints;
+  js.q = keepColumns(js.q, keep);
+  js.v = keepColumns(js.v, keep);
+  js.tau = keepColumns(js.tau, keep);
+  js.tau_cmd = keepColumns(js.tau_cmd, keep);
+  js.names = kept;
+  if (log.truth) {
+    log.truth->q = keepColumns(log.truth->q, keep);
+    log.truth->v = keepColumns(log.truth->v, keep);
+    log.truth->a = keepColumns(log.truth->a, keep);
+  }
+}
+
 }  // namespace heft::io

@@ -426,10 +426,7 @@ std::map<std::string, UrdfInertial> readUrdfInertials(const std::string& urdf_pa
   return inertials;
 }
 
-void UrdfWriteOptions::validate() const {
-  require(std::isfinite(consistency_tolerance) && consistency_tolerance >= 0,
-          "UrdfWriteOptions.consistency_tolerance", ">= 0", std::to_string(consistency_tolerance));
-}
+void UrdfWriteOptions::validate() const {}
 
 void writeUrdfInertials(const std::string& input_path,
                         const std::map<std::string, Vector10>& link_pi,
@@ -455,13 +452,12 @@ void writeUrdfInertials(const std::string& input_path,
 
   std::vector<Edit> edits;
   for (const auto& [name, pi] : link_pi) {
-    const auto report = inertia::checkConsistency(pi, options.consistency_tolerance);
-    if (!pi.allFinite() || !report.consistent) {
-      std::string why = "non-finite values";
-      if (pi.allFinite()) {
-        const auto& v = report.violations.front();
-        why = "violates " + v.condition + " (" + v.detail + ", margin " + shortest(v.margin) + ")";
-      }
+    if (!pi.allFinite()) throw InputError("link " + name + ": inertial parameters are not finite");
+    const auto report = inertia::checkConsistencyMargin(pi);
+    if (!report.consistent) {
+      const auto& v = report.violations.front();
+      const std::string why =
+          "violates " + v.condition + " (" + v.detail + ", margin " + shortest(v.margin) + ")";
       throw InputError("link " + name +
                        ": inertial parameters are not physically consistent: " + why);
     }

@@ -25,6 +25,7 @@
 #include "heft/io/signal.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/results/json.hpp"
+#include "locked_joints.hpp"
 #include "result_files.hpp"
 #include "yaml_section.hpp"
 
@@ -73,6 +74,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
 
   Section top(root, "", source);
   std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  config.locked_joints = yaml::readLockedJoints(top);
   if (top.has("base")) {
     config.base = located(top, "base", model::parseBaseType);
   }
@@ -166,9 +168,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
 }
 
 EstimateJob::Config EstimateJob::load(const std::string& path) {
-  const std::string text = io::readTextFile(path);
-  const fs::path folder = fs::path(path).parent_path();
-  return parse(text, path, folder.empty() ? std::string(".") : folder.string());
+  return parse(io::readTextFile(path), path, yaml::configFolder(path));
 }
 
 // ---- job ----------------------------------------------------------------------------------------
@@ -210,9 +210,11 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   auto say = [&](const std::string& line) { progress.say(line); };
   model::LoadOptions load;
   load.base = config.base;
-  const model::RobotModel robot = model::loadRobot(config.robot, load);
-  say("robot " + robot.displayName() + ", reading " + config.log);
-  const io::Log log = io::readLog(config.log);
+  say("reading " + config.log);
+  io::Log log = io::readLog(config.log);
+  const model::RobotModel robot =
+      robotForLog(model::loadRobot(config.robot, load), config.locked_joints, log, config.source);
+  say("robot " + robot.displayName());
   io::requireValid(io::validateLog(log, robot.pinocchio()), config.log);
 
   // The window, in joint samples.
@@ -290,9 +292,10 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
     const std::string& name = robot.body(lp.identified[b]).name;
     layout.body_names.push_back(name);
     layout.bodies.push_back(lp.identified[b]);
-    const Vector10 pi =
-        inertia::piFromTheta(options.parametrization, result.theta.segment<10>(10 * b));
+    Vector10 pi = inertia::piFromTheta(options.parametrization, result.theta.segment<10>(10 * b));
     const Vector10 prior_pi = robot.pi(lp.identified[b]);
+    // consistent by construction, but theta can run towards the boundary (an exponent to -inf)
+    results::moveInsideMargin(name, pi, prior_pi, result.warnings);
     result.linear.segment<10>(10 * b) = pi;
     result.bodies.push_back(results::makeBodyEstimate(
         name, prior_pi, prior_cov.block<10, 10>(10 * b, 10 * b).diagonal().cwiseSqrt(), pi,
@@ -302,6 +305,7 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
                                 ": the estimate is not physically consistent (should not happen: "
                                 "every iterate of theta maps to a consistent pi)");
   }
+  results::appendNearBoundaryWarnings(result.bodies, result.warnings);
   result.names = layout.linearNames();
   if (result.summary.nullspace_dimension > 0)
     result.warnings.push_back(std::to_string(result.summary.nullspace_dimension) +
@@ -417,18 +421,31 @@ std::vector<std::string> EstimateJob::write(const Result& result, const std::str
   nlohmann::json json = result.toJson();
   const bool usable = result.summary.status == RiccatiSummary::Status::Converged ||
                       result.summary.status == RiccatiSummary::Status::MaxIterations;
-  writeUrdf(json, result.config.robot, result.config.base, result.bodies,
+  writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
+            result.bodies,
             result.writable() ? ""
             : usable          ? "an estimate is not physically consistent"
                               : "the solve failed",
             urdf_out, options.overwrite, written);
+  // A failed HDF5 write must not lose the estimate: its outcome is recorded in result.json, which
+  // is written anyway, and the job then ends with exit 1.
+  json["trajectory"] = {{"path", log_out}, {"status", "written"}};
+  std::string trajectory_error;
   io::WriteOptions log_options;
   log_options.overwrite = options.overwrite;
-  io::writeLogHdf5(result.trajectory, log_out, log_options);
-  written.push_back(log_out);
+  try {
+    io::writeLogHdf5(result.trajectory, log_out, log_options);
+    written.push_back(log_out);
+  } catch (const std::exception& e) {
+    trajectory_error = e.what();
+    json["trajectory"] = {{"path", ""}, {"status", "not written: " + trajectory_error}};
+  }
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
   written.push_back(json_out);
   throwIfUrdfRefused(json, json_out);
+  if (!trajectory_error.empty())
+    throw SolveError("no trajectory written: " + trajectory_error + " (" + json_out +
+                     " holds the estimate)");
   return written;
 }
 

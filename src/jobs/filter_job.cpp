@@ -19,6 +19,7 @@
 #include "heft/io/signal.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/json.hpp"
+#include "locked_joints.hpp"
 #include "yaml_section.hpp"
 
 namespace heft::jobs {
@@ -64,6 +65,7 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
 
   Section top(root, "", source);
   std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  config.locked_joints = yaml::readLockedJoints(top);
   if (!top.has("bodies")) top.fail(root, "bodies", "missing (a list of body names to estimate)");
   {
     const YAML::Node n = top.raw("bodies");
@@ -150,7 +152,7 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
 }
 
 FilterJob::Config FilterJob::load(const std::string& path) {
-  return parse(io::readTextFile(path), path, fs::path(path).parent_path().string());
+  return parse(io::readTextFile(path), path, yaml::configFolder(path));
 }
 
 // ---- replay ------------------------------------------------------------------------------------
@@ -264,9 +266,11 @@ FilterJob::Result FilterJob::run(const Config& config, Progress& progress) {
   config.validate();
   progress.start();
   auto say = [&](const std::string& line) { progress.say(line); };
-  const model::RobotModel robot = model::loadRobot(config.robot);
-  say("robot " + robot.displayName() + ", reading " + config.log);
-  const io::Log log = io::readLog(config.log);
+  say("reading " + config.log);
+  io::Log log = io::readLog(config.log);
+  const model::RobotModel robot =
+      robotForLog(model::loadRobot(config.robot), config.locked_joints, log, config.source);
+  say("robot " + robot.displayName());
   Result result;
   result.config = config;
   result.robot = robot.displayName();

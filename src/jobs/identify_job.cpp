@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -12,11 +13,14 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/identify/prediction.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/json.hpp"
+#include "identify_sections.hpp"
+#include "locked_joints.hpp"
 #include "result_files.hpp"
 #include "yaml_section.hpp"
 
@@ -70,6 +74,14 @@ void readIdentify(const YAML::Node& node, const std::string& source, IdentifyJob
       }
     }
   }
+  if (s.has("payload")) {
+    const YAML::Node n = s.raw("payload");
+    try {
+      config.set.payload_bodies = n.as<std::vector<std::string>>();
+    } catch (const YAML::Exception&) {
+      s.fail(n, "identify.payload", "expected a list of body names");
+    }
+  }
   if (s.has("parameters")) config.set.free = located(s, "parameters", model::parseMask);
   if (s.has("parametrization"))
     config.set.parametrization = located(s, "parametrization", inertia::parseParametrization);
@@ -80,6 +92,10 @@ void readIdentify(const YAML::Node& node, const std::string& source, IdentifyJob
   if (auto joints = s.namesOrBool("armature")) {
     config.options.problem.identify_armature = true;
     config.options.problem.armature_joints = *joints;
+  }
+  if (auto joints = s.namesOrBool("torque_offsets")) {
+    config.options.problem.identify_torque_offsets = true;
+    config.options.problem.torque_offset_joints = *joints;
   }
   s.finish();
 }
@@ -92,6 +108,12 @@ void readPrior(const YAML::Node& node, const std::string& source, IdentifyJob::C
          yaml::positive);
   s.read("inertia_relative_std", config.set.body_prior.inertia_relative_std, yaml::positive);
   s.read("length_scale", config.set.body_prior.length_scale, yaml::positive);
+  s.read("payload_mass_relative_std", config.set.payload_prior.mass_relative_std, yaml::positive);
+  s.read("payload_first_moment_relative_std", config.set.payload_prior.first_moment_relative_std,
+         yaml::positive);
+  s.read("payload_inertia_relative_std", config.set.payload_prior.inertia_relative_std,
+         yaml::positive);
+  s.read("payload_length_scale", config.set.payload_prior.length_scale, yaml::positive);
   s.read("friction_coulomb", config.set.friction_prior.gamma[3]);
   s.read("friction_viscous", config.set.friction_prior.gamma[5]);
   double log_std = -1;
@@ -99,46 +121,7 @@ void readPrior(const YAML::Node& node, const std::string& source, IdentifyJob::C
   if (log_std != -1) config.set.friction_prior.log_std.setConstant(log_std);
   s.read("armature_median", config.options.problem.armature_prior_median, yaml::positive);
   s.read("armature_log_std", config.options.problem.armature_prior_log_std, yaml::positive);
-  s.finish();
-}
-
-// The `preparation:` section.
-void readPreparation(const YAML::Node& node, const std::string& source,
-                     IdentifyJob::Config& config) {
-  Section s(node, "preparation", source);
-  PreparationOptions& p = config.options.preparation;
-  if (s.has("acceleration")) p.acceleration = located(s, "acceleration", parseAccelerationMethod);
-  s.read("window", p.filter.window);
-  s.read("order", p.filter.order);
-  s.read("smooth_velocity", p.smooth_velocity);
-  s.read("commanded_torque", p.use_commanded_torque);
-  s.read("decimation", p.decimation, yaml::positiveCount);
-  s.read("start_time", p.start_time);
-  s.read("end_time", p.end_time);
-  if (s.has("base_state")) {
-    p.base_state = located(s, "base_state", [](const std::string& v) {
-      if (v == "log") return BaseStateSource::Log;
-      if (v == "truth") return BaseStateSource::Truth;
-      throw InputError("expected log or truth, got '" + v + "'");
-    });
-  }
-  s.read("detect_contacts", p.detect_contacts);
-  s.read("contact_height", p.contact.height, yaml::positive);
-  s.read("contact_speed", p.contact.speed, yaml::positive);
-  s.read("ground_height", p.contact.ground_height, yaml::finite);
-  s.finish();
-}
-
-// The `problem:` section.
-void readProblem(const YAML::Node& node, const std::string& source, IdentifyJob::Config& config) {
-  Section s(node, "problem", source);
-  if (s.has("friction_form"))
-    config.options.problem.friction_form = located(s, "friction_form", parseFrictionForm);
-  s.read("coulomb_rate", config.options.problem.coulomb_rate, yaml::positive);
-  if (s.has("projection"))
-    config.options.problem.projection = located(s, "projection", parseProjection);
-  s.read("contact_offset", config.options.problem.contact_offset, yaml::finite);
-  s.read("min_speed", config.options.problem.min_speed, yaml::nonNegative);
+  s.read("torque_offset_std", config.options.problem.torque_offset_prior_std, yaml::positive);
   s.finish();
 }
 
@@ -167,6 +150,8 @@ void readMap(const YAML::Node& node, const std::string& source, IdentifyJob::Con
   s.read("gradient_tolerance", config.options.map.gradient_tolerance, yaml::positive);
   s.read("min_channel_std", config.options.map.min_channel_std, yaml::positive);
   s.read("total_mass", config.total_mass, yaml::positive);
+  if (s.has("loss")) config.options.map.loss = located(s, "loss", parseRobustLoss);
+  s.read("loss_scale", config.options.map.loss_scale, yaml::positive);
   if (s.has("symmetric")) {
     const YAML::Node n = s.raw("symmetric");
     bool ok = n.IsSequence();
@@ -207,16 +192,70 @@ void readTruth(const YAML::Node& node, const std::string& source, IdentifyJob::C
 
 }  // namespace
 
+// The `preparation:` section (shared with heft predict).
+void readPreparationSection(const YAML::Node& node, const std::string& source,
+                            PreparationOptions& p) {
+  Section s(node, "preparation", source);
+  if (s.has("acceleration")) p.acceleration = located(s, "acceleration", parseAccelerationMethod);
+  s.read("window", p.filter.window);
+  s.read("order", p.filter.order);
+  s.read("smooth_velocity", p.smooth_velocity);
+  s.read("commanded_torque", p.use_commanded_torque);
+  s.read("decimation", p.decimation, yaml::positiveCount);
+  s.read("start_time", p.start_time);
+  s.read("end_time", p.end_time);
+  for (const auto& [start, end] : s.timeRanges("exclude")) p.exclude.push_back({start, end});
+  if (s.has("base_state")) {
+    p.base_state = located(s, "base_state", [](const std::string& v) {
+      if (v == "log") return BaseStateSource::Log;
+      if (v == "truth") return BaseStateSource::Truth;
+      throw InputError("expected log or truth, got '" + v + "'");
+    });
+  }
+  s.read("detect_contacts", p.detect_contacts);
+  s.read("contact_height", p.contact.height, yaml::positive);
+  s.read("contact_speed", p.contact.speed, yaml::positive);
+  s.read("ground_height", p.contact.ground_height, yaml::finite);
+  s.read("contact_guard", p.contact_guard, yaml::nonNegative);
+  s.finish();
+}
+
+// The `problem:` section (shared with heft predict).
+void readProblemSection(const YAML::Node& node, const std::string& source, ProblemOptions& p) {
+  Section s(node, "problem", source);
+  if (s.has("friction_form")) p.friction_form = located(s, "friction_form", parseFrictionForm);
+  s.read("coulomb_rate", p.coulomb_rate, yaml::positive);
+  if (s.has("projection")) p.projection = located(s, "projection", parseProjection);
+  s.read("contact_offset", p.contact_offset, yaml::finite);
+  s.read("min_speed", p.min_speed, yaml::nonNegative);
+  s.finish();
+}
+
 IdentifyJob::Config IdentifyJob::parse(const std::string& yaml_text, const std::string& source,
                                        const std::string& base_dir) {
-  const YAML::Node root =
-      yaml::loadYamlMapping(yaml_text, source, "robot, log, method, identify, ...");
+  YAML::Node root = yaml::loadYamlMapping(yaml_text, source, "robot, log, method, identify, ...");
 
   Config config;
   config.source = source;
 
   Section top(root, "", source);
+  // `log` may list several recordings that share the parameters
+  std::vector<std::string> more_logs;
+  if (root["log"] && root["log"].IsSequence()) {
+    const YAML::Node list = root["log"];
+    std::vector<std::string> logs;
+    try {
+      logs = list.as<std::vector<std::string>>();
+    } catch (const YAML::Exception&) {
+    }
+    if (logs.empty()) top.fail(list, "log", "expected a path or a non-empty list of paths");
+    for (size_t i = 1; i < logs.size(); ++i)
+      more_logs.push_back(yaml::resolveConfigPath(base_dir, logs[i]));
+    root["log"] = logs.front();
+  }
   std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  config.more_logs = more_logs;
+  config.locked_joints = yaml::readLockedJoints(top);
   if (top.has("base")) {
     config.base = located(top, "base", model::parseBaseType);
   }
@@ -224,30 +263,25 @@ IdentifyJob::Config IdentifyJob::parse(const std::string& yaml_text, const std::
 
   readIdentify(top.raw("identify"), source, config);
   readPrior(top.raw("prior"), source, config);
-  readPreparation(top.raw("preparation"), source, config);
-  readProblem(top.raw("problem"), source, config);
+  readPreparationSection(top.raw("preparation"), source, config.options.preparation);
+  readProblemSection(top.raw("problem"), source, config.options.problem);
   readLeastSquares(top.raw("least_squares"), source, config);
   readEnergy(top.raw("energy"), source, config);
   readMap(top.raw("map"), source, config);
   readTruth(top.raw("truth"), source, config);
+  for (const auto& [start, end] : top.timeRanges("validation"))
+    config.validation.push_back({start, end});
   top.raw("robot");
   top.raw("log");
   top.raw("base");
   top.raw("method");
   top.finish();
-  try {
-    config.validate();
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    throw InputError(what.rfind(source, 0) == 0 ? what : source + ": " + what);
-  }
+  yaml::validateNamingSource(config, source);
   return config;
 }
 
 IdentifyJob::Config IdentifyJob::load(const std::string& path) {
-  const std::string text = io::readTextFile(path);
-  const fs::path folder = fs::path(path).parent_path();
-  return parse(text, path, folder.empty() ? std::string(".") : folder.string());
+  return parse(io::readTextFile(path), path, yaml::configFolder(path));
 }
 
 // ---- job ----------------------------------------------------------------------------------------
@@ -255,6 +289,101 @@ IdentifyJob::Config IdentifyJob::load(const std::string& path) {
 namespace {
 
 std::string fixed(double x, int precision = 4) { return formatNumber(x, precision); }
+
+// A MAP estimate on (or near) the consistency boundary whose prior pulls hard: the prior cannot
+// reach the data's answer. Names the prior to widen and by about how much.
+void warnAboutTightPriors(const results::BodyEstimate& b, bool moved_inside,
+                          const IdentifyJob::Config& config, std::vector<std::string>& warnings) {
+  if (!moved_inside && b.relative_margin >= results::kNearBoundaryRelativeMargin) return;
+  const Vector10 z = (b.pi - b.prior_pi).cwiseQuotient(b.prior_std.cwiseMax(1e-300));
+  const double mass = std::abs(z[0]), first = z.segment<3>(1).cwiseAbs().maxCoeff(),
+               inertia = z.tail<6>().cwiseAbs().maxCoeff();
+  const double worst = std::max({mass, first, inertia});
+  if (worst < 2) return;
+  const bool payload = std::find(config.set.payload_bodies.begin(), config.set.payload_bodies.end(),
+                                 b.name) != config.set.payload_bodies.end();
+  const model::BodyPriorOptions& prior = payload ? config.set.payload_prior : config.set.body_prior;
+  const std::string prefix = payload ? "prior.payload_" : "prior.";
+  std::string key;
+  double value = 0;
+  if (worst == mass) {
+    key = "mass_relative_std";
+    value = prior.mass_relative_std;
+  } else if (worst == first) {
+    key = "first_moment_relative_std";
+    value = prior.first_moment_relative_std;
+  } else {
+    key = "inertia_relative_std";
+    value = prior.inertia_relative_std;
+  }
+  const double factor = std::ceil(worst / 2);
+  warnings.push_back(
+      "body " + b.name + ": the estimate sits on the consistency boundary with its " +
+      (worst == mass    ? "mass"
+       : worst == first ? "first moment"
+                        : "inertia") +
+      " " + fixed(worst, 2) +
+      " prior standard deviations from the prior. Either the prior is too tight (widen " + prefix +
+      key + " from " + fixed(value, 2) + " to about " + fixed(value * factor, 2) +
+      (payload ? "" : ", or declare the body in identify.payload") +
+      ") or the data carry an error the model lacks (torque offsets, contact changes, a wrong "
+      "clock): compare held-out predictions (validation:) before trusting either");
+}
+
+// Held-out ranges (applied to every recording) must each hold samples and leave some to fit on.
+void checkValidationRanges(const IdentifyJob::Config& config,
+                           const std::vector<const io::Log*>& logs) {
+  const std::string where = config.source + ": validation";
+  auto heldOut = [&](double t) {
+    for (const TimeRange& r : config.validation)
+      if (r.contains(t)) return true;
+    return false;
+  };
+  double longest = 0;
+  bool left_to_fit = false;
+  for (const io::Log* log : logs) {
+    const Eigen::VectorXd& t = log->joints.time;
+    longest = std::max(longest, t[t.size() - 1] - t[0]);
+    for (Eigen::Index k = 0; k < t.size() && !left_to_fit; ++k) left_to_fit = !heldOut(t[k] - t[0]);
+  }
+  for (const TimeRange& r : config.validation) {
+    bool inside = false;
+    for (const io::Log* log : logs) {
+      const Eigen::VectorXd& t = log->joints.time;
+      for (Eigen::Index k = 0; k < t.size() && !inside; ++k) inside = r.contains(t[k] - t[0]);
+    }
+    if (!inside)
+      throw InputError(where + ": range [" + fixed(r.start) + ", " + fixed(r.end) +
+                       "] s holds no sample of the log (0 to " + fixed(longest) +
+                       " s from its first sample)");
+  }
+  if (!left_to_fit)
+    throw InputError(where + ": the ranges cover the whole log (0 to " + fixed(longest) +
+                     " s): nothing is left to fit on");
+}
+
+// The held-out prediction of the priors' model and of the estimate, on the validation ranges only.
+std::vector<results::TorquePrediction> predictHeldOut(const model::RobotModel& robot,
+                                                      const std::vector<const io::Log*>& logs,
+                                                      const model::IdentifiedSet& set,
+                                                      const IdentifyJob::Config& config,
+                                                      const Eigen::VectorXd& nominal,
+                                                      const Eigen::VectorXd& estimate) {
+  PreparationOptions preparation = config.options.preparation;
+  preparation.only = config.validation;
+  std::vector<Samples> parts;
+  for (const io::Log* log : logs) {
+    try {
+      parts.push_back(prepareSamples(robot, *log, preparation));
+    } catch (const InputError&) {
+      if (logs.size() == 1) throw;  // a recording without held-out samples adds none
+    }
+  }
+  const Samples samples = concatenate(parts);
+  const StackedProblem problem = buildProblem(robot, samples, set, config.options.problem);
+  return {predictTorques("nominal", problem, samples, nominal),
+          predictTorques("identified", problem, samples, estimate)};
+}
 
 }  // namespace
 
@@ -272,11 +401,26 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
 
   model::LoadOptions load;
   load.base = config.base;
-  const model::RobotModel robot = model::loadRobot(config.robot, load);
-  say("robot " + robot.displayName() + ", reading " + config.log);
-  const io::Log log = io::readLog(config.log);
+  say("reading " + config.log);
+  io::Log log = io::readLog(config.log);
+  const model::RobotModel full = model::loadRobot(config.robot, load);
+  const model::RobotModel robot = robotForLog(full, config.locked_joints, log, config.source);
+  say("robot " + robot.displayName());
+  // further recordings that share the parameters
+  std::vector<io::Log> more(config.more_logs.size());
+  std::vector<const io::Log*> logs{&log};
+  for (size_t i = 0; i < more.size(); ++i) {
+    say("reading " + config.more_logs[i]);
+    more[i] = io::readLog(config.more_logs[i]);
+    robotForLog(full, config.locked_joints, more[i], config.source);
+    logs.push_back(&more[i]);
+  }
   const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
   IdentifyOptions options = config.options;
+  if (!config.validation.empty()) {
+    checkValidationRanges(config, logs);
+    for (const TimeRange& r : config.validation) options.preparation.exclude.push_back(r);
+  }
   if (options.method == Method::Map) {
     // the layout of the constraints is the problem's: bodies in the set's order
     ParameterLayout layout;
@@ -290,7 +434,7 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
       options.map.constraints.push_back(symmetryConstraint(layout, left, right));
   }
   say("identifying " + set.summary() + " with method " + toString(options.method));
-  const IdentifyResult run = heft::identify::identify(robot, log, set, options);
+  const IdentifyResult run = heft::identify::identify(robot, logs, set, options);
   say("done: " + toString(run.status) + (run.message.empty() ? "" : " (" + run.message + ")") +
       ", " + std::to_string(run.samples) + " samples, " + std::to_string(run.rows) + " rows");
 
@@ -320,34 +464,23 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
     const Vector10 prior_std = set.bodies[k].prior_covariance.diagonal().cwiseSqrt();
     const Vector10 prior_pi = run.nominal.segment<10>(10 * k);
     Vector10 pi = run.estimate.segment<10>(10 * k);
-    if (run.method == Method::Map && !inertia::checkConsistency(pi, 0.0).consistent &&
-        inertia::checkConsistency(prior_pi, 0.0).consistent) {
-      // MAP iterates are consistent by construction, but when the data pull a body against the
-      // boundary (singular pseudo-inertia) the converged theta sits there up to rounding. The
-      // consistent set is convex (pseudo-inertia >= 0), so the smallest step toward the strictly
-      // consistent prior that gives positive margins moves it inside; the step is reported.
-      for (double alpha = 1e-9; alpha <= 0.1; alpha *= 10) {
-        const Vector10 inside = (1 - alpha) * pi + alpha * prior_pi;
-        if (inertia::checkConsistency(inside, 0.0).consistent) {
-          result.warnings.push_back(
-              "body " + layout.body_names[k] +
-              ": the MAP estimate lies on the boundary of physical consistency (the data pull "
-              "it outside); moved inside by the convex combination (1 - a) pi + a pi_prior, a = " +
-              fixed(alpha, 1) + ", max |change| " + fixed((inside - pi).cwiseAbs().maxCoeff(), 2));
-          pi = inside;
-          result.linear.segment<10>(10 * k) = pi;
-          break;
-        }
-      }
-    }
+    // MAP iterates are consistent by construction, but when the data pull a body against the
+    // boundary the converged theta sits there up to rounding: moved inside, and reported.
+    const bool moved =
+        run.method == Method::Map &&
+        results::moveInsideMargin(layout.body_names[k], pi, prior_pi, result.warnings);
+    if (moved) result.linear.segment<10>(10 * k) = pi;
     result.bodies.push_back(
         results::makeBodyEstimate(layout.body_names[k], prior_pi, prior_std, pi,
                                   run.covariance.block(10 * k, 10 * k, 10, 10)));
+    if (run.method == Method::Map)
+      warnAboutTightPriors(result.bodies.back(), moved, config, result.warnings);
     if (!result.bodies.back().consistent)
       result.warnings.push_back("body " + layout.body_names[k] +
                                 ": the estimate is not physically consistent (method " +
                                 toString(run.method) + "; map keeps every iterate consistent)");
   }
+  results::appendNearBoundaryWarnings(result.bodies, result.warnings);
   for (int f = 0; f < layout.numFriction(); ++f) {
     results::JointFrictionEstimate e;
     e.joint = layout.friction_joints[f];
@@ -358,11 +491,32 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
     e.viscous_std = run.stddev[o + 1];
     e.coulomb_prior = run.nominal[o];
     e.viscous_prior = run.nominal[o + 1];
+    if (run.map && config.options.problem.friction_form == FrictionForm::Full &&
+        f < static_cast<int>(run.map->friction.size())) {
+      const dynamics::Vector6& g = run.map->friction[f].gamma;
+      e.gamma.assign(g.data(), g.data() + 6);
+    }
     result.friction.push_back(e);
   }
   for (int a = 0; a < layout.numArmature(); ++a)
     result.armature.emplace_back(layout.armature_joints[a],
                                  run.estimate[layout.armatureOffset() + a]);
+  for (int o = 0; o < layout.numTorqueOffsets(); ++o)
+    result.torque_offsets.emplace_back(layout.torque_offset_joints[o],
+                                       run.estimate[layout.torqueOffsetStart() + o],
+                                       run.stddev[layout.torqueOffsetStart() + o]);
+  if (!config.validation.empty()) {
+    if (run.status == Status::Converged || run.status == Status::MaxIterations) {
+      say("predicting the held-out ranges");
+      result.heldout = predictHeldOut(robot, logs, set, config, run.nominal, result.linear);
+      if (config.options.problem.friction_form == FrictionForm::Full && layout.numFriction() > 0)
+        result.warnings.push_back(
+            "held-out prediction: friction as Coulomb + viscous (the full form's Stribeck terms "
+            "are not in it)");
+    } else {
+      result.warnings.push_back("held-out prediction skipped: the solve failed");
+    }
+  }
   result.time_s = progress.seconds();
   return result;
 }
@@ -396,6 +550,16 @@ std::string IdentifyJob::Result::report() const {
     for (const auto& [joint, value] : armature)
       s << "  " << joint << "  " << fixed(value) << " kg m^2\n";
   }
+  if (!torque_offsets.empty()) {
+    s << "\ntorque offsets (measured = true + offset)\n";
+    for (const auto& [joint, value, std] : torque_offsets)
+      s << "  " << joint << "  " << fixed(value) << " +- " << fixed(std, 2) << " N m\n";
+  }
+  if (!heldout.empty()) {
+    s << "\nheld-out prediction (validation ranges, " << heldout.front().samples
+      << " samples the fit did not see)\n"
+      << results::predictionReport(heldout);
+  }
   s << "\nresidual RMS per channel [N m]: before -> after\n";
   const size_t channels = std::min<size_t>(
       channel_names.size(), static_cast<size_t>(std::min(rms_before.size(), rms_after.size())));
@@ -428,6 +592,19 @@ nlohmann::json IdentifyJob::Result::toJson() const {
   nlohmann::json armature_json = nlohmann::json::object();
   for (const auto& [joint, value] : armature) armature_json[joint] = value;
   j["armature"] = armature_json;
+  nlohmann::json offsets_json = nlohmann::json::object();
+  for (const auto& [joint, value, std] : torque_offsets)
+    offsets_json[joint] = {{"offset", value}, {"std", std}};
+  j["torque_offsets"] = offsets_json;
+  if (!config.validation.empty()) {
+    nlohmann::json ranges = nlohmann::json::array();
+    for (const TimeRange& r : config.validation) ranges.push_back({r.start, r.end});
+    nlohmann::json predictions = nlohmann::json::array();
+    for (const results::TorquePrediction& p : heldout)
+      predictions.push_back(results::predictionJson(p));
+    j["validation"] = {{"ranges_s", ranges}, {"predictions", predictions}};
+  }
+  j["robot"] = {{"name", config.robot}, {"base", model::toString(config.base)}};
   j["covariance"] = {{"names", names}, {"matrix", results::jsonArray(covariance)}};
   j["residuals"] = {{"channels", channel_names},
                     {"rms_before", results::jsonArray(rms_before)},
@@ -453,7 +630,8 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
   // The URDF first: if it is not written, result.json says why.
   nlohmann::json json = result.toJson();
   const bool usable = result.status == Status::Converged || result.status == Status::MaxIterations;
-  writeUrdf(json, result.config.robot, result.config.base, result.bodies,
+  writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
+            result.bodies,
             result.writable() ? ""
             : usable          ? "an estimate is not physically consistent"
                               : "the solve failed",

@@ -10,13 +10,14 @@ const std::string kRefused = "refused: ";
 }  // namespace
 
 bool writeUrdf(nlohmann::json& json, const std::string& robot_name, model::BaseType base,
+               const std::vector<model::LockedJoint>& locked,
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
                const std::string& urdf_out, bool overwrite, std::vector<std::string>& written) {
   std::string status = "not written: " + not_writable;
   if (not_writable.empty()) {
     model::LoadOptions load;
     load.base = base;
-    const model::RobotModel robot = model::loadRobot(robot_name, load);
+    const model::RobotModel robot = model::lockJoints(model::loadRobot(robot_name, load), locked);
     std::vector<std::string> warnings;
     try {
       status = results::writeIdentifiedUrdf(robot, bodies, urdf_out, overwrite, warnings);

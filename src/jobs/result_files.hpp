@@ -10,13 +10,15 @@
 
 namespace heft::jobs {
 
-// Writes `urdf_out` (the robot's URDF with the bodies' <inertial> replaced) unless `not_writable`
+// Writes `urdf_out` (the robot's URDF, `locked` joints held as the job held them, with the bodies'
+// <inertial> replaced) unless `not_writable`
 // says why not, and records the outcome in json["urdf"] and the writer's warnings in
 // json["warnings"]; appends the path to `written`. A URDF the writer refuses (a link on the edge of
 // physical consistency) is recorded as "refused: ..." and returns false: the estimate is not bad
 // input and must not be lost, so the caller writes result.json and then calls
 // throwIfUrdfRefused.
 bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType base,
+               const std::vector<model::LockedJoint>& locked,
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
                const std::string& urdf_out, bool overwrite, std::vector<std::string>& written);
 

@@ -16,6 +16,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::jobs::yaml {
 
@@ -100,6 +101,51 @@ class YamlSection {
     }
     fail(n, field(key),
          "expected true, false, all or a list of joint names, got '" + text(n) + "'");
+  }
+
+  /// A mapping of names to numbers ({panda_finger_joint1: 0.04, ...}), in file order.
+  std::vector<std::pair<std::string, double>> namedNumbers(const std::string& key) {
+    std::vector<std::pair<std::string, double>> out;
+    if (!has(key)) return out;
+    used_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n.IsMap())
+      fail(n, field(key), "expected a mapping of names to numbers, got '" + text(n) + "'");
+    for (const auto& kv : n) {
+      double value = 0;
+      try {
+        value = kv.second.as<double>();
+      } catch (const YAML::Exception&) {
+        fail(kv.second, field(key) + "." + kv.first.as<std::string>(),
+             "expected a number, got '" + text(kv.second) + "'");
+      }
+      out.emplace_back(kv.first.as<std::string>(), value);
+    }
+    return out;
+  }
+
+  /// A list of [start, end] time ranges in seconds, 0 <= start < end.
+  std::vector<std::pair<double, double>> timeRanges(const std::string& key) {
+    std::vector<std::pair<double, double>> ranges;
+    if (!has(key)) return ranges;
+    used_.insert(key);
+    const YAML::Node n = node_[key];
+    const std::string expected =
+        "expected a list of [start, end] ranges in seconds from the "
+        "log's first sample, 0 <= start < end";
+    if (!n.IsSequence()) fail(n, field(key), expected + ", got '" + text(n) + "'");
+    for (const auto& item : n) {
+      std::vector<double> pair;
+      try {
+        pair = item.as<std::vector<double>>();
+      } catch (const YAML::Exception&) {
+      }
+      if (pair.size() != 2 || !std::isfinite(pair[0]) || !std::isfinite(pair[1]) || pair[0] < 0 ||
+          pair[1] <= pair[0])
+        fail(item, field(key), expected + ", got '" + YAML::Dump(item) + "'");
+      ranges.emplace_back(pair[0], pair[1]);
+    }
+    return ranges;
   }
 
   /// Throws on keys that were never read.
@@ -206,10 +252,35 @@ inline YAML::Node loadYamlMapping(const std::string& text, const std::string& so
   return root;
 }
 
+/// The folder a config's relative paths are resolved against: the config file's folder.
+inline std::string configFolder(const std::string& path) {
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  return folder.empty() ? std::string(".") : folder;
+}
+
+/// config.validate(), its error prefixed with the config's source unless it already names it.
+template <typename Config>
+void validateNamingSource(const Config& config, const std::string& source) {
+  try {
+    config.validate();
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind(source, 0) == 0 ? what : source + ": " + what);
+  }
+}
+
 /// A path from a config: absolute or empty as is, else relative to the config's folder.
 inline std::string resolveConfigPath(const std::string& base_dir, const std::string& path) {
   if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
   return (std::filesystem::path(base_dir) / path).lexically_normal().string();
+}
+
+/// `locked_joints: {joint: position, ...}` (every job config has it).
+inline std::vector<model::LockedJoint> readLockedJoints(YamlSection& top) {
+  std::vector<model::LockedJoint> locked;
+  for (const auto& [name, position] : top.namedNumbers("locked_joints"))
+    locked.push_back({name, position});
+  return locked;
 }
 
 /// The robot and the log every job config names: `robot` (a short name such as go2 stays a name;

@@ -166,6 +166,7 @@ void IdentifiedSetOptions::validate() const {
           "IdentifiedSetOptions::parametrization", "log-cholesky or exponential-eigenvalue",
           std::to_string(static_cast<int>(parametrization)));
   body_prior.validate();
+  payload_prior.validate();
   friction_prior.validate();
   actuator_prior.validate();
   const auto noDuplicates = [](const std::vector<std::string>& names, const std::string& what) {
@@ -218,8 +219,18 @@ IdentifiedSet IdentifiedSet::build(const RobotModel& robot, const IdentifiedSetO
     block.joint = j;
     block.free = options.free;
     block.prior_mean = robot.pi(j);
-    block.prior_covariance = defaultBodyCovariance(block.prior_mean, options.body_prior);
+    const bool payload = std::find(options.payload_bodies.begin(), options.payload_bodies.end(),
+                                   block.name) != options.payload_bodies.end() ||
+                         std::find(options.payload_bodies.begin(), options.payload_bodies.end(),
+                                   robot.body(j).joint_name) != options.payload_bodies.end();
+    block.prior_covariance = defaultBodyCovariance(
+        block.prior_mean, payload ? options.payload_prior : options.body_prior);
     set.bodies.push_back(block);
+  }
+  for (const std::string& name : options.payload_bodies) {
+    const pinocchio::JointIndex j = robot.bodyIndex(name);  // throws naming an unknown body
+    require(std::find(joints.begin(), joints.end(), j) != joints.end(), "payload body " + name,
+            "one of the identified bodies", "a body that is not identified");
   }
 
   const auto& model = robot.pinocchio();

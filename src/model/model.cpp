@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <fstream>
 #include <mutex>
 #include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/model.hpp>
 #include <pinocchio/parsers/mjcf.hpp>
 #include <pinocchio/parsers/urdf.hpp>
 #include <regex>
@@ -340,6 +343,41 @@ void RobotModel::setPi(pinocchio::JointIndex joint, const Vector10& pi) {
 double RobotModel::totalMass() const { return pinocchio::computeTotalMass(model_); }
 
 double RobotModel::worldMass() const { return model_.inertias[0].mass(); }
+
+RobotModel lockJoints(const RobotModel& robot, const std::vector<LockedJoint>& locked) {
+  if (locked.empty()) return robot;
+  const pinocchio::Model& model = robot.pinocchio();
+  std::string valid;
+  for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j)
+    if (model.joints[j].nv() == 1 && !isFreeFlyer(model, j))
+      valid += (valid.empty() ? "" : ", ") + model.names[j];
+  Eigen::VectorXd q = pinocchio::neutral(model);
+  std::vector<pinocchio::JointIndex> ids;
+  for (const LockedJoint& l : locked) {
+    const bool known = model.existJointName(l.name);
+    const pinocchio::JointIndex j = known ? model.getJointId(l.name) : 0;
+    if (!known || model.joints[j].nv() != 1)
+      throw InputError("locked_joints: \"" + l.name + "\" is not a 1-DoF joint of " +
+                       robot.displayName() + " (" + valid + ")");
+    if (std::find(ids.begin(), ids.end(), j) != ids.end())
+      throw InputError("locked_joints: \"" + l.name + "\" is listed twice");
+    if (!std::isfinite(l.position))
+      throw InputError("locked_joints: \"" + l.name + "\": expected a finite position, got " +
+                       num(l.position));
+    ids.push_back(j);
+    const auto& joint = model.joints[j];
+    if (joint.nq() == 2) {  // continuous: (cos, sin)
+      q[joint.idx_q()] = std::cos(l.position);
+      q[joint.idx_q() + 1] = std::sin(l.position);
+    } else {
+      q[joint.idx_q()] = l.position;
+    }
+  }
+  pinocchio::Model reduced = pinocchio::buildReducedModel(model, ids, q);
+  reduced.name = model.name;
+  return RobotModel(std::move(reduced), robot.source(), robot.shortName(), robot.contactFrames(),
+                    robot.warnings());
+}
 
 // ---- loading ----------------------------------------------------------------------------------
 

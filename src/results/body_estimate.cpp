@@ -61,7 +61,9 @@ BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
   b.prior_std = prior_std;
   b.pi = pi;
   b.pi_std = covariance.diagonal().cwiseMax(0).cwiseSqrt();
-  b.consistent = inertia::checkConsistency(pi, 0.0).consistent;
+  const inertia::ConsistencyReport consistency = inertia::checkConsistencyMargin(pi);
+  b.consistent = consistency.consistent;
+  b.relative_margin = consistency.relative_margin;
   if (pi[0] > 0) {
     const Vector10 u = urdfQuantities(pi);
     const Vector10 s = urdfQuantitiesStd(pi, covariance);
@@ -75,6 +77,34 @@ BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
     b.mass = pi[0];
   }
   return b;
+}
+
+bool moveInsideMargin(const std::string& body, Vector10& pi, const Vector10& prior_pi,
+                      std::vector<std::string>& warnings) {
+  const Vector10 estimate = pi;
+  const double alpha = inertia::moveInsideMargin(pi, prior_pi);
+  if (alpha <= 0) return false;
+  warnings.push_back("body " + body +
+                     ": the estimate lies on the boundary of physical consistency (the data pull "
+                     "it outside); moved inside the consistency margin by the convex combination "
+                     "(1 - a) pi + a pi_prior, a = " +
+                     fixed(alpha, 1) + ", max |change| " +
+                     fixed((pi - estimate).cwiseAbs().maxCoeff(), 2));
+  return true;
+}
+
+void appendNearBoundaryWarnings(const std::vector<BodyEstimate>& bodies,
+                                std::vector<std::string>& warnings) {
+  for (const BodyEstimate& b : bodies) {
+    if (!b.consistent || b.relative_margin >= kNearBoundaryRelativeMargin) continue;
+    warnings.push_back(
+        "body " + b.name +
+        ": near the boundary of physical consistency (smallest second moment "
+        "about the COM " +
+        fixed(b.relative_margin, 2) +
+        " of their sum: a thin plate or rod); the data hardly constrain its shape: excite the "
+        "body more or tighten its inertia prior");
+  }
 }
 
 std::string bodiesReport(const std::vector<BodyEstimate>& bodies) {

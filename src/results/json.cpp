@@ -26,6 +26,8 @@ nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies) {
     body["pi"] = jsonArray(Eigen::VectorXd(b.pi));
     body["prior_pi"] = jsonArray(Eigen::VectorXd(b.prior_pi));
     body["consistent"] = b.consistent;
+    body["relative_margin"] =
+        std::isfinite(b.relative_margin) ? nlohmann::json(b.relative_margin) : nlohmann::json();
     body["std"] = {{"mass", b.mass_std},
                    {"com", jsonArray(Eigen::VectorXd(b.com_std))},
                    {"inertia", jsonArray(Eigen::MatrixXd(b.inertia_std))},
@@ -37,11 +39,13 @@ nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies) {
 
 nlohmann::json frictionJson(const std::vector<JointFrictionEstimate>& friction) {
   nlohmann::json out = nlohmann::json::object();
-  for (const JointFrictionEstimate& f : friction)
+  for (const JointFrictionEstimate& f : friction) {
     out[f.joint] = {{"coulomb", f.coulomb},
                     {"viscous", f.viscous},
                     {"std", {{"coulomb", f.coulomb_std}, {"viscous", f.viscous_std}}},
                     {"prior", {{"coulomb", f.coulomb_prior}, {"viscous", f.viscous_prior}}}};
+    if (!f.gamma.empty()) out[f.joint]["gamma"] = f.gamma;
+  }
   return out;
 }
 
@@ -59,6 +63,15 @@ nlohmann::json truthErrorsJson(const TruthErrors& truth) {
                        {"viscous_relative", e.viscous_relative},
                        {"armature_relative", e.armature_relative}};
   return {{"bodies", bodies}, {"friction", joints}};
+}
+
+nlohmann::json predictionJson(const TorquePrediction& p) {
+  nlohmann::json channels = nlohmann::json::object();
+  for (size_t c = 0; c < p.channels.size(); ++c)
+    channels[p.channels[c]] = {
+        {"rmse", p.rmse[c]}, {"rms_measured", p.rms_measured[c]}, {"relative", p.relative[c]}};
+  return {{"model", p.model},       {"samples", p.samples},           {"rows", p.rows},
+          {"rmse_all", p.rmse_all}, {"relative_all", p.relative_all}, {"channels", channels}};
 }
 
 nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& e) {

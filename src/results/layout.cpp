@@ -14,6 +14,7 @@ std::vector<std::string> ParameterLayout::linearNames() const {
     names.push_back("viscous[" + j + "]");
   }
   for (const auto& j : armature_joints) names.push_back("armature[" + j + "]");
+  for (const auto& j : torque_offset_joints) names.push_back("offset[" + j + "]");
   return names;
 }
 

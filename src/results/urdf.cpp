@@ -6,6 +6,7 @@
 
 #include <pinocchio/multibody/model.hpp>
 
+#include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/urdf_writer.hpp"
 
@@ -27,17 +28,23 @@ std::string writeIdentifiedUrdf(const model::RobotModel& robot,
   };
   std::map<std::string, Vector10> link_pi;
   for (const BodyEstimate& b : bodies) {
+    const model::Body& body = robot.body(robot.bodyIndex(b.name));
+    const inertia::ConsistencyReport margin = inertia::checkConsistencyMargin(b.pi);
+    if (!margin.consistent) {
+      const inertia::Violation& v = margin.violations.front();
+      throw InputError("body " + b.name + ": the estimate lacks the consistency margin: violates " +
+                       v.condition + " (" + v.detail + ")");
+    }
     // First choice: the links rigidly attached to the body keep their URDF values and the body's
     // own link takes the whole change.
     const Vector10 own = io::linkPiFromLumpedPi(robot.pinocchio(), b.name, b.pi, nominalOf(b.name));
-    const model::Body& body = robot.body(robot.bodyIndex(b.name));
-    if (inertia::checkConsistency(own, 0.0).consistent || body.lumped_links.empty()) {
+    if (inertia::checkConsistencyMargin(own).consistent || body.lumped_links.empty()) {
       link_pi[b.name] = own;
       continue;
     }
-    // That link alone cannot carry the change consistently. The data see only the lumped body,
-    // so split it instead: each link gets w_i * pi_body (w_i its nominal mass fraction), a
-    // positive multiple of a consistent pi, consistent by construction, summing to pi_body.
+    // That link alone cannot carry the change. The data see only the lumped body, so split it:
+    // each link gets w_i * pi_body (w_i its nominal mass fraction), a positive multiple of the
+    // body with the body's relative margin, summing to pi_body. Massless links stay as they are.
     std::vector<std::pair<std::string, double>> links{{b.name, nominalOf(b.name)[0]}};
     for (const std::string& l : body.lumped_links) links.emplace_back(l, nominalOf(l)[0]);
     double total = 0;
@@ -52,6 +59,19 @@ std::string writeIdentifiedUrdf(const model::RobotModel& robot,
     warnings.push_back("body " + b.name + ": link " + b.name +
                        " alone cannot carry the identified change consistently; the body's "
                        "links share it in proportion to their nominal masses");
+  }
+  // Links nobody identified are copied unchanged; their consistency is the input's business.
+  for (const auto& [link, inertial] : inertials) {
+    if (link_pi.count(link)) continue;
+    const Vector10 pi = inertial.pi();
+    if (!pi.allFinite() || pi.isZero(0)) continue;  // a massless frame (imu, sensor mounts)
+    const inertia::ConsistencyReport report = inertia::checkConsistency(pi, 0.0);
+    if (!report.consistent)
+      warnings.push_back("link " + link +
+                         " (not identified, copied unchanged): its URDF inertial is not "
+                         "physically consistent: " +
+                         report.violations.front().condition + " (" +
+                         report.violations.front().detail + "), as heft info reports it");
   }
   io::UrdfWriteOptions options;
   options.overwrite = overwrite;

@@ -72,5 +72,11 @@ struct IdentifyResult {
 /// in the status, never thrown.
 IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
                         const model::IdentifiedSet& set, const IdentifyOptions& options = {});
+/// Several recordings that share the parameters (each prepared on its own, then concatenated;
+/// the preparation's time ranges apply to each). Truth errors against the first's truth group.
+/// \throws InputError as above, and for the energy method with more than one recording (its
+///   intervals would cross a join).
+IdentifyResult identify(const model::RobotModel& robot, const std::vector<const io::Log*>& logs,
+                        const model::IdentifiedSet& set, const IdentifyOptions& options = {});
 
 }  // namespace heft::identify

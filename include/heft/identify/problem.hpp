@@ -53,6 +53,11 @@ struct ProblemOptions {
   std::vector<std::string> armature_joints;
   double armature_prior_median = 0.01;  ///< [kg m^2], prior of the MAP (log-normal)
   double armature_prior_log_std = 2.0;  ///< std of log(armature)
+  /// Identify a constant torque-sensor offset o_j per joint (logged tau = true tau + o): these
+  /// joints (names; empty with identify_torque_offsets = every joint of the log).
+  bool identify_torque_offsets = false;
+  std::vector<std::string> torque_offset_joints;
+  double torque_offset_prior_std = 1.0;  ///< [N m], MAP prior N(0, std^2) on each offset
   Projection projection = Projection::Auto;
   /// Contact point offset below each contact frame along world z [m] (go2: the 0.022 m foot
   /// sphere: the floor pushes at the sphere's bottom, not at the frame).
@@ -87,7 +92,8 @@ struct StackedProblem {
 
 /// Builds the stacked problem for the bodies of `set` (every body must be fully free: partial
 /// masks are not supported yet), friction for its identified friction blocks, armature as
-/// options say. Free-flyer: contact frames from the robot (Samples::contact_names).
+/// options say. An empty set (no block at all) gives the rows of a prediction: b holds the
+/// measured minus the model's inverse-dynamics torque (predictTorques). Free-flyer: contact frames from the robot (Samples::contact_names).
 /// \throws InputError on a partial mask, identified actuator blocks (not supported), an unknown
 ///   armature joint, a projection that does not fit the base, or no rows left.
 StackedProblem buildProblem(const model::RobotModel& robot, const Samples& samples,

@@ -44,6 +44,12 @@ enum class BaseStateSource {
 
 using state::ContactDetectionOptions;
 
+/// A closed time range [start, end] in seconds from the log's first sample.
+struct TimeRange {
+  double start = 0, end = 0;
+  bool contains(double t) const { return t >= start && t <= end; }
+};
+
 struct PreparationOptions {
   AccelerationMethod acceleration = AccelerationMethod::SavitzkyGolayDerivative;
   /// Savitzky-Golay window / order for the acceleration (and the velocity, if smoothed). The
@@ -58,16 +64,25 @@ struct PreparationOptions {
   bool use_commanded_torque = false;
   /// Keep every `decimation`-th sample after filtering (1 = all). Filtering always uses all.
   int decimation = 1;
-  /// Keep samples with time in [start_time, end_time] (relative to the first sample) [s];
+  /// Keep samples with time in [start_time, end_time] (seconds from the log's first sample);
   /// end_time <= 0 means to the end. The filter's edge samples (window / 2 at each end) are
   /// always dropped.
   double start_time = 0.0;
   double end_time = 0.0;
+  /// Samples inside any of these ranges (same clock as start_time) are dropped after filtering:
+  /// bad stretches, or data held out for validation.
+  std::vector<TimeRange> exclude;
+  /// When not empty, only samples inside one of these ranges are kept (a held-out set).
+  std::vector<TimeRange> only;
   BaseStateSource base_state = BaseStateSource::Log;
   /// Contact flags: from the log's contacts group when present (names must be the robot's contact
   /// frames), else detected (ContactDetectionOptions). `detect_contacts` forces detection.
   bool detect_contacts = false;
   ContactDetectionOptions contact;
+  /// Free-flyer: drop samples within this many seconds of any contact flag change (a touchdown or
+  /// lift-off: impacts, soft-contact transients and misplaced flags concentrate the residual
+  /// there). 0 keeps every sample.
+  double contact_guard = 0.0;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -100,6 +115,11 @@ struct Samples {
 ///   without a base state (BaseStateSource::Log) or unknown contact names.
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& log,
                        const PreparationOptions& options = {});
+
+/// Samples of several recordings of the same robot, one after the other (each prepared on its
+/// own clock: filters never cross a join). dt is the first's; warnings are prefixed with the
+/// recording's index. \throws InputError for samples of other joints or bases.
+Samples concatenate(const std::vector<Samples>& recordings);
 
 /// RMS error of prepared accelerations against the log's truth group, per joint (nj) and overall,
 /// on the same kept samples (for tuning the filter). \throws InputError if the log has no truth

@@ -106,7 +106,10 @@ struct ConsistencyReport {
   double mass_margin = 0;      ///< m
   double inertia_margin = 0;   ///< smallest eigenvalue of the rotational inertia about the COM
   double triangle_margin = 0;  ///< min over permutations of D_i + D_j - D_k (principal moments)
-  double pseudo_inertia_margin = 0;             ///< smallest eigenvalue of the pseudo-inertia J
+  double pseudo_inertia_margin = 0;  ///< smallest eigenvalue of the pseudo-inertia J
+  /// (D1 + D2 - D3) / (D1 + D2 + D3): the smallest principal second moment about the COM over the
+  /// sum of the three, dimensionless; -infinity when m <= 0 or I_c = 0 (see kConsistencyMargin).
+  double relative_margin = 0;
   Vector3 principal_moments = Vector3::Zero();  ///< ascending (zero when m <= 0)
   std::vector<Violation> violations;
 };
@@ -117,6 +120,24 @@ struct ConsistencyReport {
 /// violation). Throws InputError for NaN/Inf in pi or tolerance. Used by every writer of
 /// parameters.
 ConsistencyReport checkConsistency(const Vector10& pi, double tolerance = 0.0);
+
+/// The one consistency margin of the project. Every body an estimator hands over and every link a
+/// writer writes has m > 0 and a relative margin (ConsistencyReport::relative_margin: the smallest
+/// principal second moment about the COM over the sum of the three) of at least this. Relative, so
+/// it does not depend on units or size and a positively scaled or re-expressed body keeps it;
+/// second moments grow with m r^2, so 1e-6 admits any body thicker than about 1/1000 of its extent
+/// and rejects point and line masses, which no link is.
+inline constexpr double kConsistencyMargin = 1e-6;
+
+/// The project's check: checkConsistency(pi, 0) plus a "relative_margin" violation when the
+/// relative margin is below kConsistencyMargin. What every writer of parameters applies.
+ConsistencyReport checkConsistencyMargin(const Vector10& pi);
+
+/// Moves pi (an estimate) inside the margin: the smallest a in {0, 1e-9, 1e-8, ..., 0.1, 1} such
+/// that (1 - a) pi + a toward passes checkConsistencyMargin (the consistent set is convex, so a =
+/// 1, `toward` itself, does when `toward` does). Returns a, or -1 (pi unchanged) when `toward`
+/// lacks the margin too.
+double moveInsideMargin(Vector10& pi, const Vector10& toward);
 
 /// Convenience accessors. centerOfMass and rotationalInertiaAtCom throw InputError when m <= 0.
 double mass(const Vector10& pi);

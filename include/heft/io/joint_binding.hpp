@@ -6,6 +6,8 @@
 
 #include <pinocchio/multibody/model.hpp>
 
+#include "heft/io/log.hpp"
+
 namespace heft::io {
 
 /// Every one-dimensional joint of a model (one position and one velocity coordinate: revolute,
@@ -23,5 +25,9 @@ struct JointBinding {
 /// \throws InputError naming the first joint of the model the log lacks.
 JointBinding bindJoints(const pinocchio::Model& model, const std::vector<std::string>& log_names,
                         const std::string& field = "joints/names");
+
+/// Removes the columns of the joints called `names` (locked joints) from the joint series and
+/// from the truth's joint series; names the log lacks are ignored.
+void dropJointColumns(Log& log, const std::vector<std::string>& names);
 
 }  // namespace heft::io

@@ -30,9 +30,6 @@ struct UrdfInertial {
 std::map<std::string, UrdfInertial> readUrdfInertials(const std::string& urdf_path);
 
 struct UrdfWriteOptions {
-  /// checkConsistency tolerance: every margin (mass, inertia eigenvalue, triangle inequality,
-  /// pseudo-inertia eigenvalue, SI units) must exceed it. >= 0.
-  double consistency_tolerance = 0;
   /// Replace an existing output file (never the input). Off by default.
   bool overwrite = false;
   void validate() const;
@@ -41,9 +38,9 @@ struct UrdfWriteOptions {
 /// Copies `input_path` to `output_path` with the `<inertial>` of each link in `link_pi` replaced by
 /// that pi (mass, COM as origin xyz, rotational inertia about the COM). The original rpy of each
 /// inertial frame is kept and the inertia is expressed in it; a missing `<inertial>`, `<origin>` or
-/// attribute is inserted. Throws InputError when a link is unknown, a pi is not physically
-/// consistent (naming the link and the violated condition), output_path is the input or exists
-/// (and !overwrite). The output is written atomically.
+/// attribute is inserted. Throws InputError when a link is unknown, a pi fails
+/// inertia::checkConsistencyMargin (naming the link and the violated condition), output_path is the
+/// input or exists (and !overwrite). The output is written atomically.
 void writeUrdfInertials(const std::string& input_path,
                         const std::map<std::string, Vector10>& link_pi,
                         const std::string& output_path, const UrdfWriteOptions& options = {});

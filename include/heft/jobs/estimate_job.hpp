@@ -28,6 +28,9 @@ struct EstimateJob {
     std::string robot;                ///< short name or URDF / MJCF path
     model::BaseType base = model::BaseType::Default;
     std::string log;  ///< HDF5 file or CSV folder
+    /// Joints held at a position (`locked_joints`): a gripper, a passive joint, a joint the log
+    /// lacks. Every 1-DoF joint of the robot must be in the log or here.
+    std::vector<model::LockedJoint> locked_joints;
     /// Window: first knot at the joint sample nearest to start_time (default: the first sample);
     /// `knots` running stages (default: every remaining sample / stride). problem.first_sample
     /// and problem.knots are set by the job from these.

@@ -15,6 +15,7 @@
 #include "heft/filter/replay.hpp"
 #include "heft/io/log.hpp"
 #include "heft/jobs/job.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::jobs {
 
@@ -30,6 +31,9 @@ struct FilterJob {
     std::string source = "<config>";  ///< for messages
     std::string robot;                ///< short name or URDF / MJCF path
     std::string log;                  ///< HDF5 file or CSV folder
+    /// Joints held at a position (`locked_joints`): a gripper, a passive joint, a joint the log
+    /// lacks. Every 1-DoF joint of the robot must be in the log or here.
+    std::vector<model::LockedJoint> locked_joints;
     std::vector<std::string> bodies;  ///< estimated bodies (heft body names); prior = the model's
     filter::InertialEkfOptions options;  ///< options.state is the main filter's state
     bool baseline = true;                ///< also run the linear-pi KF on the same samples

@@ -6,6 +6,7 @@
 /// URDF. The user guide's identify page documents every config field with a commented example.
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,10 @@
 #include "heft/identify/identify.hpp"
 #include "heft/jobs/job.hpp"
 #include "heft/model/identified_set.hpp"
+#include "heft/model/model.hpp"
 #include "heft/model/robots.hpp"
 #include "heft/results/body_estimate.hpp"
+#include "heft/results/prediction.hpp"
 #include "heft/results/truth.hpp"
 
 namespace heft::jobs {
@@ -29,12 +32,21 @@ struct IdentifyJob {
     std::string robot;                ///< short name or URDF / MJCF path
     model::BaseType base = model::BaseType::Default;
     std::string log;  ///< log path (HDF5 file or CSV folder)
+    /// Further recordings of the same robot that share the parameters (`log: [a.h5, b.h5]`):
+    /// each prepared on its own clock, the time ranges applied to each.
+    std::vector<std::string> more_logs;
+    /// Joints held at a position (`locked_joints`): a gripper, a passive joint, a joint the log
+    /// lacks. Every 1-DoF joint of the robot must be in the log or here.
+    std::vector<model::LockedJoint> locked_joints;
     model::IdentifiedSetOptions set;
     /// Method and its options; options.map.constraints are built by the job from the two fields
     /// below; options.friction_truth holds the true friction of a simulated log, if given.
     identify::IdentifyOptions options;
     std::optional<double> total_mass;                            ///< [kg], map only
     std::vector<std::pair<std::string, std::string>> symmetric;  ///< (left, right) bodies, map only
+    /// Held-out time ranges: excluded from the fit, then the nominal and the identified model
+    /// predict their torques (Result::heldout).
+    std::vector<identify::TimeRange> validation;
 
     /// \throws InputError naming the field.
     void validate() const;
@@ -51,7 +63,12 @@ struct IdentifyJob {
     std::vector<results::BodyEstimate> bodies;
     std::vector<results::JointFrictionEstimate> friction;
     std::vector<std::pair<std::string, double>> armature;  ///< joint, estimate [kg m^2]
-    std::vector<std::string> names;                        ///< of the linear vector
+    /// joint, estimate, std [N m]: constant torque-sensor offsets (measured = true + offset)
+    std::vector<std::tuple<std::string, double, double>> torque_offsets;
+    /// With config.validation: the held-out prediction of the nominal model (the priors) and of
+    /// the identified one, in that order.
+    std::vector<results::TorquePrediction> heldout;
+    std::vector<std::string> names;          ///< of the linear vector
     Eigen::VectorXd linear;                  ///< pi_S, friction, armature (layout order)
     Eigen::MatrixXd covariance;              ///< of `linear`
     std::vector<std::string> channel_names;  ///< residual channels (joints or rows)

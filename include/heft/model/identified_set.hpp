@@ -98,6 +98,13 @@ struct IdentifiedSetOptions {
   /// Coordinates of fully free bodies for BodyCoordinates::Theta.
   inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky;
   BodyPriorOptions body_prior;
+  /// Bodies that may carry an unknown payload (a battery, a tool, a box on a trunk): their prior
+  /// is `payload_prior` instead of `body_prior`. Each must also be identified (in `bodies`, or
+  /// `bodies` empty).
+  std::vector<std::string> payload_bodies;
+  /// Wide on purpose: a payload can double a body's mass and move its COM by tens of centimetres.
+  /// std(m) = 1.0 m, std(h_i) = 1.0 max(|h_i|, m 0.2 m), std(I_ij) = 1.0 max(|I_ij|, tr(I) / 3).
+  BodyPriorOptions payload_prior{1.0, 1.0, 1.0, 0.2};
   /// Friction / actuator blocks exist for every 1-dof joint (not the free-flyer); these flags
   /// mark them identified. `*_joints` restricts the identified ones (empty = all).
   bool identify_friction = false;

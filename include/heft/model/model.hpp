@@ -23,6 +23,12 @@ namespace heft::model {
 /// True if joint `j` of `model` is a pinocchio::JointModelFreeFlyer (false past the last joint).
 bool isFreeFlyer(const pinocchio::Model& model, pinocchio::JointIndex j);
 
+/// A 1-DoF joint held at a fixed position (a gripper, a passive joint, a joint the log lacks).
+struct LockedJoint {
+  std::string name;
+  double position = 0;  ///< [rad] or [m]
+};
+
 /// How loadRobot builds the model.
 struct LoadOptions {
   /// Root joint. BaseType::Default means: the table's base for a short name or for the path of a
@@ -119,5 +125,13 @@ class RobotModel {
 ///   such as urdfdom dropping an <inertial> whose mass is not a number), non-finite values, a model
 ///   without bodies, or --fixed-base on an MJCF model that declares a free joint.
 RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options = {});
+
+/// `robot` with the `locked` joints removed: Pinocchio's reduced model (buildReducedModel) at
+/// those positions, so each locked joint's child links are lumped into its parent body. Source,
+/// short name and contact frames are kept: a URDF written from it is still the whole robot.
+/// Returns `robot` unchanged when `locked` is empty.
+/// \throws InputError naming a joint that is not a 1-DoF joint of the model (listing them), a
+///   joint listed twice, or a non-finite position.
+RobotModel lockJoints(const RobotModel& robot, const std::vector<LockedJoint>& locked);
 
 }  // namespace heft::model

@@ -21,7 +21,8 @@ struct BodyEstimate {
   Eigen::Vector3d com = Eigen::Vector3d::Zero(), com_std = Eigen::Vector3d::Zero();
   /// About the COM, body-frame axes; std entry-wise (delta method through pi's covariance).
   Eigen::Matrix3d inertia = Eigen::Matrix3d::Zero(), inertia_std = Eigen::Matrix3d::Zero();
-  bool consistent = false;  ///< passes inertia::checkConsistency at tolerance 0
+  bool consistent = false;     ///< passes inertia::checkConsistencyMargin (the project's margin)
+  double relative_margin = 0;  ///< inertia::ConsistencyReport::relative_margin
 };
 
 /// A body's estimate from its pi (Pinocchio order, joint frame) and pi's 10 x 10 covariance: mass,
@@ -29,6 +30,21 @@ struct BodyEstimate {
 BodyEstimate makeBodyEstimate(const std::string& name, const Vector10& prior_pi,
                               const Vector10& prior_std, const Vector10& pi,
                               const Eigen::MatrixXd& covariance);
+
+/// Below this relative margin (inertia::ConsistencyReport::relative_margin) a body is reported as
+/// near the boundary: its smallest second moment about the COM is under 1/1000 of the sum, the
+/// shape of a thin plate or rod. Consistent, but rarely a real link: the data hardly constrain
+/// that direction.
+inline constexpr double kNearBoundaryRelativeMargin = 1e-3;
+
+/// Moves an estimate that lacks the project's consistency margin inside it, toward `prior_pi`
+/// (inertia::moveInsideMargin), and says so in `warnings`. Returns true when pi changed.
+bool moveInsideMargin(const std::string& body, Vector10& pi, const Vector10& prior_pi,
+                      std::vector<std::string>& warnings);
+
+/// A warning for each consistent body whose relative margin is below kNearBoundaryRelativeMargin.
+void appendNearBoundaryWarnings(const std::vector<BodyEstimate>& bodies,
+                                std::vector<std::string>& warnings);
 
 /// The report's lines of the bodies (prior -> estimate +- std).
 std::string bodiesReport(const std::vector<BodyEstimate>& bodies);
@@ -38,6 +54,9 @@ struct JointFrictionEstimate {
   std::string joint;
   double coulomb = 0, coulomb_std = 0, coulomb_prior = 0;
   double viscous = 0, viscous_std = 0, viscous_prior = 0;
+  /// The six gamma of bayesian-sysid eq. 56 (Stribeck amplitude and rates, Coulomb, its rate,
+  /// viscous) when the full form was identified; empty otherwise.
+  std::vector<double> gamma;
 };
 
 }  // namespace heft::results

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/results/body_estimate.hpp"
+#include "heft/results/prediction.hpp"
 #include "heft/results/truth.hpp"
 
 namespace heft::results {
@@ -25,6 +26,9 @@ nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies);
 nlohmann::json frictionJson(const std::vector<JointFrictionEstimate>& friction);
 /// result.json's "truth_errors" object.
 nlohmann::json truthErrorsJson(const TruthErrors& truth);
+/// One model's held-out prediction: {"model", "samples", "rows", "rmse_all", "relative_all",
+/// "channels": {name: {"rmse", "rms_measured", "relative"}}}.
+nlohmann::json predictionJson(const TorquePrediction& prediction);
 /// The "trajectory_errors" object of an estimated trajectory.
 nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& errors);
 

@@ -9,9 +9,14 @@
 namespace heft::results {
 
 /// Writes `urdf_out` atomically: the robot's URDF with the <inertial> of every body in `bodies`
-/// replaced (a lumped body's change goes to its own link, or is shared by its links when that
-/// link alone would be inconsistent: a warning then). The caller checks that every body is
-/// consistent. Returns "written", or why not (the robot does not come from a URDF).
+/// replaced, every other link copied byte for byte (a nominal link that is not physically
+/// consistent is the input's business: a warning, as `heft info` reports it). A lumped body's
+/// change goes to its own link; when that link alone would fall below the project's margin
+/// (inertia::kConsistencyMargin), the body's links share it: each a positive multiple of the body
+/// (its nominal mass fraction), which keeps the body's relative margin, so no link becomes a
+/// point or line mass (a warning then). Returns "written", or why not (the robot does not come
+/// from a URDF). 	hrows InputError when an identified body itself lacks the margin (naming the
+/// link and the violated condition): the caller records it as refused.
 std::string writeIdentifiedUrdf(const model::RobotModel& robot,
                                 const std::vector<BodyEstimate>& bodies,
                                 const std::string& urdf_out, bool overwrite,
