@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -612,6 +613,44 @@ TEST(Truth, ActuatorGainAndSaturationShapeTheAppliedTorque) {
   EXPECT_THROW(sim::SimModel(model::loadRobot("go2"), unknown), heft::InputError);
 }
 
+// A torque-sensor offset is added to the logged joint torque and nowhere else: the physics, the
+// commanded torque and the truth are those of the same run without it.
+TEST(Sensors, TorqueOffsetIsInTheLoggedTorqueOnly) {
+  sim::Scenario scenario = sim::findScenario("panda-friction");
+  sim::SimulationOptions options;
+  options.duration = 0.3;
+  options.noise = "nominal";
+  options.seed = 1;
+  const auto without = sim::simulate(scenario, options);
+  const std::vector<double> offsets = {0.3, -0.4, 0.25, 0.5, -0.2, 0.15, -0.1};
+  for (int j = 0; j < 7; ++j)
+    scenario.model.torque_offsets["panda_joint" + std::to_string(j + 1)] = offsets[j];
+  const auto with = sim::simulate(scenario, options);
+  ASSERT_TRUE(without.summary.ok() && with.summary.ok()) << with.summary.report();
+  const auto &a = without.log.joints, &b = with.log.joints;
+  ASSERT_EQ(a.tau.rows(), b.tau.rows());
+  ASSERT_EQ(b.names.size(), 9u);  // seven arm joints and two fingers
+  for (int j = 0; j < static_cast<int>(b.names.size()); ++j) {
+    const double offset = j < 7 ? offsets[j] : 0.0;
+    for (int k = 0; k < b.tau.rows(); ++k) {
+      // to rounding of the sum tau + bias + noise + offset
+      ASSERT_NEAR(b.tau(k, j) - a.tau(k, j), offset, 1e-14 * (1 + std::abs(a.tau(k, j))))
+          << b.names[j] << " sample " << k;
+    }
+  }
+  EXPECT_TRUE(a.q == b.q);
+  EXPECT_TRUE(a.tau_cmd == b.tau_cmd);
+  EXPECT_TRUE(without.log.truth->a == with.log.truth->a);
+  EXPECT_TRUE(without.log.truth->q == with.log.truth->q);
+
+  sim::SimModelOptions unknown;
+  unknown.torque_offsets["no_such_joint"] = 0.1;
+  EXPECT_THROW(sim::SimModel(model::loadRobot("panda"), unknown), heft::InputError);
+  sim::SimModelOptions infinite;
+  infinite.torque_offsets["panda_joint1"] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(infinite.validate(), heft::InputError);
+}
+
 // The truth satisfies the equations of motion of the TRUE model (payload lumped in by the
 // simulator): RNEA(q, v, a) with truth pi = tau + J^T f, contact wrench at the sphere bottom.
 TEST(Truth, SatisfiesTheEquationsOfMotionOfTheTrueModel) {
@@ -1011,6 +1050,20 @@ TEST(Determinism, WrittenLogReadsBackAndValidates) {
 
 // ---- fixtures in data/fixtures are what `heft simulate` makes (docs/sim.md)
 // -----------------------
+
+// The committed fixtures are what the simulator makes today, value for value: the sensor models
+// (torque offsets included, zero by default) left every existing log as it was.
+TEST(Fixtures, ARunOfTheFixtureCommandGivesTheFixtureBitForBit) {
+  const fs::path dir = fs::path(HEFT_SOURCE_DIR) / "data" / "fixtures";
+  for (const auto& [file, scenario] : std::vector<std::pair<std::string, std::string>>{
+           {"sim_go2_payload_3kg_2s.h5", "go2-payload-3kg"},
+           {"sim_panda_friction_2s.h5", "panda-friction"}}) {
+    const heft::io::Log fixture = heft::io::readLog((dir / file).string());
+    const auto result = run(scenario, 2, "nominal", 1);
+    ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+    EXPECT_EQ(heft::io::firstDifference(result.log, fixture), "") << file;
+  }
+}
 
 TEST(Fixtures, ReadAndValidate) {
   const fs::path dir = fs::path(HEFT_SOURCE_DIR) / "data" / "fixtures";

@@ -207,7 +207,8 @@ void NoiseProfile::validate() const {
 
 namespace {
 
-// Joints: encoders (noise, then quantization), torque (bias + noise), clock jitter.
+// Joints: encoders (noise, then quantization), torque (bias + noise, then the sensor's constant
+// offset), clock jitter.
 io::JointSeries makeJointSeries(const SimModel& model, const TruthRecord& truth,
                                 const NoiseProfile& profile, std::uint64_t seed) {
   const int n = truth.samples();
@@ -223,6 +224,9 @@ io::JointSeries makeJointSeries(const SimModel& model, const TruthRecord& truth,
   j.tau_cmd = truth.tau_cmd;
   Eigen::VectorXd bias(nu);
   for (int i = 0; i < nu; ++i) bias[i] = torque.normal(profile.torque_bias);
+  const Eigen::VectorXd& offsets = model.torqueOffsets();
+  // without offsets the sum is left as it was (-0.0 + 0.0 would change a sign bit)
+  const bool has_offsets = (offsets.array() != 0).any();
   for (int k = 0; k < n; ++k) {
     j.time[k] = jittered(clock, truth.time[k], profile.joint_time_jitter);
     for (int i = 0; i < nu; ++i) {
@@ -232,6 +236,7 @@ io::JointSeries makeJointSeries(const SimModel& model, const TruthRecord& truth,
       }
       j.q(k, i) = q;
       j.tau(k, i) = truth.tau(k, i) + bias[i] + torque.normal(profile.torque_noise);
+      if (has_offsets) j.tau(k, i) += offsets[i];
     }
   }
   if (profile.velocity_by_differencing) {

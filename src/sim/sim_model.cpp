@@ -136,6 +136,10 @@ void SimModelOptions::validate() const {
             "actuators[" + joint + "]", "gain > 0 and saturation >= 0",
             num(a.gain) + ", " + num(a.saturation));
   }
+  for (const auto& [joint, offset] : torque_offsets) {
+    require(std::isfinite(offset), "torque_offsets[" + joint + "]", "a finite value [N m]",
+            num(offset));
+  }
   require(std::isfinite(floor_friction) && floor_friction > 0, "floor_friction", "a value > 0",
           num(floor_friction));
 }
@@ -517,6 +521,17 @@ void SimModel::mapActuators() {
     }
     actuators_[it - joint_names_.begin()] = a;
     has_actuators_ = true;
+  }
+  torque_offsets_ = Eigen::VectorXd::Zero(nu());
+  for (const auto& [name, offset] : options_.torque_offsets) {
+    const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
+    if (it == joint_names_.end()) {
+      mj_deleteModel(model_);
+      model_ = nullptr;
+      throw InputError("torque_offsets: expected a 1-DoF joint of " + nominal_.displayName() +
+                       ", got \"" + name + "\"");
+    }
+    torque_offsets_[it - joint_names_.begin()] = offset;
   }
 }
 

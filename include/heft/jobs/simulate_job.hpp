@@ -1,6 +1,7 @@
 #pragma once
-/// \file The `heft simulate` job: one of heft::sim's MuJoCo ground-truth scenarios, simulated with
-/// a noise profile and a seed, written as a log (what a robot writes, plus the truth group).
+/// \file The `heft simulate` job: a MuJoCo ground-truth scenario (one of heft::sim's built-in ones
+/// by name, or a scenario file: docs/guide/simulate.md lists its keys), simulated with a noise
+/// profile and a seed, written as a log (what a robot writes, plus the truth group).
 #include <string>
 #include <vector>
 
@@ -10,8 +11,12 @@
 namespace heft::jobs {
 
 struct SimulateJob {
+  /// The scenario and how to run it.
   struct Config {
-    std::string scenario;  ///< a name of heft::sim::scenarios()
+    std::string source = "<config>";  ///< the scenario file, or "built-in", for messages
+    sim::Scenario scenario;
+    /// A file sets seed, noise (a name or a profile) and stop_on_fall; duration stays 0 (the
+    /// scenario's) unless the command line sets it.
     sim::SimulationOptions options;
     /// \throws InputError naming the field.
     void validate() const;
@@ -25,11 +30,28 @@ struct SimulateJob {
     std::string report() const { return simulation.summary.report(); }
   };
 
-  /// Every scenario, one line each ("name  description").
+  /// Every built-in scenario, one line each ("name  description").
   static std::string list();
 
-  /// Simulates. \throws InputError for an unknown scenario or bad options; a simulation that
-  /// fails (a fall, a MuJoCo warning) is a result with !ok().
+  /// The built-in scenario `name` (sim::findScenario) with the default options.
+  /// \throws InputError listing the names.
+  static Config builtIn(const std::string& name);
+
+  /// Reads a scenario file (YAML). Unknown keys, wrong types, out-of-range values and names the
+  /// robot does not have (bodies, joints, frames) are InputErrors naming the file, the line and
+  /// the field. A robot given as a path is relative to the file's folder. The scenario's name is
+  /// the file name without its extension unless the file sets `name`.
+  static Config load(const std::string& path);
+  /// The same from YAML text; `source` names it in errors (and gives the default name),
+  /// `base_dir` resolves a robot path.
+  static Config parse(const std::string& yaml_text, const std::string& source,
+                      const std::string& base_dir);
+  /// The scenario file of `config` (every key of the format, numbers written so that they read
+  /// back to the same doubles): parse(toYaml(c)) gives c's scenario and options.
+  static std::string toYaml(const Config& config);
+
+  /// Simulates. \throws InputError for bad options; a simulation that fails (a fall, a MuJoCo
+  /// warning) is a result with !ok().
   static Result run(const Config& config, Progress& progress);
 
   /// Checks that `out` may be written (new unless options.overwrite), before a simulation runs.

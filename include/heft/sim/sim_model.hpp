@@ -111,6 +111,10 @@ struct SimModelOptions {
   std::vector<MassVariation> mass_variations;
   /// Torque path per joint name; joints not listed get the commanded torque.
   std::map<std::string, ActuatorModel> actuators;
+  /// Constant offset of each joint's torque sensor [N m] (prismatic: [N]), per joint name: the
+  /// logged joints/tau is the sensor model's value (sensors.hpp) plus this offset. The physics
+  /// and the truth group do not see it. Joints not listed have none.
+  std::map<std::string, double> torque_offsets;
   /// Sliding friction coefficient of the floor-foot pair (condim 3, pyramidal cone).
   double floor_friction = 0.9;
   /// Frame of the IMU (origin and axes), free-flyer only; "" = the root body frame. A frame that
@@ -176,6 +180,8 @@ class SimModel {
   void applyMassVariations(double t);
   /// options().actuators applied to commanded torques (nu entries, Pinocchio joint order).
   void applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& tau) const;
+  /// options().torque_offsets per actuated joint (nu entries, Pinocchio joint order; 0 where none).
+  const Eigen::VectorXd& torqueOffsets() const { return torque_offsets_; }
 
   /// True inertial parameters of every Pinocchio body, read from the compiled MuJoCo model: the
   /// body's own inertial plus every welded (joint-less) MuJoCo body below it, such as a payload,
@@ -244,6 +250,7 @@ class SimModel {
   std::vector<double> varied_mass0_;  // compiled mass of each varied body
   std::vector<Eigen::Vector3d> varied_inertia0_;
   std::vector<ActuatorModel> actuators_;  // per actuated joint
+  Eigen::VectorXd torque_offsets_;        // per actuated joint
   bool has_actuators_ = false;
   std::string imu_frame_;
   int gyro_adr_ = -1, accel_adr_ = -1, imu_site_ = -1;
