@@ -275,6 +275,7 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   const model::RobotModel robot = model::loadRobot(config.robot, load);
   say("robot " + robot.displayName() + ", reading " + config.log);
   const io::Log log = io::readLog(config.log);
+  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
   const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
   IdentifyOptions options = config.options;
   if (options.method == Method::Map) {
@@ -313,6 +314,8 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   result.condition_number = run.condition_number;
   result.base_parameters = run.base.expressions;
   result.warnings = run.warnings;
+  appendDataQualityWarnings(data_quality, result.warnings);
+  result.data_quality = data_quality;
   result.truth = run.truth;
 
   const ParameterLayout& layout = run.layout;
@@ -440,6 +443,7 @@ nlohmann::json IdentifyJob::Result::toJson() const {
                   {"time_s", time_s},           {"samples", samples}, {"rows", rows}};
   j["warnings"] = warnings;
   if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
+  if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   return j;
 }
 
