@@ -153,9 +153,12 @@ TEST(EstimateJob, PendulumPayloadWritesResultTrajectoryAndUrdf) {
 
   std::ifstream in(out / "result.json");
   const nlohmann::json j = nlohmann::json::parse(in);
-  for (const char* key :
-       {"method", "parameters", "covariance", "summary", "truth_errors", "estimation", "urdf"})
+  for (const char* key : {"method", "parameters", "covariance", "summary", "truth_errors",
+                          "estimation", "urdf", "data_quality"})
     EXPECT_TRUE(j.contains(key)) << key;
+  // a simulated log is clean by construction: no data-quality warning
+  ASSERT_TRUE(result.data_quality.has_value());
+  EXPECT_TRUE(result.data_quality->ok()) << result.data_quality->report();
   EXPECT_EQ(j["method"], "riccati-map");
   EXPECT_EQ(j["summary"]["status"], "converged");
   EXPECT_DOUBLE_EQ(j["parameters"][body.name]["mass"].get<double>(), body.mass);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -170,6 +171,15 @@ TEST(FilterJob, OutputsAreLogsAndNeverReplaceTheInput) {
   EXPECT_EQ(estimates.estimates->body_pi.rows(), result.traces[0].series.time.size());
   EXPECT_EQ(estimates.estimates->body_pi.cols(), 10);
   EXPECT_TRUE(fs::exists(out / "summary.json"));
+  std::ifstream summary(out / "summary.json");
+  EXPECT_TRUE(nlohmann::json::parse(summary).contains("data_quality"));
+  // a simulated log is clean by construction; but the 5.4 kg on the forearm drives
+  // arm_left_4_joint past its URDF effort limit (17.86 N m), which the report rightly says
+  ASSERT_TRUE(result.data_quality.has_value());
+  for (const io::DataQualityFinding& f : result.data_quality->findings) {
+    if (f.severity == io::Severity::Warning)
+      EXPECT_EQ(f.check, "effort-limits") << result.data_quality->report();
+  }
   EXPECT_THROW(FilterJob::write(result, out.string(), {false}), InputError);
   EXPECT_NO_THROW(FilterJob::write(result, out.string(), {true}));
 

@@ -150,9 +150,13 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
   std::ifstream in(out / "result.json");
   const nlohmann::json j = nlohmann::json::parse(in);
   for (const char* key : {"method", "parameters", "friction", "covariance", "residuals", "summary",
-                          "truth_errors", "identifiability", "urdf"})
+                          "truth_errors", "identifiability", "urdf", "data_quality"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["method"], "map");
+  // a simulated log is clean by construction: no data-quality warning
+  ASSERT_TRUE(result.data_quality.has_value());
+  EXPECT_TRUE(result.data_quality->ok()) << result.data_quality->report();
+  EXPECT_TRUE(j["data_quality"]["ok"].get<bool>());
   EXPECT_EQ(j["summary"]["status"], toString(result.status));
   EXPECT_TRUE(j["parameters"].contains("panda_link7"));
   EXPECT_TRUE(j["parameters"]["panda_link7"]["std"].contains("mass"));

@@ -29,6 +29,12 @@ std::string ValidationReport::report() const {
   return text;
 }
 
+TimeOrder timeOrderAt(const Eigen::VectorXd& time, Eigen::Index i) {
+  if (!std::isfinite(time(i)) || !std::isfinite(time(i - 1))) return TimeOrder::NotFinite;
+  if (time(i) == time(i - 1)) return TimeOrder::Duplicated;
+  return time(i) < time(i - 1) ? TimeOrder::Backwards : TimeOrder::Increasing;
+}
+
 void requireValid(const ValidationReport& report, const std::string& source) {
   if (report.ok()) return;
   std::string message = source.empty() ? "" : source + ": ";
@@ -83,12 +89,13 @@ void checkTime(Collector& out, const std::string& field, const Eigen::VectorXd& 
       out.add(field, i, "expected a finite time [s], got " + num(time(i)));
       continue;
     }
-    if (i == 0 || !std::isfinite(time(i - 1))) continue;
-    if (time(i) == time(i - 1)) {
+    if (i == 0) continue;
+    const TimeOrder order = timeOrderAt(time, i);
+    if (order == TimeOrder::Duplicated) {
       out.add(field, i,
               "duplicated time stamp " + num(time(i)) + " s (same as row " + std::to_string(i - 1) +
                   ")");
-    } else if (time(i) < time(i - 1)) {
+    } else if (order == TimeOrder::Backwards) {
       out.add(field, i,
               "expected strictly increasing time, got " + num(time(i)) + " s after " +
                   num(time(i - 1)) + " s (row " + std::to_string(i - 1) + ")");

@@ -216,6 +216,7 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
       robotForLog(model::loadRobot(config.robot, load), config.locked_joints, log, config.source);
   say("robot " + robot.displayName());
   io::requireValid(io::validateLog(log, robot.pinocchio()), config.log);
+  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
 
   // The window, in joint samples.
   LogProblemOptions options = config.problem;
@@ -327,6 +328,8 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   result.trajectory_errors = trajectoryErrors(robot, log, lp, solver.xs());
   result.trajectory = trajectoryLog(robot, log, lp, solver.xs(), solver.ws());
   result.trajectory.estimates = estimatesGroup(lp, result.bodies);
+  appendDataQualityWarnings(data_quality, result.warnings);
+  result.data_quality = data_quality;
   result.time_s = progress.seconds();
   return result;
 }
@@ -381,6 +384,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
                   {"samples", knots + 1}};
   j["warnings"] = warnings;
   if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
+  if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   nlohmann::json est;
   est["parametrization"] = parametrization;
   est["window"] = {{"start_time", start_time},

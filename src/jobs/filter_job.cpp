@@ -20,6 +20,7 @@
 #include "heft/model/model.hpp"
 #include "heft/results/json.hpp"
 #include "locked_joints.hpp"
+#include "result_files.hpp"
 #include "yaml_section.hpp"
 
 namespace heft::jobs {
@@ -284,6 +285,8 @@ FilterJob::Result FilterJob::run(const Config& config, Progress& progress) {
     joints.push_back(robot.bodyIndex(name));
     truth_names.push_back(robot.pinocchio().names[joints.back()]);
   }
+  result.data_quality = io::assessDataQuality(log, robot.pinocchio());
+  appendDataQualityWarnings(*result.data_quality, result.warnings);
   const ReplaySamples signals =
       samplesFromLog(robot.pinocchio(), robot.hasFreeFlyer(), log, config, result.warnings);
   if (robot.hasFreeFlyer() && config.contact_forces == ContactForceSource::None) {
@@ -365,6 +368,7 @@ nlohmann::json FilterJob::Result::toJson() const {
   j["rows"] = rows;
   j["gate_threshold"] = gate_threshold;
   j["warnings"] = warnings;
+  if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   j["runs"] = nlohmann::json::array();
   for (const FilterRunSummary& r : summaries) {
     nlohmann::json run;

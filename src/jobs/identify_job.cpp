@@ -415,6 +415,7 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
     robotForLog(full, config.locked_joints, more[i], config.source);
     logs.push_back(&more[i]);
   }
+  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
   const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
   IdentifyOptions options = config.options;
   if (!config.validation.empty()) {
@@ -457,6 +458,8 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   result.condition_number = run.condition_number;
   result.base_parameters = run.base.expressions;
   result.warnings = run.warnings;
+  appendDataQualityWarnings(data_quality, result.warnings);
+  result.data_quality = data_quality;
   result.truth = run.truth;
 
   const ParameterLayout& layout = run.layout;
@@ -617,6 +620,7 @@ nlohmann::json IdentifyJob::Result::toJson() const {
                   {"time_s", time_s},           {"samples", samples}, {"rows", rows}};
   j["warnings"] = warnings;
   if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
+  if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   return j;
 }
 

@@ -9,6 +9,7 @@
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/results/json.hpp"
 
 namespace heft::jobs {
 
@@ -176,6 +177,7 @@ InfoJob::Result InfoJob::run(const Config& config) {
 void ValidateLogJob::Config::validate() const {
   validation.validate();
   summary.validate();
+  data_quality.validate();
 }
 
 ValidateLogJob::Result ValidateLogJob::run(const Config& config) {
@@ -188,8 +190,38 @@ ValidateLogJob::Result ValidateLogJob::run(const Config& config) {
   Result result;
   result.robot = robot.displayName();
   result.ok = report.ok();
-  result.total_errors = report.total_errors;
-  result.report = result.ok ? io::summarize(log, config.summary).report() : report.report();
+  result.total_errors = static_cast<int>(report.total_errors);
+  nlohmann::json& j = result.json;
+  j["log"] = config.log;
+  j["robot"] = result.robot;
+  j["valid"] = result.ok;
+  j["total_errors"] = result.total_errors;
+  j["errors"] = nlohmann::json::array();
+  for (const io::ValidationIssue& e : report.errors)
+    j["errors"].push_back({{"field", e.field}, {"row", e.row}, {"message", e.message}});
+  if (!result.ok) {
+    result.report = report.report();
+    j["groups"] = nlohmann::json::array();
+    j["data_quality"] = nullptr;
+    return result;
+  }
+  const io::LogSummary summary = io::summarize(log, config.summary);
+  result.data_quality = io::assessDataQuality(log, robot.pinocchio(), config.data_quality);
+  result.report = summary.report() + "\n" + result.data_quality->report();
+  j["groups"] = nlohmann::json::array();
+  for (const io::GroupSummary& g : summary.groups) {
+    j["groups"].push_back({{"name", g.name},
+                           {"samples", g.samples},
+                           {"start", g.start},
+                           {"end", g.end},
+                           {"median_rate", g.median_rate},
+                           {"largest_gap", g.largest_gap},
+                           {"largest_gap_at", g.largest_gap_at},
+                           {"dropouts", g.dropouts},
+                           {"dropout_time", g.dropout_time},
+                           {"channels", g.channels}});
+  }
+  j["data_quality"] = results::dataQualityJson(*result.data_quality);
   return result;
 }
 

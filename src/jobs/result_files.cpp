@@ -32,6 +32,11 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot_name, model::BaseT
   return status.rfind(kRefused, 0) != 0;
 }
 
+void appendDataQualityWarnings(const io::DataQualityReport& report,
+                               std::vector<std::string>& warnings) {
+  for (const std::string& text : report.warningTexts()) warnings.push_back("data quality: " + text);
+}
+
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out) {
   const std::string status = json["urdf"]["status"].get<std::string>();
   if (status.rfind(kRefused, 0) == 0)

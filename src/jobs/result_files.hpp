@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "heft/io/data_quality.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/body_estimate.hpp"
 
@@ -21,6 +22,11 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType b
                const std::vector<model::LockedJoint>& locked,
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
                const std::string& urdf_out, bool overwrite, std::vector<std::string>& written);
+
+// The data-quality warnings of a job's log appended to its warnings, each prefixed
+// "data quality: ".
+void appendDataQualityWarnings(const io::DataQualityReport& report,
+                               std::vector<std::string>& warnings);
 
 // A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);

@@ -88,4 +88,98 @@ nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& e) {
   return out;
 }
 
+namespace {
+
+nlohmann::json numberOrNull(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
+
+nlohmann::json channelJson(const io::PositionVelocityChannel& c) {
+  return {{"name", c.name},
+          {"judged", c.judged},
+          {"disagreement", numberOrNull(c.disagreement)},
+          {"clock_factor", numberOrNull(c.clock_factor)},
+          {"jumps", c.jumps},
+          {"jump_rows", c.jump_rows},
+          {"largest_jump", c.largest_jump}};
+}
+
+}  // namespace
+
+nlohmann::json dataQualityJson(const io::DataQualityReport& report) {
+  nlohmann::json j;
+  j["ok"] = report.ok();
+  j["samples"] = report.samples;
+  j["findings"] = nlohmann::json::array();
+  for (const io::DataQualityFinding& f : report.findings) {
+    j["findings"].push_back({{"check", f.check},
+                             {"severity", io::toString(f.severity)},
+                             {"count", f.count},
+                             {"rows", f.rows},
+                             {"text", f.text}});
+  }
+  const io::TimeSteps& t = report.time_steps;
+  j["time_steps"] = {{"median", t.median},
+                     {"min", t.min},
+                     {"max", t.max},
+                     {"min_row", t.min_row},
+                     {"max_row", t.max_row},
+                     {"spread", t.spread},
+                     {"jittered", t.jittered},
+                     {"jittered_rows", t.jittered_rows},
+                     {"gaps", t.gaps},
+                     {"gap_time", t.gap_time},
+                     {"gap_rows", t.gap_rows},
+                     {"duplicated", t.duplicated},
+                     {"backwards", t.backwards},
+                     {"order_rows", t.order_rows}};
+  j["rate_segments"] = nlohmann::json::array();
+  for (const io::RateSegment& s : report.rate_segments) {
+    j["rate_segments"].push_back(
+        {{"first_row", s.first_row}, {"last_row", s.last_row}, {"median_step", s.median_step}});
+  }
+  const io::HeldSamples& h = report.held;
+  j["held_samples"] = {{"rows", h.rows},
+                       {"runs", h.runs},
+                       {"longest_run", h.longest_run},
+                       {"longest_run_first", h.longest_run_first},
+                       {"run_first", h.run_first}};
+  j["saturation"] = nlohmann::json::array();
+  for (const io::TorqueSaturation& s : report.saturation) {
+    j["saturation"].push_back({{"joint", s.joint},
+                               {"value", s.value},
+                               {"samples", s.samples},
+                               {"longest_run", s.longest_run},
+                               {"first_row", s.first_row}});
+  }
+  if (report.effort_limits_checked) {
+    j["effort_limits"] = nlohmann::json::array();
+    for (const io::EffortLimitExcess& e : report.effort_limits) {
+      j["effort_limits"].push_back({{"joint", e.joint},
+                                    {"lower", e.lower},
+                                    {"upper", e.upper},
+                                    {"max_abs", e.max_abs},
+                                    {"samples", e.samples},
+                                    {"first_row", e.first_row}});
+    }
+  } else {
+    j["effort_limits"] = nullptr;
+  }
+  const io::PositionVelocity& pv = report.position_velocity;
+  nlohmann::json p;
+  p["clock_factor"] = numberOrNull(pv.clock_factor);
+  p["segments"] = nlohmann::json::array();
+  for (const auto& s : pv.segments) {
+    p["segments"].push_back({{"first_row", s.first_row},
+                             {"last_row", s.last_row},
+                             {"clock_factor", numberOrNull(s.clock_factor)}});
+  }
+  p["joint_jump_rows"] = pv.joint_jump_rows;
+  p["joints"] = nlohmann::json::array();
+  for (const auto& c : pv.joints) p["joints"].push_back(channelJson(c));
+  p["base"] = pv.has_base ? channelJson(pv.base) : nlohmann::json();
+  j["position_velocity"] = p;
+  return j;
+}
+
 }  // namespace heft::results

@@ -48,6 +48,13 @@ ValidationReport validateLog(const Log& log, const ValidationOptions& options = 
 ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
                              const ValidationOptions& options = {});
 
+/// How a time stamp follows the previous one: the order rule of every time vector (validateLog
+/// reports Duplicated and Backwards as errors; assessDataQuality counts them).
+enum class TimeOrder { Increasing, Duplicated, Backwards, NotFinite };
+/// Order of time(i) after time(i - 1), for 1 <= i < time.size(); NotFinite when either is not
+/// finite.
+TimeOrder timeOrderAt(const Eigen::VectorXd& time, Eigen::Index i);
+
 /// Throws InputError with the first error (prefixed with `source`, e.g. the file name) if any.
 void requireValid(const ValidationReport& report, const std::string& source);
 

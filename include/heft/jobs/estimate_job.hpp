@@ -14,6 +14,7 @@
 
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/riccati_solver.hpp"
+#include "heft/io/data_quality.hpp"
 #include "heft/io/log.hpp"
 #include "heft/jobs/job.hpp"
 #include "heft/model/model.hpp"
@@ -64,7 +65,9 @@ struct EstimateJob {
     io::Log trajectory;
     std::optional<results::TruthErrors> truth;
     std::optional<results::TrajectoryErrors> trajectory_errors;
-    std::vector<std::string> warnings;
+    std::vector<std::string> warnings;  ///< the data-quality warnings among them
+    /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
+    std::optional<io::DataQualityReport> data_quality;
 
     /// True when the URDF may be written: converged or iteration-limited, every body consistent.
     bool writable() const;

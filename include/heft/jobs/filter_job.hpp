@@ -13,6 +13,7 @@
 
 #include "heft/filter/inertial_ekf.hpp"
 #include "heft/filter/replay.hpp"
+#include "heft/io/data_quality.hpp"
 #include "heft/io/log.hpp"
 #include "heft/jobs/job.hpp"
 #include "heft/model/model.hpp"
@@ -55,7 +56,9 @@ struct FilterJob {
     double gate_threshold = 0;
     std::vector<filter::FilterTrace> traces;  ///< the main filter first, then the baseline
     std::vector<filter::FilterRunSummary> summaries;
-    std::vector<std::string> warnings;
+    std::vector<std::string> warnings;  ///< the data-quality warnings among them
+    /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
+    std::optional<io::DataQualityReport> data_quality;
     bool has_truth = false;
     std::string report() const;
     nlohmann::json toJson() const;

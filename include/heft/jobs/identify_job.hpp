@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/identify/identify.hpp"
+#include "heft/io/data_quality.hpp"
 #include "heft/jobs/job.hpp"
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
@@ -78,8 +79,10 @@ struct IdentifyJob {
     int rank = 0, dimension = 0;
     double condition_number = 0;
     std::vector<std::string> base_parameters;  ///< "m[link3] + 0.42 hx[link4] - ..."
-    std::vector<std::string> warnings;
+    std::vector<std::string> warnings;         ///< the data-quality warnings among them
     std::optional<results::TruthErrors> truth;
+    /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
+    std::optional<io::DataQualityReport> data_quality;
 
     /// True when the estimate may be written: a converged (or iteration-limited) solve with
     /// every body physically consistent.

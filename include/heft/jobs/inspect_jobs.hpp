@@ -1,10 +1,13 @@
 #pragma once
 /// \file The two jobs that look before anything is estimated: `heft info` (a robot's bodies and
-/// their physical consistency) and `heft validate-log` (a log checked against a robot).
+/// their physical consistency) and `heft validate-log` (a log checked against a robot, then its
+/// data quality).
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "heft/io/data_quality.hpp"
 #include "heft/io/summary.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/model/model.hpp"
@@ -33,17 +36,26 @@ struct ValidateLogJob {
     std::string log;    ///< HDF5 file or CSV folder
     io::ValidationOptions validation;
     io::SummaryOptions summary;
+    io::DataQualityOptions data_quality;
     /// \throws InputError naming the option.
     void validate() const;
   };
   struct Result {
     bool ok = false;
     int total_errors = 0;
-    std::string robot;   ///< display name
-    std::string report;  ///< the log's summary when ok, else its errors
+    std::string robot;  ///< display name
+    /// The log's summary and data-quality section when ok, else its errors.
+    std::string report;
+    /// io::assessDataQuality against the robot, when the log is valid (its findings are warnings:
+    /// they do not make the log invalid).
+    std::optional<io::DataQualityReport> data_quality;
+    /// The same as JSON: log, robot, valid, total_errors, errors [{field, row, message}],
+    /// groups (the summary, when valid), data_quality (results::dataQualityJson, or null).
+    nlohmann::json json;
   };
   /// Reads the log without the reader's own check, so that every error is listed, not only the
-  /// first. \throws InputError for an unreadable log or robot.
+  /// first; assesses the data quality of a valid log. \throws InputError for an unreadable log or
+  /// robot.
   static Result run(const Config& config);
 };
 

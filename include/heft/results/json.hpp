@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <nlohmann/json.hpp>
 
+#include "heft/io/data_quality.hpp"
 #include "heft/results/body_estimate.hpp"
 #include "heft/results/prediction.hpp"
 #include "heft/results/truth.hpp"
@@ -31,5 +32,9 @@ nlohmann::json truthErrorsJson(const TruthErrors& truth);
 nlohmann::json predictionJson(const TorquePrediction& prediction);
 /// The "trajectory_errors" object of an estimated trajectory.
 nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& errors);
+
+/// The "data_quality" object of a job's result (io::assessDataQuality of its log); a number that
+/// could not be computed (a clock factor without motion) is null.
+nlohmann::json dataQualityJson(const io::DataQualityReport& report);
 
 }  // namespace heft::results
