@@ -209,13 +209,13 @@ PredictJob::Result PredictJob::run(const Config& config, Progress& progress) {
 
   Result result;
   result.config = config;
-  result.predictions.push_back(predict(config.robot, robot, log, config, terms));
+  result.predictions.push_back(predict(robot.displayName(), robot, log, config, terms));
   if (!config.nominal.empty()) {
     io::Log nominal_log = log;
     const model::RobotModel nominal = robotForLog(model::loadRobot(config.nominal, load),
                                                   config.locked_joints, nominal_log, config.source);
     result.predictions.push_back(
-        predict(config.nominal, nominal, nominal_log, config, ActuatorTerms{}));
+        predict(nominal.displayName(), nominal, nominal_log, config, ActuatorTerms{}));
     if (result.predictions.back().channels != result.predictions.front().channels)
       throw InputError(config.source + ": nominal: " + nominal.displayName() +
                        " has other joints than " + robot.displayName());

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates studies/offsets/results.md: panda-friction with per-joint torque-sensor offsets,
+# identified with and without the offset term; held-out torque RMSE per joint and the offsets.
+#   bash studies/offsets/run.sh [build]
+set -euo pipefail
+build="${1:-build}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+heft="$root/$build/bin/heft"
+work="$root/$build/studies/offsets"
+mkdir -p "$work"
+for seed in 1 2 3; do
+  "$heft" simulate "$root/studies/offsets/scenario.yaml" --seed "$seed" --out "$work/log_$seed.h5" \
+    --overwrite > /dev/null
+  for variant in without with; do
+    config="$work/identify_${variant}_$seed.yaml"
+    sed -e "s#^log: .*#log: $work/log_$seed.h5#" \
+        -e "s#^validation: .*#validation: [[15, 20]]#" \
+        "$root/data/examples/panda_friction_identify.yaml" > "$config"
+    if [ "$variant" = with ]; then
+      sed -i 's#^  armature: \(.*\)#  armature: \1\n  torque_offsets: [panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6, panda_joint7]#' "$config"
+    fi
+    "$heft" identify "$config" --out "$work/out_${variant}_$seed" --overwrite --quiet > /dev/null || true
+  done
+done
+python3 "$root/studies/offsets/table.py" "$work" "$root/studies/offsets/scenario.yaml" \
+  > "$root/studies/offsets/results.md"
+cat "$root/studies/offsets/results.md"
