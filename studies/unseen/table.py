@@ -11,7 +11,7 @@ print("noise, each scenario's full duration. `heft identify` (MAP, method 4: con
 print("trunk identified) with data/examples/go2_payload_identify.yaml, only the log changed")
 print("(`example`), and the same with `identify.payload: [base]` (`payload`). The example takes the")
 print("base state from the log's truth group (heft has no state estimator yet): this study isolates")
-print("the identification, not the state estimation. Targets (issue of real logs): identify mass")
+print("the identification, not the state estimation. Targets: identify mass")
 print("within 1 %, COM within 10 mm.\n")
 print("| scenario | seed | config | mass true [kg] | mass error [%] | COM error [mm] | inertia error [%] | status | warnings |")
 print("|---|---|---|---|---|---|---|---|---|")

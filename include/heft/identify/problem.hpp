@@ -93,8 +93,9 @@ struct StackedProblem {
 /// Builds the stacked problem for the bodies of `set` (every body must be fully free: partial
 /// masks are not supported yet), friction for its identified friction blocks, armature as
 /// options say. An empty set (no block at all) gives the rows of a prediction: b holds the
-/// measured minus the model's inverse-dynamics torque (predictTorques). Free-flyer: contact frames from the robot (Samples::contact_names).
-/// \throws InputError on a partial mask, identified actuator blocks (not supported), an unknown
+/// measured minus the model's inverse-dynamics torque (predictTorques). Free-flyer: contact frames
+/// from the robot (Samples::contact_names). \throws InputError on a partial mask, identified
+/// actuator blocks (not supported), an unknown
 ///   armature joint, a projection that does not fit the base, or no rows left.
 StackedProblem buildProblem(const model::RobotModel& robot, const Samples& samples,
                             const model::IdentifiedSet& set, const ProblemOptions& options = {});
