@@ -11,15 +11,21 @@ print("noise, each scenario's full duration. `heft identify` (MAP, method 4: con
 print("trunk identified) with data/examples/go2_payload_identify.yaml, only the log changed")
 print("(`example`), and the same with `identify.payload: [base]` (`payload`). The example takes the")
 print("base state from the log's truth group (heft has no state estimator yet): this study isolates")
-print("the identification, not the state estimation. Targets: identify mass")
-print("within 1 %, COM within 10 mm.\n")
+print("the identification, not the state estimation. `heft estimate` (batch MAP of the trajectory and")
+print("the trunk's inertia, no truth input) with data/examples/go2_payload_estimate.yaml, only the log")
+print("changed (`estimate`: 500 knots of 1 ms from t = 1 s), and with 10 s of log instead (`estimate-10s`:")
+print("`window.knots: 1000`, `window.stride: 10`, the coarse protocol of studies/payload/estimate.md: a")
+print("user with a long log would use it). Targets: identify mass within 1 %, COM within")
+print("10 mm; estimate mass within 0.5 %, COM within 5 mm.\n")
 print("| scenario | seed | config | mass true [kg] | mass error [%] | COM error [mm] | inertia error [%] | status | warnings |")
 print("|---|---|---|---|---|---|---|---|---|")
-met = {"example": 0, "payload": 0}
-count = {"example": 0, "payload": 0}
+met = {"example": 0, "payload": 0, "estimate": 0, "estimate-10s": 0}
+count = {"example": 0, "payload": 0, "estimate": 0, "estimate-10s": 0}
+limits = {"example": (0.01, 0.01), "payload": (0.01, 0.01), "estimate": (0.005, 0.005),
+          "estimate-10s": (0.005, 0.005)}
 for scenario in ("go2-rear-4.7kg", "go2-belly-4.6kg", "go2-front-left-2.5kg"):
     for seed in (4242, 7, 11):
-        for variant in ("example", "payload"):
+        for variant in ("example", "payload", "estimate", "estimate-10s"):
             path = f"{work}/out_{scenario}_{seed}_{variant}/result.json"
             try:
                 r = json.load(open(path))
@@ -27,18 +33,24 @@ for scenario in ("go2-rear-4.7kg", "go2-belly-4.6kg", "go2-front-left-2.5kg"):
                 print(f"| {scenario} | {seed} | {variant} | | | | | no result.json | |")
                 continue
             b = r["truth_errors"]["bodies"]["base"]
-            ok = b["mass_relative"] < 0.01 and 0 <= b["com_error_m"] < 0.01
+            mass_limit, com_limit = limits[variant]
+            ok = b["mass_relative"] < mass_limit and 0 <= b["com_error_m"] < com_limit
             met[variant] += 1 if ok else 0
             count[variant] += 1
             boundary = sum(1 for w in r["warnings"] if "boundary" in w)
             print(f"| {scenario} | {seed} | {variant} | {b['mass_true']:.3f} | {100 * b['mass_relative']:.2f} | "
                   f"{1000 * b['com_error_m']:.1f} | {100 * b['inertia_relative']:.1f} | {r['summary']['status']} | "
                   f"{boundary} on the consistency boundary |")
-print(f"\nBoth targets met: example config {met['example']} of {count['example']}, payload prior "
-      f"{met['payload']} of {count['payload']}.")
+print(f"\nBoth targets met: identify with the example config {met['example']} of {count['example']}, "
+      f"with the payload prior {met['payload']} of {count['payload']}; estimate {met['estimate']} of "
+      f"{count['estimate']}, over 10 s {met['estimate-10s']} of {count['estimate-10s']}.")
 print("""
 go2-rear-4.7kg misses both targets on every seed (mass 2.1-2.5 % low, COM 20-29 mm) with either
 prior, and its estimate ends on the consistency boundary: widening the prior does not help (with
 `payload_inertia_relative_std: 2` the error grows to 5.5 % and 60 mm on seed 4242), so the cause is
 in the data or the model (a 4 s piece of the same log gives 0.17 % and 0.7 mm), not the prior; not
-resolved. `heft estimate` on these cases is not in this table.""")
+resolved. `heft estimate`, which reads no truth and has its own contact model, misses the COM target
+on the rear payload too (10-15 mm over 10 s) while its mass is within 0.4 %: the rear payload is
+the hard case for both estimators. The 0.5 s window of the bundled estimate example is too short
+for 5 mm on these cases (3 of 9); 10 s gets the mass within 0.5 % on 8 of 9 and the COM within 5 mm
+on belly and front-left.""")
