@@ -52,5 +52,5 @@ in the data or the model (a 4 s piece of the same log gives 0.17 % and 0.7 mm), 
 resolved. `heft estimate`, which reads no truth and has its own contact model, misses the COM target
 on the rear payload too (10-15 mm over 10 s) while its mass is within 0.4 %: the rear payload is
 the hard case for both estimators. The 0.5 s window of the bundled estimate example is too short
-for 5 mm on these cases (3 of 9); 10 s gets the mass within 0.5 % on 8 of 9 and the COM within 5 mm
+for 5 mm on these cases (3 of 9); 10 s gets the mass within 0.5 % on 7 of 9 and the COM within 5 mm
 on belly and front-left.""")
