@@ -22,6 +22,7 @@
 #include "identify_sections.hpp"
 #include "locked_joints.hpp"
 #include "result_files.hpp"
+#include "time_ranges.hpp"
 #include "yaml_section.hpp"
 
 #include <pinocchio/multibody/model.hpp>
@@ -330,38 +331,6 @@ void warnAboutTightPriors(const results::BodyEstimate& b, bool moved_inside,
       "clock): compare held-out predictions (validation:) before trusting either");
 }
 
-// Held-out ranges (applied to every recording) must each hold samples and leave some to fit on.
-void checkValidationRanges(const IdentifyJob::Config& config,
-                           const std::vector<const io::Log*>& logs) {
-  const std::string where = config.source + ": validation";
-  auto heldOut = [&](double t) {
-    for (const TimeRange& r : config.validation)
-      if (r.contains(t)) return true;
-    return false;
-  };
-  double longest = 0;
-  bool left_to_fit = false;
-  for (const io::Log* log : logs) {
-    const Eigen::VectorXd& t = log->joints.time;
-    longest = std::max(longest, t[t.size() - 1] - t[0]);
-    for (Eigen::Index k = 0; k < t.size() && !left_to_fit; ++k) left_to_fit = !heldOut(t[k] - t[0]);
-  }
-  for (const TimeRange& r : config.validation) {
-    bool inside = false;
-    for (const io::Log* log : logs) {
-      const Eigen::VectorXd& t = log->joints.time;
-      for (Eigen::Index k = 0; k < t.size() && !inside; ++k) inside = r.contains(t[k] - t[0]);
-    }
-    if (!inside)
-      throw InputError(where + ": range [" + fixed(r.start) + ", " + fixed(r.end) +
-                       "] s holds no sample of the log (0 to " + fixed(longest) +
-                       " s from its first sample)");
-  }
-  if (!left_to_fit)
-    throw InputError(where + ": the ranges cover the whole log (0 to " + fixed(longest) +
-                     " s): nothing is left to fit on");
-}
-
 // The held-out prediction of the priors' model and of the estimate, on the validation ranges only.
 std::vector<results::TorquePrediction> predictHeldOut(const model::RobotModel& robot,
                                                       const std::vector<const io::Log*>& logs,
@@ -419,7 +388,8 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
   IdentifyOptions options = config.options;
   if (!config.validation.empty()) {
-    checkValidationRanges(config, logs);
+    // held-out ranges (applied to every recording) hold samples and leave some to fit on
+    requireRangesHoldSamples(config.validation, logs, config.source + ": validation", true);
     for (const TimeRange& r : config.validation) options.preparation.exclude.push_back(r);
   }
   if (options.method == Method::Map) {

@@ -16,6 +16,7 @@
 #include "heft/results/json.hpp"
 #include "identify_sections.hpp"
 #include "locked_joints.hpp"
+#include "time_ranges.hpp"
 #include "yaml_section.hpp"
 
 namespace heft::jobs {
@@ -138,19 +139,6 @@ results::TorquePrediction predict(const std::string& label, const model::RobotMo
   return predictTorques(label, problem, samples, x);
 }
 
-void checkRanges(const PredictJob::Config& config, const io::Log& log) {
-  const Eigen::VectorXd& t = log.joints.time;
-  const double duration = t[t.size() - 1] - t[0];
-  for (const TimeRange& r : config.ranges) {
-    bool any = false;
-    for (Eigen::Index k = 0; k < t.size() && !any; ++k) any = r.contains(t[k] - t[0]);
-    if (!any)
-      throw InputError(config.source + ": ranges: [" + formatNumber(r.start, 4) + ", " +
-                       formatNumber(r.end, 4) + "] s holds no sample of the log (0 to " +
-                       formatNumber(duration, 4) + " s from its first sample)");
-  }
-}
-
 }  // namespace
 
 void PredictJob::Config::validate() const {
@@ -200,7 +188,7 @@ PredictJob::Result PredictJob::run(const Config& config, Progress& progress) {
   const model::RobotModel robot =
       robotForLog(model::loadRobot(config.robot, load), config.locked_joints, log, config.source);
   progress.say("robot " + robot.displayName());
-  checkRanges(config, log);
+  requireRangesHoldSamples(config.ranges, {&log}, config.source + ": ranges", false);
   std::vector<std::string> joints;
   for (pinocchio::JointIndex j = 1; j < robot.pinocchio().joints.size(); ++j)
     if (robot.pinocchio().joints[j].nv() == 1) joints.push_back(robot.pinocchio().names[j]);
