@@ -16,6 +16,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
 #include "heft/model/payload.hpp"
@@ -707,3 +708,60 @@ TEST(LockJoints, LockedJointsAreRemovedAndTheirLinksLumpedIntoTheParentBody) {
 }
 
 }  // namespace
+
+// A log names the sole corners of TALOS: points defined as a frame plus an offset resolve to that
+// frame; a bare frame name resolves to its origin; anything else is one error naming the entry.
+TEST(ContactPoints, ResolveDefinedPointsAndFrames) {
+  const RobotModel talos = loadRobot("talos");
+  const pinocchio::Model& model = talos.pinocchio();
+  std::vector<ContactPoint> defined;
+  for (const char* side : {"left", "right"}) {
+    for (const double x : {0.1, -0.1})
+      for (const double y : {0.065, -0.065})
+        defined.push_back({std::string(side) + "_corner_" + std::to_string(defined.size()),
+                           std::string(side) + "_sole_link", Vector3(x, y, 0.01)});
+  }
+  std::vector<std::string> names;
+  for (const auto& p : defined) names.push_back(p.name);
+  names.push_back("left_sole_link");
+  const auto points = resolveContactPoints(model, names, defined, "contacts/names");
+  ASSERT_EQ(points.size(), 9u);
+  EXPECT_EQ(points[3].frame, "left_sole_link");
+  EXPECT_EQ(points[3].offset, Vector3(-0.1, -0.065, 0.01));
+  EXPECT_EQ(points[8].frame, "left_sole_link");
+  EXPECT_EQ(points[8].offset, Vector3::Zero());
+
+  const std::string unknown = inputErrorOf(
+      [&] { resolveContactPoints(model, {"left_sole_front_left"}, {}, "contacts/names"); });
+  EXPECT_NE(unknown.find("contacts/names[0]"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("left_sole_front_left"), std::string::npos) << unknown;
+  const std::string bad_frame = inputErrorOf([&] {
+    resolveContactPoints(model, {"p"}, {{"p", "no_such_link", Vector3::Zero()}}, "contact_points");
+  });
+  EXPECT_NE(bad_frame.find("no_such_link"), std::string::npos) << bad_frame;
+  const std::string twice = inputErrorOf(
+      [&] { resolveContactPoints(model, {"left_sole_link", "left_sole_link"}, {}, "c"); });
+  EXPECT_NE(twice.find("c[1]"), std::string::npos) << twice;
+}
+
+// Four sole corners make a flat foot; one point, or points on a line, make a point contact.
+TEST(ContactPoints, CornersOfASoleMakeAFlatFoot) {
+  std::vector<ContactPoint> points = {{"a", "sole", Vector3(0.1, 0.06, 0)},
+                                      {"b", "sole", Vector3(0.1, -0.06, 0)},
+                                      {"foot", "FL_foot", Vector3(0, 0, -0.02)},
+                                      {"c", "sole", Vector3(-0.1, 0.06, 0)},
+                                      {"d", "sole", Vector3(-0.1, -0.06, 0)},
+                                      {"e", "edge", Vector3(0.1, 0, 0)},
+                                      {"f", "edge", Vector3(-0.1, 0, 0)},
+                                      {"g", "edge", Vector3(0.0, 0, 0)}};
+  const auto frames = groupContactFrames(points);
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].frame, "sole");
+  EXPECT_TRUE(frames[0].flat);
+  EXPECT_EQ(frames[0].points, (std::vector<int>{0, 1, 3, 4}));
+  EXPECT_EQ(frames[1].frame, "FL_foot");
+  EXPECT_FALSE(frames[1].flat);
+  EXPECT_EQ(frames[1].offset, Vector3(0, 0, -0.02));
+  EXPECT_FALSE(frames[2].flat);  // collinear: a line contact is not a flat foot
+  EXPECT_NEAR(frames[2].offset.norm(), 0.0, 1e-15);
+}

@@ -23,15 +23,11 @@
 #include <pinocchio/multibody.hpp>
 
 #include "heft/common/types.hpp"
+#include "heft/model/contact_points.hpp"
 
 namespace heft::filter {
 
-/// A point fixed on the robot where a contact force acts.
-struct ContactPoint {
-  std::string name;                  ///< label, e.g. the log's truth/contact_names entry
-  std::string frame;                 ///< Pinocchio frame (link) the point is fixed to
-  Vector3 offset = Vector3::Zero();  ///< the point in that frame [m]
-};
+using model::ContactPoint;  ///< a point fixed on the robot where a contact force acts
 
 class MeasurementData;
 
