@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/multibody_stage.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
@@ -246,6 +248,68 @@ TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
     const std::string what = e.what();
     EXPECT_NE(what.find("joints/q"), std::string::npos) << what;
     EXPECT_NE(what.find("1234"), std::string::npos) << what;
+  }
+}
+
+// Without motion capture the base's initial guess is the log's own base state (a state
+// estimator's joints/base_pose and base_twist); with neither, one error names both. The base state
+// here is the truth copied into the joints group, standing in for an estimator's output: this test
+// checks where the initial guess comes from, not how good an estimator is.
+TEST(EstimateLogProblem, InitialBaseStateFromTheLogWithoutMotionCapture) {
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("go2-stand"), [] {
+    sim::SimulationOptions o;
+    o.duration = 0.3;
+    return o;
+  }());
+  io::Log log = run.log;
+  log.mocap.reset();
+  const model::RobotModel go2 = model::loadRobot("go2");
+  LogProblemOptions options;
+  options.identified_bodies = {"base"};
+  options.knots = 50;
+  try {
+    buildLogProblem(go2, log, options);
+    ADD_FAILURE() << "a floating-base log with neither mocap nor base_pose was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("joints/base_pose"), std::string::npos) << e.what();
+  }
+  const io::TruthSeries& truth = *run.log.truth;
+  ASSERT_EQ(truth.time.size(), log.joints.time.size());
+  log.joints.base_pose = truth.base_pose;
+  log.joints.base_twist = truth.base_twist;
+  const LogProblem p = buildLogProblem(go2, log, options);
+  for (int k : {0, 25, 50}) {
+    const Eigen::VectorXd pose = log.joints.base_pose.row(p.samples[k]).transpose();
+    EXPECT_LT((p.xs[k].head<3>() - pose.head<3>()).norm(), 1e-12) << "knot " << k;
+    EXPECT_LT((p.xs[k].segment<4>(3) - pose.tail<4>().normalized()).norm(), 1e-12);
+    const Eigen::VectorXd twist = log.joints.base_twist.row(p.samples[k]).transpose();
+    // linear velocity from the log; the angular one from the gyro, a direct measurement
+    EXPECT_LT((p.xs[k].segment<3>(go2.pinocchio().nq) - twist.head<3>()).norm(), 1e-12) << k;
+  }
+}
+
+// TALOS' sole corners (contacts/frames, offsets in the log) make each sole one flat foot: a 6D
+// contact, so a stage in double support holds 12 constraints, not 8 points x 3.
+TEST(EstimateLogProblem, SoleCornersMakeSixDimensionalContacts) {
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-stand"), [] {
+    sim::SimulationOptions o;
+    o.duration = 0.2;
+    return o;
+  }());
+  ASSERT_TRUE(run.log.contacts.has_value());
+  ASSERT_EQ(run.log.contacts->frames.size(), 8u);
+  const model::RobotModel talos = model::loadRobot("talos");
+  LogProblemOptions options;
+  options.identified_bodies = {"torso_2_link"};
+  options.knots = 20;
+  options.first_sample = 100;
+  options.use_imu = false;  // TALOS' IMU sits on the torso; the estimator's IMU must be on the base
+  const LogProblem p = buildLogProblem(talos, run.log, options);
+  const auto* contact = dynamic_cast<const MultibodyStageModel&>(p.problem->running(10)).contact();
+  ASSERT_NE(contact, nullptr);
+  ASSERT_EQ(contact->contacts().size(), 2u);
+  for (const auto& spec : contact->contacts()) {
+    EXPECT_EQ(spec.type, dynamics::ContactSpec::Type::Surface6D) << spec.frame;
   }
 }
 

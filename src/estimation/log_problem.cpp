@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
@@ -92,6 +93,8 @@ void LogProblemOptions::validate() const {
   requirePositive(accelerometer_std, "accelerometer_std", " [m/s^2]");
   requirePositive(mocap_position_std, "mocap_position_std", " [m]");
   requirePositive(mocap_orientation_std, "mocap_orientation_std", " [rad]");
+  requirePositive(base_state_position_std, "base_state_position_std", " [m]");
+  requirePositive(base_state_orientation_std, "base_state_orientation_std", " [rad]");
   require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
           std::to_string(theta_prior_std));
 }
@@ -154,6 +157,7 @@ class LogProblemBuilder {
   void createSensors();
   void sampleKnots();
   void bindBaseSensors();
+  void bindMocap();
   void initialGuess();
   Eigen::VectorXd baseConfiguration(double t) const;
   void contactFlags();
@@ -177,6 +181,8 @@ class LogProblemBuilder {
   int nj_ = 0;
   std::vector<int> imu_at_, mocap_at_;
   pinocchio::SE3 mocap_in_base_ = pinocchio::SE3::Identity();
+  bool base_from_log_ = false;  // initial base state from joints/base_pose (no motion capture)
+  std::set<std::string> flat_frames_;  // contact frames that are flat feet (6D contacts)
   std::vector<std::vector<bool>> flags_at_;
   std::vector<std::vector<std::string>> frames_at_;  // the frames in contact at each knot
   // Contact and impulse models, one per contact set.
@@ -236,10 +242,27 @@ void LogProblemBuilder::sampleKnots() {
 void LogProblemBuilder::bindBaseSensors() {
   if (!floating_) return;
   const io::Log& log = log_;
-  require(log.mocap.has_value() && log.mocap->time.size() > 0, "log mocap group",
-          "motion capture of the base (the base's initial guess; IMU-only initialization is "
-          "not implemented)",
-          "none");
+  const bool has_mocap = log.mocap.has_value() && log.mocap->time.size() > 0;
+  if (!has_mocap) {
+    // no motion capture: the robot's own state estimator (joints/base_pose) is the initial guess
+    require(log.joints.base_pose.rows() > 0, "log joints/base_pose",
+            "a base pose for the initial guess: motion capture (the mocap group) or a state "
+            "estimator's joints/base_pose and base_twist (heft base-state writes them)",
+            "neither");
+    base_from_log_ = true;
+  } else {
+    bindMocap();
+  }
+  if (options_.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
+    const std::string imu = log.imu->frame.empty() ? robot_.body(1).name : log.imu->frame;
+    sensors_->imu_frame = frameIndex(pin_, imu, "log imu frame");
+    sensors_->accelerometer = options_.use_accelerometer && log.imu->accel.rows() > 0;
+    imu_at_ = samplesAtKnots(log.imu->time, p_.time, p_.dt);
+  }
+}
+
+void LogProblemBuilder::bindMocap() {
+  const io::Log& log = log_;
   const std::string name = log.mocap->frame.empty() ? robot_.body(1).name : log.mocap->frame;
   const pinocchio::FrameIndex mocap_frame = frameIndex(pin_, name, "log mocap frame");
   require(pin_.frames[mocap_frame].parentJoint == 1, "log mocap frame " + name,
@@ -248,12 +271,6 @@ void LogProblemBuilder::bindBaseSensors() {
   if (options_.use_mocap) {
     sensors_->mocap_frame = mocap_frame;
     mocap_at_ = samplesAtKnots(log.mocap->time, p_.time, p_.dt);
-  }
-  if (options_.use_imu && log.imu.has_value() && log.imu->time.size() > 0) {
-    const std::string imu = log.imu->frame.empty() ? robot_.body(1).name : log.imu->frame;
-    sensors_->imu_frame = frameIndex(pin_, imu, "log imu frame");
-    sensors_->accelerometer = options_.use_accelerometer && log.imu->accel.rows() > 0;
-    imu_at_ = samplesAtKnots(log.imu->time, p_.time, p_.dt);
   }
 }
 
@@ -285,7 +302,12 @@ void LogProblemBuilder::initialGuess() {
   std::vector<Eigen::VectorXd> qs(N_ + 1, Eigen::VectorXd::Zero(nq_));
   for (int k = 0; k <= N_; ++k) {
     Eigen::VectorXd& q = qs[k];
-    if (floating_) q.head<7>() = baseConfiguration(p_.time(k));
+    if (floating_ && base_from_log_) {
+      q.head<7>() = log_.joints.base_pose.row(p_.samples[k]).transpose();
+      q.segment<4>(3).normalize();
+    } else if (floating_) {
+      q.head<7>() = baseConfiguration(p_.time(k));
+    }
     const Eigen::VectorXd encoders = jointRow(log_.joints.q, p_.samples[k], column_);
     for (int i = 0; i < nj_; ++i) q(pin_.joints[sensors_->encoders[i]].idx_q()) = encoders(i);
   }
@@ -305,6 +327,8 @@ void LogProblemBuilder::initialGuess() {
       hi = std::min(N_, k + base_span);
       pinocchio::difference(pin_, qs[lo], qs[hi], dq);
       x.segment<6>(nq_) = dq.head<6>() / (p_.time(hi) - p_.time(lo));
+      if (base_from_log_ && log_.joints.base_twist.rows() > 0)
+        x.segment<6>(nq_) = log_.joints.base_twist.row(p_.samples[k]).transpose();
       if (!imu_at_.empty()) {
         const int i = nearestSample(log_.imu->time, p_.time(k));
         x.segment<3>(nq_ + 3) = pin_.frames[sensors_->imu_frame].placement.rotation() *
@@ -331,18 +355,42 @@ void LogProblemBuilder::contactFlags() {
     if (source == ContactSource::Flags) {
       require(have_flags, "log contacts group", "contact flags (contact_source flags)", "none");
       const io::ContactSeries& c = *log.contacts;
-      contact_names = c.names;
+      std::vector<model::ContactPoint> defined = options_.contact_points;
+      for (const auto& p : c.definedPoints()) {
+        if (std::none_of(defined.begin(), defined.end(),
+                         [&](const model::ContactPoint& d) { return d.name == p.name; }))
+          defined.push_back(p);
+      }
+      const std::vector<model::ContactFrame> groups = model::groupContactFrames(
+          model::resolveContactPoints(pin_, c.names, defined, "contacts/names"));
+      for (const auto& g : groups) {
+        require(g.flat || g.offset.isZero(0.0), "contact " + g.frame,
+                "a contact at the frame origin or a flat foot (heft estimate's point contacts "
+                "hold a frame origin still)",
+                "a point away from the origin");
+        contact_names.push_back(g.frame);
+        if (g.flat) flat_frames_.insert(g.frame);
+      }
       for (int k = 0; k <= N_; ++k) {
         int i = nearestSample(c.time, p_.time(k));
         if (c.time(i) > p_.time(k) + 1e-9 && i > 0) --i;
-        flags_at_[k].resize(contact_names.size());
-        for (std::size_t j = 0; j < contact_names.size(); ++j) flags_at_[k][j] = c.flags(i, j) != 0;
+        flags_at_[k].assign(groups.size(), false);
+        for (std::size_t g = 0; g < groups.size(); ++g)
+          for (const int point : groups[g].points)
+            flags_at_[k][g] = flags_at_[k][g] || c.flags(i, point) != 0;
       }
     } else {
       p_.contacts_detected = true;
       contact_names = robot_.contactFrames();
       require(!contact_names.empty(), "robot " + robot_.displayName(),
               "contact frames for kinematic contact detection", "none");
+      for (const auto& frame : contact_names) {
+        std::vector<model::ContactPoint> on_frame;
+        for (const auto& p : options_.contact_points)
+          if (p.frame == frame) on_frame.push_back(p);
+        if (!on_frame.empty() && model::groupContactFrames(on_frame).front().flat)
+          flat_frames_.insert(frame);
+      }
       std::vector<pinocchio::FrameIndex> frames;
       for (const auto& name : contact_names)
         frames.push_back(frameIndex(pin_, name, "contact frame"));
@@ -365,7 +413,9 @@ std::vector<dynamics::ContactSpec> LogProblemBuilder::specsOf(
   std::vector<dynamics::ContactSpec> specs;
   for (const std::string& frame : frames) {
     frameIndex(pin_, frame, "contact names");
-    specs.push_back({frame, dynamics::ContactSpec::Type::Point3D, pinocchio::LOCAL_WORLD_ALIGNED});
+    const auto type = flat_frames_.count(frame) ? dynamics::ContactSpec::Type::Surface6D
+                                                : dynamics::ContactSpec::Type::Point3D;
+    specs.push_back({frame, type, pinocchio::LOCAL_WORLD_ALIGNED});
   }
   return specs;
 }
@@ -458,8 +508,10 @@ ArrivalPrior LogProblemBuilder::arrivalPrior() {
   Eigen::VectorXd sd(2 * nv_);
   sd.head(nv_).setConstant(options_.encoder_std);
   if (floating_) {
-    sd.head<3>().setConstant(options_.mocap_position_std);
-    sd.segment<3>(3).setConstant(options_.mocap_orientation_std);
+    sd.head<3>().setConstant(base_from_log_ ? options_.base_state_position_std
+                                            : options_.mocap_position_std);
+    sd.segment<3>(3).setConstant(base_from_log_ ? options_.base_state_orientation_std
+                                                : options_.mocap_orientation_std);
   }
   sd.tail(nv_).setConstant(options_.velocity_std);
   arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();

@@ -127,7 +127,9 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
         {"imu_orientation", &p.imu_orientation_std},
         {"accelerometer", &p.accelerometer_std},
         {"mocap_position", &p.mocap_position_std},
-        {"mocap_orientation", &p.mocap_orientation_std}};
+        {"mocap_orientation", &p.mocap_orientation_std},
+        {"base_state_position", &p.base_state_position_std},
+        {"base_state_orientation", &p.base_state_orientation_std}};
     for (const auto& [key, value] : stds) s.read(key, *value, yaml::positive);
     s.finish();
   }
@@ -141,6 +143,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("transition_window", p.transition_window, yaml::nonNegative);
     s.read("transition_noise_scale", p.transition_noise_scale, yaml::positive);
     s.read("damping", p.contact_damping, yaml::nonNegative);
+    p.contact_points = yaml::readContactPoints(s, "points");
     s.finish();
   }
   {

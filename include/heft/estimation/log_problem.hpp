@@ -16,6 +16,7 @@
 #include "heft/estimation/problem.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "heft/state/contacts.hpp"
 
@@ -52,6 +53,10 @@ struct LogProblemOptions {
   /// Kinematic contact detection: the robot's contact frames (model::RobotModel::contactFrames)
   /// on the initial guess (encoders, motion capture, their differences).
   state::ContactDetectionOptions contact_detection;
+  /// Contact points away from a frame origin (sole corners), by name, over the log's own
+  /// contacts/frames and offsets. Points on one frame that span a plane make a flat foot: a 6D
+  /// contact (the sole does not move); other points must sit at their frame's origin.
+  std::vector<model::ContactPoint> contact_points;
   /// Knots within transition_window [s] of a contact-set change get their generalized-force
   /// noise multiplied by transition_noise_scale (1: off): rigid contacts and impulses do not model
   /// the soft transient of a real (or MuJoCo) touchdown and lift-off.
@@ -80,6 +85,10 @@ struct LogProblemOptions {
   double accelerometer_std = 0.1;       ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 2e-3;     ///< [m] (noise and an uncalibrated marker offset)
   double mocap_orientation_std = 1e-2;  ///< [rad]
+  /// Without motion capture, the arrival prior on the base around the log's own base state (a
+  /// state estimator's joints/base_pose): its position and orientation std [m, rad].
+  double base_state_position_std = 0.05;
+  double base_state_orientation_std = 0.05;
   /// Prior on theta around the nominal model: this std on every coordinate of theta (log-Cholesky
   /// coordinates are logarithms and lengths of the pseudo-inertia's factor).
   /// Infinity: no prior (the paper's setting for comparing parametrizations; unexcited directions
