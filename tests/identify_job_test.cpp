@@ -487,5 +487,28 @@ TEST(Job, TalosFlatFeetProjectTheSoleWrenchOut) {
   EXPECT_GT(point.truth->bodies.at(0).mass_relative, 0.03);  // measured 5.2 %, COM 332 mm
 }
 
+// A 4.7 kg payload on go2's rear unloads the front feet: the log's flags (a 15 N threshold on the
+// foot force sensor) then call a foot in the air while it still carries up to 15 N, and that force
+// stays in the projected rows. Widening the flags by kinematic detection projects it out.
+TEST(Job, WidenedContactFlagsRecoverTheRearPayload) {
+  const std::string log = test::writeSimulatedLog("identify_job", "go2-rear-4.7kg", 15.0, 4242);
+  const std::string base =
+      "robot: go2\nlog: " + log +
+      "\nmethod: map\nidentify:\n  bodies: [base]\n  parametrization: log-cholesky\n"
+      "problem:\n  projection: contact\n  contact_offset: 0.022\n"
+      "preparation:\n  window: 81\n  decimation: 10\n  base_state: truth\n";
+  const IdentifyJob::Result flags = IdentifyJob::run(IdentifyJob::parse(base, "go2.yaml", "."));
+  ASSERT_TRUE(flags.truth.has_value()) << flags.report();
+  EXPECT_GT(flags.truth->bodies.at(0).mass_relative, 0.015);  // measured 2.2 %, COM 26.5 mm
+  const IdentifyJob::Result widened =
+      IdentifyJob::run(IdentifyJob::parse(base + "  widen_contacts: true\n", "go2.yaml", "."));
+  ASSERT_TRUE(widened.truth.has_value()) << widened.report();
+  EXPECT_LT(widened.truth->bodies.at(0).mass_relative, 0.01);  // measured 0.24 %
+  EXPECT_LT(widened.truth->bodies.at(0).com_error, 0.005);     // measured 0.9 mm
+  EXPECT_TRUE(std::any_of(widened.warnings.begin(), widened.warnings.end(), [](const auto& w) {
+    return w.find("widened by kinematic detection") != std::string::npos;
+  }));
+}
+
 }  // namespace
 }  // namespace heft::identify

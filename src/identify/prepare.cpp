@@ -199,7 +199,25 @@ void setContacts(const model::RobotModel& robot, const io::Log& log,
     for (int c = 0; c < nc; ++c)
       for (const int point : frames[c].points)
         for (int i = 0; i < N; ++i) out.contact(c, i) |= flags(i, point);
-  } else {
+  }
+  if (from_log && options.widen_contacts) {
+    pinocchio::Data data(model);
+    std::vector<pinocchio::FrameIndex> ids;
+    for (const auto& name : out.contact_names) ids.push_back(model.getFrameId(name));
+    int widened = 0;
+    for (int i = 0; i < N; ++i) {
+      const std::vector<std::uint8_t> detected =
+          state::detectContacts(model, data, ids, out.q.col(i), out.v.col(i), options.contact);
+      for (int c = 0; c < nc; ++c) {
+        if (detected[c] && !out.contact(c, i)) ++widened;
+        out.contact(c, i) |= detected[c];
+      }
+    }
+    if (widened > 0) {
+      out.warnings.push_back(std::to_string(widened) + " of " + std::to_string(N * nc) +
+                             " contact flags widened by kinematic detection (widen_contacts)");
+    }
+  } else if (!from_log) {
     out.contacts_detected = true;
     pinocchio::Data data(model);
     std::vector<pinocchio::FrameIndex> ids;

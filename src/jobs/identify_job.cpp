@@ -214,6 +214,7 @@ void readPreparationSection(const YAML::Node& node, const std::string& source,
     });
   }
   s.read("detect_contacts", p.detect_contacts);
+  s.read("widen_contacts", p.widen_contacts);
   s.read("contact_height", p.contact.height, yaml::positive);
   s.read("contact_speed", p.contact.speed, yaml::positive);
   s.read("ground_height", p.contact.ground_height, yaml::finite);

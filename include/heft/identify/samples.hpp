@@ -81,6 +81,11 @@ struct PreparationOptions {
   /// detected at the robot's contact frames (ContactDetectionOptions). `detect_contacts` forces
   /// detection.
   bool detect_contacts = false;
+  /// With the log's flags: a frame also counts as in contact when the kinematic detection says so
+  /// (method 4 loses only rows by projecting out a foot that carries nothing, but keeps a whole
+  /// force in the rows when it misses a foot that carries one: force-threshold flags drop lightly
+  /// loaded feet).
+  bool widen_contacts = false;
   /// Contact points away from a frame origin (sole corners), by name; they override the log's own
   /// definitions of the same names. Points on one frame that span a plane make it a flat foot.
   std::vector<model::ContactPoint> contact_points;
