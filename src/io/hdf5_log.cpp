@@ -427,6 +427,14 @@ Log readHdf5(const std::string& path) {
     contacts.flags = in.readFlags("/contacts/flags");
     log.contacts = std::move(contacts);
   }
+  if (in.isGroup("/force_torque")) {
+    ForceTorqueSeries ft;
+    ft.time = in.readVector("/force_torque/time");
+    ft.names = in.readStrings("/force_torque/names");
+    ft.frames = in.readStrings("/force_torque/frames");
+    ft.wrench = in.readMatrix("/force_torque/wrench");
+    log.force_torque = std::move(ft);
+  }
   if (in.isGroup("/truth")) {
     TruthSeries t;
     if (in.exists("/truth/time")) {
@@ -651,6 +659,13 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
     out.vector("/contacts/time", log.contacts->time);
     out.strings("/contacts/names", log.contacts->names);
     out.flags("/contacts/flags", log.contacts->flags);
+  }
+  if (log.force_torque) {
+    out.group("/force_torque");
+    out.vector("/force_torque/time", log.force_torque->time);
+    out.strings("/force_torque/names", log.force_torque->names);
+    out.strings("/force_torque/frames", log.force_torque->frames);
+    out.matrix("/force_torque/wrench", log.force_torque->wrench);
   }
   if (log.truth) {
     const TruthSeries& t = *log.truth;
