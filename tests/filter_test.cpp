@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <random>
+
+#include <Eigen/SVD>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "heft/filter/measurement.hpp"
 #include "heft/filter/signal_window.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "support/malloc_counter.hpp"
 
@@ -141,6 +144,92 @@ TEST(Measurement, EqualsInverseDynamicsWithContactForces) {
         << "trial " << trial << "\n"
         << md.delta_tau.transpose() << "\n"
         << predicted.transpose();
+  }
+}
+
+// Measured wrenches at frames ([f; t] in the frame, about its origin) are Pinocchio's fext too.
+TEST(Measurement, WrenchFramesEqualInverseDynamicsWithExternalWrenches) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const std::vector<pinocchio::JointIndex> bodies{model.getJointId("arm_left_4_joint"),
+                                                  model.getJointId("root_joint")};
+  heft::filter::ExternalInputs inputs;
+  inputs.wrench_frames = {"left_sole_link", "right_sole_link"};
+  const MeasurementModel mm(model, bodies, {}, inputs);
+  ASSERT_EQ(mm.numForceInputs(), 12);
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(4);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 5; ++trial) {
+    const State s = randomState(model, rng);
+    VectorXd wrenches(12);
+    for (int i = 0; i < 12; ++i) wrenches[i] = (i % 6 < 3 ? 200 : 20) * normal(rng);
+    pinocchio::forwardKinematics(model, data, s.q);
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (int w = 0; w < 2; ++w) {
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(inputs.wrench_frames[w])];
+      // the wrench in the frame, moved to its joint's frame
+      fext[frame.parentJoint] += frame.placement.act(
+          pinocchio::Force(wrenches.segment<3>(6 * w), wrenches.segment<3>(6 * w + 3)));
+    }
+    const VectorXd tau_obs = pinocchio::rnea(model, data, s.q, s.v, s.a, fext);
+    heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau_obs, wrenches);
+    const double scale = md.delta_tau.cwiseAbs().maxCoeff();
+    EXPECT_LT((md.delta_tau - md.Y * mm.nominalParameters()).cwiseAbs().maxCoeff(), 1e-10 * scale)
+        << "trial " << trial;
+  }
+}
+
+// Unknown contact wrenches, stance frames: with the true parameters, Delta tau - Y pi is exactly
+// -A lambda (A the stance columns, lambda the world-aligned wrench at each sole origin), so its
+// projection on the left null space of A vanishes; an algebraic check, no differences.
+TEST(Measurement, ProjectedResidualVanishesWithTheTrueParameters) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const auto trunk = model.getJointId("root_joint");
+  heft::filter::ExternalInputs inputs;
+  inputs.stance_frames = heft::model::groupContactFrames(talosSoleCorners());
+  ASSERT_EQ(inputs.stance_frames.size(), 2u);
+  ASSERT_TRUE(inputs.stance_frames[0].flat && inputs.stance_frames[1].flat);
+  const MeasurementModel mm(model, {trunk}, {}, inputs);
+  EXPECT_EQ(mm.numRows(), 18);  // the base and the twelve leg joints that hold the soles
+  EXPECT_EQ(mm.maxConstraintColumns(), 12);
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(6);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 6; ++trial) {
+    const State s = randomState(model, rng);
+    pinocchio::forwardKinematics(model, data, s.q);
+    // the right foot lifts on odd trials
+    const bool right = trial % 2 == 0;
+    VectorXd lambda = VectorXd::Zero(12);
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (int f = 0; f < (right ? 2 : 1); ++f) {
+      for (int i = 0; i < 6; ++i) lambda[6 * f + i] = (i < 3 ? 300 : 30) * normal(rng);
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(inputs.stance_frames[f].frame)];
+      const pinocchio::SE3 oMf = data.oMi[frame.parentJoint] * frame.placement;
+      // world-aligned at the sole origin -> the joint frame
+      const pinocchio::SE3 aligned(Eigen::Matrix3d::Identity(), oMf.translation());
+      fext[frame.parentJoint] += data.oMi[frame.parentJoint].actInv(
+          aligned.act(pinocchio::Force(lambda.segment<3>(6 * f), lambda.segment<3>(6 * f + 3))));
+    }
+    const VectorXd tau_obs = pinocchio::rnea(model, data, s.q, s.v, s.a, fext);
+    const VectorXd flags = (VectorXd(2) << 1, right ? 1 : 0).finished();
+    heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau_obs, flags);
+    ASSERT_EQ(md.active_constraints, right ? 12 : 6);
+    const VectorXd residual = md.delta_tau - md.Y * mm.nominalParameters();
+    const double scale = residual.cwiseAbs().maxCoeff();
+    EXPECT_GT(scale, 10);  // the contact wrenches are in it
+    EXPECT_LT((residual + md.constraint * lambda).cwiseAbs().maxCoeff(), 1e-10 * scale);
+    // N from an SVD: the projected residual vanishes, and p = m - rank(A)
+    const Eigen::JacobiSVD<MatrixXd> svd(md.constraint, Eigen::ComputeFullU);
+    const int rank = (svd.singularValues().array() > 1e-9 * svd.singularValues()[0]).count();
+    EXPECT_EQ(rank, md.active_constraints);
+    const MatrixXd N = svd.matrixU().rightCols(mm.numRows() - rank);
+    EXPECT_LT((N.transpose() * residual).cwiseAbs().maxCoeff(), 1e-10 * scale);
+    EXPECT_GT((N.transpose() * md.Y).norm(), 1e-3);  // and the parameters are still seen
   }
 }
 
