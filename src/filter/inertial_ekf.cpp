@@ -96,7 +96,10 @@ InertialEkf::InertialEkf(const pinocchio::Model& model,
       n_(measurement_model_.numParameters()),
       m_(measurement_model_.numRows()),
       llt_(measurement_model_.numRows()),
-      eigen_(measurement_model_.numRows()) {
+      eigen_(std::min(measurement_model_.numRows(), kMaxProjectedRows)) {
+  require(measurement_model_.numStanceFrames() == 0 || m_ <= kMaxProjectedRows,
+          "filter measurement rows with stance frames",
+          "at most " + std::to_string(kMaxProjectedRows), std::to_string(m_));
   require(prior_pi.size() == n_, "filter prior pi", std::to_string(n_) + " values (10 per body)",
           std::to_string(prior_pi.size()));
   require(prior_pi.allFinite(), "filter prior pi", "finite values", "NaN or Inf");
@@ -151,11 +154,12 @@ InertialEkf::InertialEkf(const pinocchio::Model& model,
                                  ? options_.gate_threshold
                                  : chiSquareQuantile(options_.gate_probability, p);
   }
-  AAt_ = Eigen::MatrixXd::Zero(m_, m_);
+  const int mp = std::min(m_, kMaxProjectedRows);
+  AAt_ = ProjectionMatrix::Zero(mp, mp);
+  sum_projector_ = ProjectionMatrix::Zero(mp, mp);
   E_ = Eigen::MatrixXd::Identity(m_, m_);
   RN_ = Eigen::MatrixXd::Zero(m_, m_);
   HP_ = Eigen::MatrixXd::Zero(m_, n_);
-  sum_projector_ = Eigen::MatrixXd::Zero(m_, m_);
   projected_ = Eigen::VectorXd::Zero(m_);
   sum_projected_residual_ = Eigen::VectorXd::Zero(m_);
   dimension_ = last_dimension_ = m_;
@@ -270,10 +274,12 @@ UpdateStatus InertialEkf::update(double time, const Eigen::Ref<const Eigen::Vect
     if (calibration_count_ > 0 && !projected()) {
       bias_ = bias_sum_ / static_cast<double>(calibration_count_);
     } else if (calibration_count_ > 0) {
-      // least squares through the eigenvectors of sum N N^T; directions no projection saw stay 0
+      // least squares through the eigenvectors of sum N N^T, whose eigenvalue / samples is the
+      // share of the calibration that saw that direction: below 10 % it is left at 0 (a
+      // direction seen while the basis turned past it would divide noise by a tiny number)
       eigen_.compute(sum_projector_);
       const auto& lambda = eigen_.eigenvalues();
-      const double tolerance = 1e-9 * std::max(1.0, lambda[m_ - 1]);
+      const double tolerance = 0.1 * static_cast<double>(calibration_count_);
       projected_.noalias() = eigen_.eigenvectors().transpose() * sum_projected_residual_;
       for (int i = 0; i < m_; ++i)
         projected_[i] = lambda[i] > tolerance ? projected_[i] / lambda[i] : 0;

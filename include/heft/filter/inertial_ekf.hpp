@@ -97,6 +97,9 @@ const char* toString(UpdateStatus status);
 
 class InertialEkf {
  public:
+  /// Most measurement rows a filter with stance frames may have.
+  static constexpr int kMaxProjectedRows = 48;
+
   /// \param model the robot (nominal inertias of every body outside S are taken as known).
   /// \param bodies S, joint indices. \param contacts points whose forces update() receives.
   /// \param prior_pi pi_S of the prior (10|S|), strictly physically consistent for LogCholesky.
@@ -181,9 +184,13 @@ class InertialEkf {
   Eigen::VectorXd innovation_, w_, step_, saved_state_;
   Eigen::MatrixXd H_, PHt_, S_, X_, saved_P_, sym_;
   Eigen::LLT<Eigen::MatrixXd> llt_;
-  // projection (stance frames): eigenvectors of A A^T, ascending, the first dimension_ span N
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen_;
-  Eigen::MatrixXd AAt_, E_, RN_, HP_, sum_projector_;
+  // projection (stance frames): eigenvectors of A A^T, ascending, the first dimension_ span N.
+  // A bounded size keeps the eigensolver's temporaries off the heap (it allocates for MatrixXd).
+  using ProjectionMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor,
+                                         kMaxProjectedRows, kMaxProjectedRows>;
+  Eigen::SelfAdjointEigenSolver<ProjectionMatrix> eigen_;
+  ProjectionMatrix AAt_, sum_projector_;
+  Eigen::MatrixXd E_, RN_, HP_;
   Eigen::VectorXd projected_, sum_projected_residual_, gamma_by_dimension_;
   int dimension_ = 0, last_dimension_ = 0;
 };
