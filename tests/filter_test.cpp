@@ -495,19 +495,18 @@ TEST(InertialEkf, ProjectedUpdateDoesNotAllocateAndStaysAtTheTruth) {
       dimensions.push_back(filter.lastMeasurementDimension());
     }
   });
-}
 #if defined(HEFT_CAN_COUNT_MALLOCS)
-EXPECT_EQ(mallocs, 0);
+  EXPECT_EQ(mallocs, 0);
 #else
-(void)mallocs;
+  (void)mallocs;
 #endif
-EXPECT_GT(statuses[static_cast<int>(UpdateStatus::Updated)], 300);
-EXPECT_EQ(statuses[static_cast<int>(UpdateStatus::NumericalFailure)], 0);
-// 18 rows: 6 left with both soles down, 12 with one
-EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 6), dimensions.end());
-EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 12), dimensions.end());
-// nominal data: the estimate stays at the prior (the truth) within 1 % of the mass
-EXPECT_NEAR(filter.estimate()[0] / prior[0], 1.0, 0.01);
+  EXPECT_GT(statuses[static_cast<int>(UpdateStatus::Updated)], 300);
+  EXPECT_EQ(statuses[static_cast<int>(UpdateStatus::NumericalFailure)], 0);
+  // 18 rows: 6 left with both soles down, 12 with one
+  EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 6), dimensions.end());
+  EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 12), dimensions.end());
+  // nominal data: the estimate stays at the prior (the truth) within 1 % of the mass
+  EXPECT_NEAR(filter.estimate()[0] / prior[0], 1.0, 0.01);
 }
 
 // The log-Cholesky state keeps every estimate consistent even when the data push hard (a gain
