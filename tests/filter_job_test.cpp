@@ -154,6 +154,85 @@ TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
   std::cout << gated.report() << ungated.report();
 }
 
+// A short TALOS log (the forearm scenario's first second, nominal noise) with F/T sensors.
+io::Log shortTalosLogWithSensors() {
+  sim::SimulationOptions options;
+  options.duration = 1.0;
+  options.seed = 3;
+  options.force_torque = true;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
+  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+  return run.log;
+}
+
+std::string writeScratchLog(const io::Log& log, const std::string& name) {
+  const std::string path = scratch(name + "_" + std::to_string(::getpid()) + ".h5").string();
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(log, path, write);
+  return path;
+}
+
+std::string runError(const FilterJob::Config& config) {
+  try {
+    FilterJob::run(config);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+// Without truth forces: the sensors' wrenches, or the contact forces projected out. Both run the
+// whole log without failure, consistent, the forearm near its prior (no payload yet); bad input is
+// one InputError naming the field.
+TEST(FilterJob, SensorsAndProjectedContactForcesRunAndRefuseBadInput) {
+  const io::Log log = shortTalosLogWithSensors();
+  const std::string path = writeScratchLog(log, "talos_ft");
+  FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", path);
+  config.baseline = false;
+  for (const auto source :
+       {FilterJob::ContactForceSource::Sensors, FilterJob::ContactForceSource::Projected}) {
+    config.contact_forces = source;
+    const FilterJob::Result result = FilterJob::run(config);
+    const FilterRunSummary& ekf = result.summaries.at(0);
+    EXPECT_GT(ekf.counters.updated, 300) << result.report();
+    EXPECT_EQ(ekf.counters.failures, 0) << result.report();
+    EXPECT_EQ(ekf.inconsistent_time, 0.0) << result.report();
+    const BodyMetrics& forearm = onlyBody(ekf);
+    EXPECT_NEAR(forearm.final.mass_estimate, forearm.final.mass_true, 0.1 * forearm.final.mass_true)
+        << result.report();
+  }
+  // sensors on a log without the group
+  io::Log without = log;
+  without.force_torque.reset();
+  config.log = writeScratchLog(without, "talos_no_ft");
+  config.contact_forces = FilterJob::ContactForceSource::Sensors;
+  EXPECT_NE(runError(config).find("force_torque: expected a force/torque group"), std::string::npos)
+      << runError(config);
+  // a sensor on a frame the robot lacks
+  io::Log unknown = log;
+  unknown.force_torque->frames[1] = "right_toe";
+  config.log = writeScratchLog(unknown, "talos_bad_frame");
+  EXPECT_NE(runError(config).find("force_torque/frames[1]: expected a frame of the robot, got "
+                                  "\"right_toe\""),
+            std::string::npos)
+      << runError(config);
+  // projected: flags that never touch down on a floating base, and no flags at all
+  config.contact_forces = FilterJob::ContactForceSource::Projected;
+  io::Log flying = log;
+  flying.contacts->flags.setZero();
+  config.log = writeScratchLog(flying, "talos_flying");
+  EXPECT_NE(runError(config).find("contacts/flags: expected some contact of contacts: touching "
+                                  "down"),
+            std::string::npos)
+      << runError(config);
+  io::Log no_flags = log;
+  no_flags.contacts.reset();
+  config.log = writeScratchLog(no_flags, "talos_no_flags");
+  EXPECT_NE(runError(config).find(": contacts: expected contact flags"), std::string::npos)
+      << runError(config);
+}
+
 // Estimates go out as a log (docs/log-format.md, estimates group), the summary as JSON; an
 // existing output is replaced only with overwrite, and never when it is the replayed log.
 TEST(FilterJob, OutputsAreLogsAndNeverReplaceTheInput) {
