@@ -7,14 +7,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
 
 #include "heft/common/error.hpp"
+#include "heft/filter/measurement.hpp"
+#include "heft/io/joint_binding.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/jobs/filter_job.hpp"
+#include "heft/model/robots.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
 #include "support/simulated_log.hpp"
@@ -152,6 +156,144 @@ TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
   EXPECT_LT(with_gate.mass_rms_relative, 0.05) << gated.report();
   EXPECT_EQ(gated.summaries[0].inconsistent_time, 0.0);
   std::cout << gated.report() << ungated.report();
+}
+
+// A short TALOS log (the forearm scenario's first second, nominal noise) with F/T sensors.
+io::Log shortTalosLogWithSensors() {
+  sim::SimulationOptions options;
+  options.duration = 1.0;
+  options.seed = 3;
+  options.force_torque = true;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
+  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+  return run.log;
+}
+
+std::string writeScratchLog(const io::Log& log, const std::string& name) {
+  const std::string path = scratch(name + "_" + std::to_string(::getpid()) + ".h5").string();
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(log, path, write);
+  return path;
+}
+
+std::string runError(const FilterJob::Config& config) {
+  try {
+    FilterJob::run(config);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+// Without truth forces: the sensors' wrenches, or the contact forces projected out. Both run the
+// whole log without failure, consistent, the forearm near its prior (no payload yet); bad input is
+// one InputError naming the field.
+TEST(FilterJob, SensorsAndProjectedContactForcesRunAndRefuseBadInput) {
+  const io::Log log = shortTalosLogWithSensors();
+  const std::string path = writeScratchLog(log, "talos_ft");
+  FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", path);
+  config.baseline = false;
+  for (const auto source :
+       {FilterJob::ContactForceSource::Sensors, FilterJob::ContactForceSource::Projected}) {
+    config.contact_forces = source;
+    const FilterJob::Result result = FilterJob::run(config);
+    const FilterRunSummary& ekf = result.summaries.at(0);
+    EXPECT_GT(ekf.counters.updated, 300) << result.report();
+    EXPECT_EQ(ekf.counters.failures, 0) << result.report();
+    EXPECT_EQ(ekf.inconsistent_time, 0.0) << result.report();
+    const BodyMetrics& forearm = onlyBody(ekf);
+    EXPECT_NEAR(forearm.final.mass_estimate, forearm.final.mass_true, 0.1 * forearm.final.mass_true)
+        << result.report();
+  }
+  // sensors on a log without the group
+  io::Log without = log;
+  without.force_torque.reset();
+  config.log = writeScratchLog(without, "talos_no_ft");
+  config.contact_forces = FilterJob::ContactForceSource::Sensors;
+  EXPECT_NE(runError(config).find("force_torque: expected a force/torque group"), std::string::npos)
+      << runError(config);
+  // a sensor on a frame the robot lacks
+  io::Log unknown = log;
+  unknown.force_torque->frames[1] = "right_toe";
+  config.log = writeScratchLog(unknown, "talos_bad_frame");
+  EXPECT_NE(runError(config).find("force_torque/frames[1]: expected a frame of the robot, got "
+                                  "\"right_toe\""),
+            std::string::npos)
+      << runError(config);
+  // projected: flags that never touch down on a floating base, and no flags at all
+  config.contact_forces = FilterJob::ContactForceSource::Projected;
+  io::Log flying = log;
+  flying.contacts->flags.setZero();
+  config.log = writeScratchLog(flying, "talos_flying");
+  EXPECT_NE(runError(config).find("contacts/flags: expected some contact of contacts: touching "
+                                  "down"),
+            std::string::npos)
+      << runError(config);
+  io::Log no_flags = log;
+  no_flags.contacts.reset();
+  config.log = writeScratchLog(no_flags, "talos_no_flags");
+  EXPECT_NE(runError(config).find(": contacts: expected contact flags"), std::string::npos)
+      << runError(config);
+}
+
+// The measurement against MuJoCo's own forces: on a noise-free log, with the true parameters and
+// the true q, v, a, the residual Delta tau - Y pi with the F/T sensors' wrenches is as small as
+// with the truth contact forces at the sole corners (the example config's points), on every row.
+// The sensors take each force where it acts (the sphere bottom), so they may only do better; the
+// margin allows 5 % plus 0.01 N (N m) for rounding.
+TEST(FilterJob, SensorWrenchResidualIsAsSmallAsWithTruthForces) {
+  sim::SimulationOptions options;
+  options.duration = 1.0;
+  options.noise = "none";
+  options.force_torque = true;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
+  const io::Log& log = run.log;
+  const FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", "unused.h5");
+  const pinocchio::Model model = model::loadRobot("talos").pinocchio();
+  const std::vector<pinocchio::JointIndex> bodies{model.getJointId("arm_left_4_joint")};
+  ExternalInputs sensors;
+  sensors.wrench_frames = log.force_torque->frames;
+  const MeasurementModel with_truth(model, bodies, config.contacts);
+  const MeasurementModel with_sensors(model, bodies, {}, sensors);
+  MeasurementData truth_data(with_truth), sensor_data(with_sensors);
+  const io::TruthSeries& t = *log.truth;
+  const io::JointBinding binding = io::bindJoints(model, log.joints.names);
+  Eigen::VectorXd truth_sq = Eigen::VectorXd::Zero(with_truth.numRows()), sensor_sq = truth_sq;
+  int samples = 0;
+  for (Eigen::Index k = 300; k < t.time.size(); ++k) {
+    Eigen::VectorXd q(model.nq), v(model.nv), a(model.nv), tau = Eigen::VectorXd::Zero(model.nv);
+    q.head<7>() = t.base_pose.row(k).transpose();
+    v.head<6>() = t.base_twist.row(k).transpose();
+    a.head<6>() = t.base_acceleration.row(k).transpose();
+    for (int j = 0; j < binding.size(); ++j) {
+      q[binding.idx_q[j]] = t.q(k, binding.log_column[j]);
+      v[binding.idx_v[j]] = t.v(k, binding.log_column[j]);
+      a[binding.idx_v[j]] = t.a(k, binding.log_column[j]);
+      tau[binding.idx_v[j]] = log.joints.tau(k, binding.log_column[j]);
+    }
+    Eigen::VectorXd points(3 * config.contacts.size());
+    for (std::size_t c = 0; c < config.contacts.size(); ++c) {
+      const auto column =
+          std::find(t.contact_names.begin(), t.contact_names.end(), config.contacts[c].name) -
+          t.contact_names.begin();
+      points.segment<3>(3 * c) = t.contact_forces.row(k).segment<3>(3 * column).transpose();
+    }
+    computeMeasurement(with_truth, truth_data, q, v, a, tau, points);
+    computeMeasurement(with_sensors, sensor_data, q, v, a, tau,
+                       log.force_torque->wrench.row(k).transpose());
+    const Eigen::VectorXd pi = with_truth.nominalParameters();
+    truth_sq += (truth_data.delta_tau - truth_data.Y * pi).cwiseAbs2();
+    sensor_sq += (sensor_data.delta_tau - sensor_data.Y * pi).cwiseAbs2();
+    ++samples;
+  }
+  const Eigen::VectorXd truth_rms = (truth_sq / samples).cwiseSqrt();
+  const Eigen::VectorXd sensor_rms = (sensor_sq / samples).cwiseSqrt();
+  std::cout << "residual RMS per row, truth forces:  " << truth_rms.transpose() << "\n"
+            << "residual RMS per row, F/T sensors:   " << sensor_rms.transpose() << "\n";
+  for (int r = 0; r < with_truth.numRows(); ++r)
+    EXPECT_LE(sensor_rms[r], 1.05 * truth_rms[r] + 0.01) << "row " << r;
 }
 
 // Estimates go out as a log (docs/log-format.md, estimates group), the summary as JSON; an

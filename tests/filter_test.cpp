@@ -5,8 +5,11 @@
 // payloads the filter does not know).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+
+#include <Eigen/SVD>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,7 @@
 #include "heft/filter/measurement.hpp"
 #include "heft/filter/signal_window.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "support/malloc_counter.hpp"
 
@@ -141,6 +145,92 @@ TEST(Measurement, EqualsInverseDynamicsWithContactForces) {
         << "trial " << trial << "\n"
         << md.delta_tau.transpose() << "\n"
         << predicted.transpose();
+  }
+}
+
+// Measured wrenches at frames ([f; t] in the frame, about its origin) are Pinocchio's fext too.
+TEST(Measurement, WrenchFramesEqualInverseDynamicsWithExternalWrenches) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const std::vector<pinocchio::JointIndex> bodies{model.getJointId("arm_left_4_joint"),
+                                                  model.getJointId("root_joint")};
+  heft::filter::ExternalInputs inputs;
+  inputs.wrench_frames = {"left_sole_link", "right_sole_link"};
+  const MeasurementModel mm(model, bodies, {}, inputs);
+  ASSERT_EQ(mm.numForceInputs(), 12);
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(4);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 5; ++trial) {
+    const State s = randomState(model, rng);
+    VectorXd wrenches(12);
+    for (int i = 0; i < 12; ++i) wrenches[i] = (i % 6 < 3 ? 200 : 20) * normal(rng);
+    pinocchio::forwardKinematics(model, data, s.q);
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (int w = 0; w < 2; ++w) {
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(inputs.wrench_frames[w])];
+      // the wrench in the frame, moved to its joint's frame
+      fext[frame.parentJoint] += frame.placement.act(
+          pinocchio::Force(wrenches.segment<3>(6 * w), wrenches.segment<3>(6 * w + 3)));
+    }
+    const VectorXd tau_obs = pinocchio::rnea(model, data, s.q, s.v, s.a, fext);
+    heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau_obs, wrenches);
+    const double scale = md.delta_tau.cwiseAbs().maxCoeff();
+    EXPECT_LT((md.delta_tau - md.Y * mm.nominalParameters()).cwiseAbs().maxCoeff(), 1e-10 * scale)
+        << "trial " << trial;
+  }
+}
+
+// Unknown contact wrenches, stance frames: with the true parameters, Delta tau - Y pi is exactly
+// -A lambda (A the stance columns, lambda the world-aligned wrench at each sole origin), so its
+// projection on the left null space of A vanishes; an algebraic check, no differences.
+TEST(Measurement, ProjectedResidualVanishesWithTheTrueParameters) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const auto trunk = model.getJointId("root_joint");
+  heft::filter::ExternalInputs inputs;
+  inputs.stance_frames = heft::model::groupContactFrames(talosSoleCorners());
+  ASSERT_EQ(inputs.stance_frames.size(), 2u);
+  ASSERT_TRUE(inputs.stance_frames[0].flat && inputs.stance_frames[1].flat);
+  const MeasurementModel mm(model, {trunk}, {}, inputs);
+  EXPECT_EQ(mm.numRows(), 18);  // the base and the twelve leg joints that hold the soles
+  EXPECT_EQ(mm.maxConstraintColumns(), 12);
+  MeasurementData md(mm);
+  pinocchio::Data data(model);
+  std::mt19937 rng(6);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 6; ++trial) {
+    const State s = randomState(model, rng);
+    pinocchio::forwardKinematics(model, data, s.q);
+    // the right foot lifts on odd trials
+    const bool right = trial % 2 == 0;
+    VectorXd lambda = VectorXd::Zero(12);
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (int f = 0; f < (right ? 2 : 1); ++f) {
+      for (int i = 0; i < 6; ++i) lambda[6 * f + i] = (i < 3 ? 300 : 30) * normal(rng);
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(inputs.stance_frames[f].frame)];
+      const pinocchio::SE3 oMf = data.oMi[frame.parentJoint] * frame.placement;
+      // world-aligned at the sole origin -> the joint frame
+      const pinocchio::SE3 aligned(Eigen::Matrix3d::Identity(), oMf.translation());
+      fext[frame.parentJoint] += data.oMi[frame.parentJoint].actInv(
+          aligned.act(pinocchio::Force(lambda.segment<3>(6 * f), lambda.segment<3>(6 * f + 3))));
+    }
+    const VectorXd tau_obs = pinocchio::rnea(model, data, s.q, s.v, s.a, fext);
+    const VectorXd flags = (VectorXd(2) << 1, right ? 1 : 0).finished();
+    heft::filter::computeMeasurement(mm, md, s.q, s.v, s.a, tau_obs, flags);
+    ASSERT_EQ(md.active_constraints, right ? 12 : 6);
+    const VectorXd residual = md.delta_tau - md.Y * mm.nominalParameters();
+    const double scale = residual.cwiseAbs().maxCoeff();
+    EXPECT_GT(scale, 10);  // the contact wrenches are in it
+    EXPECT_LT((residual + md.constraint * lambda).cwiseAbs().maxCoeff(), 1e-10 * scale);
+    // N from an SVD: the projected residual vanishes, and p = m - rank(A)
+    const Eigen::JacobiSVD<MatrixXd> svd(md.constraint, Eigen::ComputeFullU);
+    const int rank = (svd.singularValues().array() > 1e-9 * svd.singularValues()[0]).count();
+    EXPECT_EQ(rank, md.active_constraints);
+    const MatrixXd N = svd.matrixU().rightCols(mm.numRows() - rank);
+    EXPECT_LT((N.transpose() * residual).cwiseAbs().maxCoeff(), 1e-10 * scale);
+    EXPECT_GT((N.transpose() * md.Y).norm(), 1e-3);  // and the parameters are still seen
   }
 }
 
@@ -347,6 +437,76 @@ TEST(InertialEkf, UpdateDoesNotAllocate) {
       EXPECT_GT(statuses[static_cast<int>(st)], 0) << heft::filter::toString(st);
     }
   }
+}
+
+// Projected measurement (stance frames) on TALOS: exact signals of the nominal model with unknown
+// sole wrenches; one foot lifts now and then, so the dimension changes. update() allocates nothing
+// in any branch, the gate uses the projected dimension, and the trunk estimate stays at the truth.
+TEST(InertialEkf, ProjectedUpdateDoesNotAllocateAndStaysAtTheTruth) {
+  const pinocchio::Model& model = talos().pinocchio();
+  const auto trunk = model.getJointId("root_joint");
+  heft::filter::ExternalInputs inputs;
+  inputs.stance_frames = heft::model::groupContactFrames(talosSoleCorners());
+  const VectorXd prior = MeasurementModel(model, {trunk}, {}, inputs).nominalParameters();
+  pinocchio::Data data(model);
+  std::vector<VectorXd> qs, vs, taus, flags;
+  std::vector<double> times;
+  const double dt = 1e-3;
+  for (double t = 0; t < 0.6; t += dt) {
+    VectorXd step(model.nv), v(model.nv), a(model.nv);
+    for (int j = 0; j < model.nv; ++j) {
+      const double w = 2 * M_PI * (0.4 + 0.07 * j), amp = 0.3;
+      step[j] = amp * std::sin(w * t + j);
+      v[j] = amp * w * std::cos(w * t + j);
+      a[j] = -amp * w * w * std::sin(w * t + j);
+    }
+    const VectorXd q = pinocchio::integrate(model, pinocchio::neutral(model), step);
+    // q is only a configuration here: the filter differentiates v, and a is dv/dt
+    pinocchio::forwardKinematics(model, data, q);
+    const bool right = std::fmod(t, 0.2) < 0.12;  // the right foot lifts for 80 ms of every 200
+    pinocchio::container::aligned_vector<pinocchio::Force> fext(model.njoints,
+                                                                pinocchio::Force::Zero());
+    for (int f = 0; f < (right ? 2 : 1); ++f) {
+      const pinocchio::Frame& frame = model.frames[model.getFrameId(inputs.stance_frames[f].frame)];
+      fext[frame.parentJoint] +=
+          pinocchio::Force(heft::Vector3(10 * std::sin(3 * t + f), 5, 400 + 50 * std::cos(5 * t)),
+                           heft::Vector3(2 * std::sin(7 * t), 3, 1));
+    }
+    // the base rows keep what RNEA needs there (a fictitious base wrench): the algebra under test
+    // does not need the stream to be a physical motion
+    const VectorXd tau = pinocchio::rnea(model, data, q, v, a, fext);
+    times.push_back(t);
+    qs.push_back(q);
+    vs.push_back(v);
+    taus.push_back(tau);
+    flags.push_back((VectorXd(2) << 1, right ? 1 : 0).finished());
+  }
+  InertialEkfOptions options;
+  options.difference_half_width = 2;
+  options.calibration_duration = 0.05;
+  options.gate_threshold = 0;
+  InertialEkf filter(model, {trunk}, {}, inputs, prior, options);
+  long statuses[8] = {0};
+  std::vector<int> dimensions;
+  dimensions.reserve(times.size());
+  const long mallocs = heft::test::countMallocs([&] {
+    for (std::size_t k = 0; k < times.size(); ++k) {
+      ++statuses[static_cast<int>(filter.update(times[k], qs[k], vs[k], taus[k], flags[k]))];
+      dimensions.push_back(filter.lastMeasurementDimension());
+    }
+  });
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  EXPECT_EQ(mallocs, 0);
+#else
+  (void)mallocs;
+#endif
+  EXPECT_GT(statuses[static_cast<int>(UpdateStatus::Updated)], 300);
+  EXPECT_EQ(statuses[static_cast<int>(UpdateStatus::NumericalFailure)], 0);
+  // 18 rows: 6 left with both soles down, 12 with one
+  EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 6), dimensions.end());
+  EXPECT_NE(std::find(dimensions.begin(), dimensions.end(), 12), dimensions.end());
+  // nominal data: the estimate stays at the prior (the truth) within 1 % of the mass
+  EXPECT_NEAR(filter.estimate()[0] / prior[0], 1.0, 0.01);
 }
 
 // The log-Cholesky state keeps every estimate consistent even when the data push hard (a gain

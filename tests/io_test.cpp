@@ -155,6 +155,21 @@ Log makeLog(const std::vector<std::string>& names, bool floating, Eigen::Index n
   return log;
 }
 
+/// Adds two F/T sensors at 250 Hz (a different rate from the joints), with values a round trip
+/// could get wrong (-0, a subnormal, 0.1 + 0.2).
+Log withForceTorque(Log log) {
+  ForceTorqueSeries ft;
+  ft.time = timeVector(50, 0.501, 0.004);
+  ft.names = {"left_ankle_ft", "right_ankle_ft"};
+  ft.frames = {"left_sole_link", "right_sole_link"};
+  ft.wrench = Eigen::MatrixXd::Random(50, 12) * 300;
+  ft.wrench(0, 0) = -0.0;
+  ft.wrench(1, 5) = 4.9e-324;
+  ft.wrench(2, 11) = 0.1 + 0.2;
+  log.force_torque = ft;
+  return log;
+}
+
 Log smallFixedLog() { return makeLog({"j1", "j2", "j3"}, false); }
 Log smallFloatingLog() { return makeLog({"j1", "j2", "j3"}, true); }
 
@@ -335,6 +350,90 @@ TEST_F(IoTest, EstimatesRoundTripIsExactInBothFormats) {
               0)
         << p;
   }
+}
+
+TEST_F(IoTest, ForceTorqueRoundTripIsExactInBothFormats) {
+  const Log log = withForceTorque(smallFloatingLog());
+  ASSERT_TRUE(validateLog(log).ok()) << validateLog(log).report();
+  writeLog(log, path("ft.h5"));
+  writeLog(log, path("ft"));
+  for (const std::string& p : {path("ft.h5"), path("ft")}) {
+    const Log back = readLog(p);
+    EXPECT_EQ(firstDifference(log, back), "") << p;
+    ASSERT_TRUE(back.force_torque) << p;
+    EXPECT_EQ(back.force_torque->frames[1], "right_sole_link") << p;
+    EXPECT_TRUE(std::signbit(back.force_torque->wrench(0, 0))) << p;
+  }
+  // the CSV: wrench/<sensor>/<channel> columns and a sensor -> frame table
+  const std::string csv = readTextFile(path("ft") + "/force_torque.csv");
+  EXPECT_EQ(csv.substr(0, csv.find(",wrench/right_ankle_ft/fx")),
+            "time,wrench/left_ankle_ft/fx,wrench/left_ankle_ft/fy,wrench/left_ankle_ft/fz,"
+            "wrench/left_ankle_ft/tx,wrench/left_ankle_ft/ty,wrench/left_ankle_ft/tz");
+  EXPECT_EQ(readTextFile(path("ft") + "/force_torque_sensors.csv"),
+            "sensor,frame\nleft_ankle_ft,left_sole_link\nright_ankle_ft,right_sole_link\n");
+  // a log without the group reads back without it, and the group survives resampling
+  writeLog(smallFloatingLog(), path("no_ft.h5"));
+  writeLog(smallFloatingLog(), path("no_ft"));
+  EXPECT_FALSE(readLog(path("no_ft.h5")).force_torque);
+  EXPECT_FALSE(readLog(path("no_ft")).force_torque);
+  EXPECT_FALSE(fs::exists(path("no_ft") + "/force_torque.csv"));
+  ResampleOptions options;
+  options.rate = 100;
+  const Log resampled = resample(log, options);
+  ASSERT_TRUE(resampled.force_torque);
+  EXPECT_EQ(resampled.force_torque->frames, log.force_torque->frames);
+  EXPECT_NEAR(resampled.force_torque->time(0), 0.51, 1e-12);
+}
+
+TEST_F(IoTest, ForceTorqueValidationNamesFieldAndRow) {
+  const Log good = withForceTorque(smallFloatingLog());
+  Log bad = good;
+  bad.force_torque->wrench(7, 8) = std::nan("");
+  bad.force_torque->time(4) = bad.force_torque->time(3);
+  EXPECT_TRUE(mentions(errors(bad),
+                       {"force_torque/wrench row 7: column right_ankle_ft/fz: expected a finite "
+                        "value, got nan",
+                        "force_torque/time row 4: duplicated time stamp"}));
+  Log twice = good;
+  twice.force_torque->names[1] = "left_ankle_ft";
+  EXPECT_TRUE(
+      mentions(errors(twice), {"force_torque/names row 1: duplicated name \"left_ankle_ft\""}));
+  Log shapes = good;
+  shapes.force_torque->wrench.conservativeResize(50, 11);
+  shapes.force_torque->frames.pop_back();
+  EXPECT_TRUE(mentions(errors(shapes),
+                       {"force_torque/wrench: expected 50 x 12 (samples of "
+                        "force_torque/time x 6 per name in force_torque/names), got 50 x 11",
+                        "force_torque/frames: expected one frame per name"}));
+  // against a model: every frame must be one of its frames
+  const pinocchio::Model go2 = loadUrdf(kGo2, true);
+  std::vector<std::string> names;
+  for (std::size_t j = 2; j < go2.names.size(); ++j) names.push_back(go2.names[j]);
+  Log feet = withForceTorque(makeLog(names, true));
+  feet.truth->body_names = {"base", "FL_calf_joint"};
+  feet.force_torque->frames = {"FL_foot", "RR_foot"};
+  EXPECT_TRUE(validateLog(feet, go2).ok()) << validateLog(feet, go2).report();
+  feet.force_torque->frames[1] = "RR_toe";
+  EXPECT_TRUE(mentions(validateLog(feet, go2).report(),
+                       {"force_torque/frames[1]: sensor right_ankle_ft: \"RR_toe\" is not a "
+                        "frame of model \"go2_description\""}));
+}
+
+TEST_F(IoTest, ForceTorqueCsvReaderErrorsNameTheFile) {
+  const Log log = withForceTorque(smallFixedLog());
+  writeLog(log, path("ft"));
+  const std::string sensors = path("ft") + "/force_torque_sensors.csv";
+  std::ofstream(sensors, std::ios::binary | std::ios::trunc)
+      << "sensor,frame\nleft_ankle_ft,left_sole_link\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("ft")); }),
+                       {"force_torque_sensors.csv", "right_ankle_ft", "has no frame"}));
+  std::ofstream(sensors, std::ios::binary | std::ios::trunc)
+      << "sensor,frame\nleft_ankle_ft,a\nright_ankle_ft,b\nthird,c\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("ft")); }),
+                       {"force_torque_sensors.csv:4: sensor \"third\""}));
+  fs::remove(sensors);
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("ft")); }),
+                       {"force_torque_sensors.csv: not found"}));
 }
 
 TEST_F(IoTest, EstimatesOnlyLogRoundTripsAndIsValidWithoutAModel) {

@@ -410,6 +410,62 @@ TEST(Truth, HumanoidStaticStanceContactForcesCarryTheWeight) {
   for (int c = 0; c < 8; ++c) EXPECT_EQ(truth.contact_flags(last, c), 1) << truth.contact_names[c];
 }
 
+// F/T sensors at the contact frames, noise off: each logged wrench, applied at its frame
+// (+ J_LOCAL^T w), gives the same generalized force as the truth contact forces (+ J_point^T f,
+// world axes) at the sphere bottoms under a sole and at the sphere centre of a point foot (whose
+// sensor measures only the force): the sign, axes and point conventions of docs/log-format.md.
+TEST(Sensors, ForceTorqueWrenchesAreTheTruthForcesAtTheSensorFrames) {
+  for (const std::string name : {"talos-stand", "go2-trot"}) {
+    sim::SimulationOptions options;
+    options.duration = 0.4;
+    options.noise = "none";
+    EXPECT_FALSE(sim::simulate(sim::findScenario(name), options).log.force_torque) << name;
+    options.force_torque = true;
+    const auto result = sim::simulate(sim::findScenario(name), options);
+    ASSERT_TRUE(result.summary.ok()) << result.summary.report();
+    const heft::io::Log& log = result.log;
+    ASSERT_TRUE(log.force_torque) << name;
+    const auto& ft = *log.force_torque;
+    const auto& truth = *log.truth;
+    const model::RobotModel robot = model::loadRobot(name == "go2-trot" ? "go2" : "talos");
+    const pinocchio::Model& m = robot.pinocchio();
+    EXPECT_TRUE(heft::io::validateLog(log, m).ok()) << heft::io::validateLog(log, m).report();
+    EXPECT_EQ(ft.names.size(), name == "go2-trot" ? 4u : 2u) << name;  // one per foot
+    const sim::SimModel sim_model(robot, sim::findScenario(name).model);
+    const auto& points = sim_model.contactPoints();
+    pinocchio::Data d(m);
+    Eigen::MatrixXd J(6, m.nv);
+    double largest = 0, scale = 0;
+    for (int k = 0; k < truth.time.size(); k += 20) {
+      Eigen::VectorXd q(m.nq);
+      q << truth.base_pose.row(k).transpose(), truth.q.row(k).transpose();
+      pinocchio::computeJointJacobians(m, d, q);
+      pinocchio::updateFramePlacements(m, d);
+      Eigen::VectorXd from_truth = Eigen::VectorXd::Zero(m.nv), from_sensors = from_truth;
+      for (std::size_t c = 0; c < points.size(); ++c) {
+        J.setZero();
+        const auto f = m.getFrameId(points[c].frame);
+        const double radius = name == "go2-trot" ? 0 : sim_model.options().contact_radius;
+        // the Jacobian of the point, world-aligned axes
+        pinocchio::getFrameJacobian(m, d, f, pinocchio::LOCAL_WORLD_ALIGNED, J);
+        Eigen::MatrixXd Jp = J.topRows(3);
+        const Vector3 r = d.oMf[f].rotation() * points[c].offset - radius * Vector3::UnitZ();
+        for (int col = 0; col < m.nv; ++col) Jp.col(col) += Vector3(J.col(col).tail<3>()).cross(r);
+        from_truth += Jp.transpose() * truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+      }
+      for (std::size_t i = 0; i < ft.names.size(); ++i) {
+        J.setZero();
+        pinocchio::getFrameJacobian(m, d, m.getFrameId(ft.frames[i]), pinocchio::LOCAL, J);
+        from_sensors += J.transpose() * ft.wrench.row(k).segment<6>(6 * i).transpose();
+      }
+      largest = std::max(largest, (from_truth - from_sensors).cwiseAbs().maxCoeff());
+      scale = std::max(scale, from_truth.cwiseAbs().maxCoeff());
+    }
+    EXPECT_GT(scale, 50) << name;  // the robot stands on its feet
+    EXPECT_LT(largest, 1e-9 * scale) << name;
+  }
+}
+
 // The varying torso mass in the truth is what MuJoCo simulated: the square wave itself, and the
 // equations of motion close with the varying pi (not with the constant table after a switch).
 TEST(Truth, TimeVaryingMassIsWhatMujocoHad) {

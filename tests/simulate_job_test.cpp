@@ -210,12 +210,18 @@ TEST(ScenarioFiles, WriterRoundTripsEveryBuiltInAndCustomRunOptions) {
   profile.mocap_rpy_offset << 0.01, -0.02, 1.0 / 3.0;
   config.options.profile = profile;
   config.scenario.model.torque_offsets["FL_calf_joint"] = 0.1;
+  config.options.force_torque = true;
+  profile.ft_force_bias = 3.5;
+  config.options.profile = profile;
   const SimulateJob::Config back =
       SimulateJob::parse(SimulateJob::toYaml(config), "custom.yaml", ".");
   expectSameScenario(config.scenario, back.scenario);
   EXPECT_EQ(back.options.seed, 42u);
   EXPECT_FALSE(back.options.stop_on_fall);
+  EXPECT_TRUE(back.options.force_torque);
+  EXPECT_FALSE(SimulateJob::builtIn("go2-payload-3kg").options.force_torque);
   ASSERT_TRUE(back.options.profile.has_value());
+  EXPECT_EQ(back.options.profile->ft_force_bias, 3.5);
   EXPECT_EQ(back.options.profile->name, "harsh-quiet-torque");
   EXPECT_EQ(back.options.profile->torque_noise, 0.01);
   EXPECT_EQ(back.options.profile->torque_bias, profile.torque_bias);
@@ -335,6 +341,11 @@ TEST(ScenarioFiles, EveryMistakeIsOneInputErrorNamingFileLineAndField) {
       {replaced("type: fourier", "type: stance"),
        "bad.yaml:15: motion.type: expected fourier for a fixed-base robot"},
       {replaced("robot: panda\n", ""), "bad.yaml:1: robot: missing"},
+      // optional sensors
+      {replaced("duration: 2", "duration: 2\nsensors: {force_torque: yes please}"),
+       "bad.yaml:5: sensors.force_torque: expected"},
+      {replaced("duration: 2", "duration: 2\nsensors: {torque: true}"),
+       "bad.yaml:5: sensors.torque: unknown key; expected one of force_torque"},
       {replaced("      mass: 0.5\n", ""), "bad.yaml:7: model.payloads[0].mass: missing"},
   };
   for (const auto& c : cases) {

@@ -20,6 +20,7 @@ struct SimulateArgs {
   bool print = false;
   bool overwrite = false;
   bool quiet = false;
+  bool force_torque = false;
   // set when the option was given (it then replaces the scenario file's value)
   CLI::Option* seed_option = nullptr;
   CLI::Option* noise_option = nullptr;
@@ -45,6 +46,7 @@ int runSimulate(const SimulateArgs& args) {
     config.options.noise = args.noise;
     config.options.profile.reset();
   }
+  if (args.force_torque) config.options.force_torque = true;
   config.options.duration = args.duration;
   config.validate();
   if (args.print) {
@@ -82,6 +84,9 @@ std::function<int()> setupSimulate(CLI::App& app) {
                            ->check(CLI::IsMember({"none", "nominal", "harsh"}));
   app.add_option("--duration", args->duration, "simulated seconds (default: the scenario's)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--force-torque", args->force_torque,
+               "also log force/torque sensors at the contact frames (the force_torque group; "
+               "same as the file's sensors: {force_torque: true})");
   app.add_flag("--overwrite", args->overwrite, "replace an existing log");
   app.add_flag("--quiet", args->quiet, "print nothing on success");
   return [args]() { return runSimulate(*args); };

@@ -1,5 +1,6 @@
 #include "heft/filter/inertial_ekf.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -71,6 +72,8 @@ const char* toString(UpdateStatus status) {
       return "rejected-input";
     case UpdateStatus::NumericalFailure:
       return "numerical-failure";
+    case UpdateStatus::NoInformation:
+      return "no-information";
   }
   return "unknown";
 }
@@ -79,14 +82,24 @@ InertialEkf::InertialEkf(const pinocchio::Model& model,
                          const std::vector<pinocchio::JointIndex>& bodies,
                          const std::vector<ContactPoint>& contacts, const Eigen::VectorXd& prior_pi,
                          const InertialEkfOptions& options)
+    : InertialEkf(model, bodies, contacts, ExternalInputs{}, prior_pi, options) {}
+
+InertialEkf::InertialEkf(const pinocchio::Model& model,
+                         const std::vector<pinocchio::JointIndex>& bodies,
+                         const std::vector<ContactPoint>& contacts, const ExternalInputs& inputs,
+                         const Eigen::VectorXd& prior_pi, const InertialEkfOptions& options)
     : options_((options.validate(), options)),
-      measurement_model_(model, bodies, contacts),
+      measurement_model_(model, bodies, contacts, inputs),
       measurement_(measurement_model_),
-      window_(model.nq, model.nv, 3 * static_cast<int>(contacts.size()),
+      window_(model.nq, model.nv, measurement_model_.numForceInputs(),
               options.difference_half_width, options.max_sample_gap),
       n_(measurement_model_.numParameters()),
       m_(measurement_model_.numRows()),
-      llt_(measurement_model_.numRows()) {
+      llt_(measurement_model_.numRows()),
+      eigen_(std::min(measurement_model_.numRows(), kMaxProjectedRows)) {
+  require(measurement_model_.numStanceFrames() == 0 || m_ <= kMaxProjectedRows,
+          "filter measurement rows with stance frames",
+          "at most " + std::to_string(kMaxProjectedRows), std::to_string(m_));
   require(prior_pi.size() == n_, "filter prior pi", std::to_string(n_) + " values (10 per body)",
           std::to_string(prior_pi.size()));
   require(prior_pi.allFinite(), "filter prior pi", "finite values", "NaN or Inf");
@@ -135,6 +148,21 @@ InertialEkf::InertialEkf(const pinocchio::Model& model,
   }
   gamma_ = options_.gate_threshold > 0 ? options_.gate_threshold
                                        : chiSquareQuantile(options_.gate_probability, m_);
+  gamma_by_dimension_ = Eigen::VectorXd::Zero(m_ + 1);
+  for (int p = 1; p <= m_; ++p) {
+    gamma_by_dimension_[p] = options_.gate_threshold > 0
+                                 ? options_.gate_threshold
+                                 : chiSquareQuantile(options_.gate_probability, p);
+  }
+  const int mp = std::min(m_, kMaxProjectedRows);
+  AAt_ = ProjectionMatrix::Zero(mp, mp);
+  sum_projector_ = ProjectionMatrix::Zero(mp, mp);
+  E_ = Eigen::MatrixXd::Identity(m_, m_);
+  RN_ = Eigen::MatrixXd::Zero(m_, m_);
+  HP_ = Eigen::MatrixXd::Zero(m_, n_);
+  projected_ = Eigen::VectorXd::Zero(m_);
+  sum_projected_residual_ = Eigen::VectorXd::Zero(m_);
+  dimension_ = last_dimension_ = m_;
 
   state_.resize(n_);
   pi_.resize(n_);
@@ -169,6 +197,22 @@ void InertialEkf::reset() {
   calibration_count_ = 0;
   consecutive_gated_ = 0;
   counters_ = Counters{};
+  sum_projector_.setZero();
+  sum_projected_residual_.setZero();
+  dimension_ = last_dimension_ = m_;
+}
+
+void InertialEkf::project() {
+  // N: the eigenvectors of A A^T whose eigenvalues vanish (relative to the largest), A the
+  // stance columns; an empty stance leaves every row
+  const auto& A = measurement_.constraint;
+  AAt_.noalias() = A * A.transpose();
+  eigen_.compute(AAt_);
+  const auto& lambda = eigen_.eigenvalues();
+  const double tolerance = 1e-10 * std::max(1.0, lambda[m_ - 1]);
+  dimension_ = 0;
+  while (dimension_ < m_ && lambda[dimension_] < tolerance) ++dimension_;
+  E_ = eigen_.eigenvectors();
 }
 
 void InertialEkf::piFromState() {
@@ -190,7 +234,7 @@ UpdateStatus InertialEkf::update(double time, const Eigen::Ref<const Eigen::Vect
   ++counters_.samples;
   const auto& mm = measurement_model_;
   if (q.size() != mm.nq() || v.size() != mm.nv() || tau.size() != mm.nv() ||
-      contact_forces.size() != 3 * mm.numContacts()) {
+      contact_forces.size() != mm.numForceInputs()) {
     ++counters_.rejected;
     return UpdateStatus::RejectedInput;
   }
@@ -203,6 +247,7 @@ UpdateStatus InertialEkf::update(double time, const Eigen::Ref<const Eigen::Vect
 
   computeMeasurement(mm, measurement_, window_.q, window_.v, window_.a, window_.tau,
                      window_.forces);
+  if (projected()) project();
   if (!started_) {
     started_ = true;
     calibration_start_ = last_time_ = window_.time;
@@ -210,13 +255,36 @@ UpdateStatus InertialEkf::update(double time, const Eigen::Ref<const Eigen::Vect
   if (!calibrated_) {
     if (window_.time - calibration_start_ < options_.calibration_duration) {
       // the residual of the prior, which the estimated bodies are assumed to have meanwhile
-      bias_sum_ += measurement_.delta_tau;
-      bias_sum_.noalias() -= measurement_.Y * prior_pi_;
+      w_ = measurement_.delta_tau;
+      w_.noalias() -= measurement_.Y * prior_pi_;
+      if (projected()) {
+        // only N^T r is free of contact forces: accumulate the normal equations of
+        // min_b sum_k |N_k^T (r_k - b)|^2, i.e. sum N N^T and sum N N^T r
+        const auto N = E_.leftCols(dimension_);
+        projected_.head(dimension_).noalias() = N.transpose() * w_;
+        sum_projected_residual_.noalias() += N * projected_.head(dimension_);
+        sum_projector_.noalias() += N * N.transpose();
+      } else {
+        bias_sum_ += w_;
+      }
       ++calibration_count_;
       last_time_ = window_.time;
       return UpdateStatus::Calibrating;
     }
-    if (calibration_count_ > 0) bias_ = bias_sum_ / static_cast<double>(calibration_count_);
+    if (calibration_count_ > 0 && !projected()) {
+      bias_ = bias_sum_ / static_cast<double>(calibration_count_);
+    } else if (calibration_count_ > 0) {
+      // least squares through the eigenvectors of sum N N^T, whose eigenvalue / samples is the
+      // share of the calibration that saw that direction: below 10 % it is left at 0 (a
+      // direction seen while the basis turned past it would divide noise by a tiny number)
+      eigen_.compute(sum_projector_);
+      const auto& lambda = eigen_.eigenvalues();
+      const double tolerance = 0.1 * static_cast<double>(calibration_count_);
+      projected_.noalias() = eigen_.eigenvectors().transpose() * sum_projected_residual_;
+      for (int i = 0; i < m_; ++i)
+        projected_[i] = lambda[i] > tolerance ? projected_[i] / lambda[i] : 0;
+      bias_.noalias() = eigen_.eigenvectors() * projected_;
+    }
     calibrated_ = true;
   }
   const double dt = window_.time - last_time_;
@@ -250,9 +318,33 @@ UpdateStatus InertialEkf::correct(double dt) {
     H_.middleCols<10>(10 * k).noalias() =
         measurement_.Y.middleCols<10>(10 * k) * G_.block<10, 10>(10 * k, 10 * k);
   }
+  double gamma = gamma_;
+  last_dimension_ = m_;
+  if (projected()) {
+    // z' = N^T y, H' = N^T H, R' = N^T R N in the first p rows; the other rows are zero with unit
+    // variance (S stays m x m, so nothing is reallocated, and they add nothing to the NIS or K)
+    const int p = dimension_;
+    last_dimension_ = p;
+    if (p == 0) return UpdateStatus::NoInformation;
+    const auto N = E_.leftCols(p);
+    projected_.head(p).noalias() = N.transpose() * innovation_;
+    innovation_.head(p) = projected_.head(p);
+    innovation_.tail(m_ - p).setZero();
+    HP_.topRows(p).noalias() = N.transpose() * H_;
+    H_.topRows(p) = HP_.topRows(p);
+    H_.bottomRows(m_ - p).setZero();
+    RN_.leftCols(p).noalias() = R_.asDiagonal() * N;
+    gamma = gamma_by_dimension_[p];
+  }
   PHt_.noalias() = P_ * H_.transpose();
   S_.noalias() = H_ * PHt_;
-  S_.diagonal() += R_;
+  if (projected()) {
+    const int p = dimension_;
+    S_.topLeftCorner(p, p).noalias() += E_.leftCols(p).transpose() * RN_.leftCols(p);
+    S_.bottomRightCorner(m_ - p, m_ - p).diagonal().array() += 1.0;
+  } else {
+    S_.diagonal() += R_;
+  }
   llt_.compute(S_);
   if (llt_.info() != Eigen::Success) {
     ++counters_.failures;
@@ -266,7 +358,7 @@ UpdateStatus InertialEkf::correct(double dt) {
     return UpdateStatus::NumericalFailure;
   }
   UpdateStatus status = UpdateStatus::Updated;
-  if (options_.gating && nis_ > gamma_) {
+  if (options_.gating && nis_ > gamma) {
     if (consecutive_gated_ < options_.gate_max_consecutive) {
       ++consecutive_gated_;
       ++counters_.gated;

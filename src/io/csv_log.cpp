@@ -28,6 +28,7 @@ const std::vector<std::string> kAcceleration = {"ax", "ay", "az", "alphax", "alp
 const std::vector<std::string> kXyz = {"x", "y", "z"};
 const std::vector<std::string> kQuaternion = {"qx", "qy", "qz", "qw"};
 const std::vector<std::string> kForce = {"fx", "fy", "fz"};
+const std::vector<std::string> kWrench = {"fx", "fy", "fz", "tx", "ty", "tz"};
 const std::vector<std::string> kPi = {"m",   "mcx", "mcy", "mcz", "Ixx",
                                       "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
 
@@ -225,6 +226,45 @@ std::string at(const fs::path& directory, const std::string& file) {
 }
 
 /// metadata.yaml keys that belong to an optional group, kept until the group is read.
+/// force_torque_sensors.csv: a header "sensor,frame" and one line per sensor of force_torque.csv
+/// (any order), giving the frame its wrench is expressed in. Returns the frames in `sensors` order.
+std::vector<std::string> readSensorFrames(const std::string& path,
+                                          const std::vector<std::string>& sensors) {
+  const std::string text = readTextFile(path);
+  std::map<std::string, std::string> frames;
+  std::size_t start = 0, line_number = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::vector<std::string> fields = splitFields(line);
+    const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    if (line_number == 1) {
+      if (fields != std::vector<std::string>{"sensor", "frame"})
+        throw InputError(where + "expected the header \"sensor,frame\"");
+      continue;
+    }
+    if (fields.size() != 2 || fields[0].empty() || fields[1].empty())
+      throw InputError(where + "expected \"<sensor>,<frame>\", got \"" + line + "\"");
+    if (std::find(sensors.begin(), sensors.end(), fields[0]) == sensors.end())
+      throw InputError(where + "sensor \"" + fields[0] +
+                       "\" has no wrench/<sensor>/ columns in force_torque.csv");
+    if (!frames.emplace(fields[0], fields[1]).second)
+      throw InputError(where + "sensor \"" + fields[0] + "\" listed twice");
+  }
+  std::vector<std::string> out;
+  for (const auto& sensor : sensors) {
+    const auto it = frames.find(sensor);
+    if (it == frames.end())
+      throw InputError(path + ": sensor \"" + sensor + "\" of force_torque.csv has no frame");
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 struct GroupAttributes {
   std::string imu_frame, mocap_frame, estimator;
   std::vector<model::ContactPoint> contact_points;  ///< contacts' frames and offsets, by name
@@ -333,8 +373,8 @@ Log readCsv(const fs::path& directory) {
   // joints.csv is required, except in a log holding only metadata.yaml and estimates.csv
   const bool estimates = fs::exists(directory / "estimates.csv", ec);
   if (estimates && !fs::exists(directory / "joints.csv", ec)) {
-    for (const char* other :
-         {"imu.csv", "mocap.csv", "contacts.csv", "truth.csv", "truth_bodies.csv"}) {
+    for (const char* other : {"imu.csv", "mocap.csv", "contacts.csv", "force_torque.csv",
+                              "force_torque_sensors.csv", "truth.csv", "truth_bodies.csv"}) {
       if (!fs::exists(directory / other, ec)) continue;
       throw InputError(at(directory, "joints.csv") +
                        ": not found (required unless the log holds only metadata.yaml and "
@@ -405,6 +445,23 @@ Log readCsv(const fs::path& directory) {
       }
     }
     log.contacts = std::move(contacts);
+  }
+  const bool force_torque = fs::exists(directory / "force_torque.csv", ec);
+  if (force_torque != fs::exists(directory / "force_torque_sensors.csv", ec)) {
+    throw InputError(at(directory, force_torque ? "force_torque_sensors.csv" : "force_torque.csv") +
+                     ": not found (force_torque.csv and force_torque_sensors.csv come together)");
+  }
+  if (force_torque) {
+    // the sensors are the wrench/<sensor>/fx columns, in order
+    CsvTable table(at(directory, "force_torque.csv"), false);
+    ForceTorqueSeries ft;
+    ft.time = table.column("time");
+    ft.names = table.suffixes("wrench/", "/fx");
+    if (ft.names.empty()) table.fail("expected wrench/<sensor>/fx columns, found none");
+    ft.wrench = table.perNameColumns("wrench/", ft.names, kWrench);
+    table.requireAllUsed("time, wrench/<sensor>/{fx,fy,fz,tx,ty,tz}");
+    ft.frames = readSensorFrames(at(directory, "force_torque_sensors.csv"), ft.names);
+    log.force_torque = std::move(ft);
   }
   const bool truth_states = fs::exists(directory / "truth.csv", ec);
   const bool truth_bodies = fs::exists(directory / "truth_bodies.csv", ec);
@@ -620,6 +677,20 @@ void writeCsv(const Log& log, const fs::path& directory) {
     CsvBuilder contacts;
     contacts.addFlags("flags/", log.contacts->names, log.contacts->flags);
     writeFile(directory / "contacts.csv", contacts.text(log.contacts->time));
+  }
+  if (log.force_torque) {
+    const ForceTorqueSeries& ft = *log.force_torque;
+    if (ft.frames.size() != ft.names.size()) {
+      throw InputError("cannot write force_torque: " + std::to_string(ft.frames.size()) +
+                       " frames for " + std::to_string(ft.names.size()) + " sensors");
+    }
+    CsvBuilder wrenches;
+    wrenches.addPerName("wrench/", ft.names, kWrench, ft.wrench, "force_torque/wrench");
+    writeFile(directory / "force_torque.csv", wrenches.text(ft.time));
+    std::string sensors = "sensor,frame\n";
+    for (std::size_t i = 0; i < ft.names.size(); ++i)
+      sensors += ft.names[i] + "," + ft.frames[i] + "\n";
+    writeFile(directory / "force_torque_sensors.csv", sensors);
   }
   if (log.truth) {
     const TruthSeries& t = *log.truth;

@@ -429,6 +429,14 @@ Log readHdf5(const std::string& path) {
     if (in.exists("/contacts/offsets")) contacts.offsets = in.readMatrix("/contacts/offsets");
     log.contacts = std::move(contacts);
   }
+  if (in.isGroup("/force_torque")) {
+    ForceTorqueSeries ft;
+    ft.time = in.readVector("/force_torque/time");
+    ft.names = in.readStrings("/force_torque/names");
+    ft.frames = in.readStrings("/force_torque/frames");
+    ft.wrench = in.readMatrix("/force_torque/wrench");
+    log.force_torque = std::move(ft);
+  }
   if (in.isGroup("/truth")) {
     TruthSeries t;
     if (in.exists("/truth/time")) {
@@ -655,6 +663,13 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
     out.flags("/contacts/flags", log.contacts->flags);
     if (!log.contacts->frames.empty()) out.strings("/contacts/frames", log.contacts->frames);
     if (log.contacts->offsets.size() > 0) out.matrix("/contacts/offsets", log.contacts->offsets);
+  }
+  if (log.force_torque) {
+    out.group("/force_torque");
+    out.vector("/force_torque/time", log.force_torque->time);
+    out.strings("/force_torque/names", log.force_torque->names);
+    out.strings("/force_torque/frames", log.force_torque->frames);
+    out.matrix("/force_torque/wrench", log.force_torque->wrench);
   }
   if (log.truth) {
     const TruthSeries& t = *log.truth;

@@ -135,6 +135,17 @@ std::string firstDifference(const Log& a, const Log& b) {
                  compareMatrix("contacts/offsets", a.contacts->offsets, b.contacts->offsets)});
     if (!d.empty()) return d;
   }
+  if (!(d = presence("force_torque", a.force_torque.has_value(), b.force_torque.has_value()))
+           .empty())
+    return d;
+  if (a.force_torque) {
+    const ForceTorqueSeries &fa = *a.force_torque, &fb = *b.force_torque;
+    d = firstOf({compareMatrix("force_torque/time", fa.time, fb.time),
+                 compareNames("force_torque/names", fa.names, fb.names),
+                 compareNames("force_torque/frames", fa.frames, fb.frames),
+                 compareMatrix("force_torque/wrench", fa.wrench, fb.wrench)});
+    if (!d.empty()) return d;
+  }
   if (!(d = presence("truth", a.truth.has_value(), b.truth.has_value())).empty()) return d;
   if (a.truth) {
     const TruthSeries &ta = *a.truth, &tb = *b.truth;

@@ -237,6 +237,15 @@ Log resample(const Log& log, const ResampleOptions& options) {
     r.flags = interpolateFlags(s.time, s.flags, r.time, "contacts/flags");
     out.contacts = std::move(r);
   }
+  if (log.force_torque) {
+    const ForceTorqueSeries& s = *log.force_torque;
+    ForceTorqueSeries r;
+    r.names = s.names;
+    r.frames = s.frames;
+    r.time = selectGrid(grid, s.time, options.max_gap, "force_torque/time");
+    r.wrench = interpolateLinear(s.time, s.wrench, r.time, "force_torque/wrench");
+    out.force_torque = std::move(r);
+  }
   if (log.truth) {
     const TruthSeries& s = *log.truth;
     TruthSeries r;

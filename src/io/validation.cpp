@@ -296,6 +296,38 @@ void checkContacts(Collector& out, const ContactSeries& contacts) {
   }
 }
 
+const std::vector<std::string> kWrench = {"fx", "fy", "fz", "tx", "ty", "tz"};
+
+void checkForceTorque(Collector& out, const ForceTorqueSeries& ft) {
+  checkTime(out, "force_torque/time", ft.time, 1);
+  checkNames(out, "force_torque/names", ft.names, false);
+  if (ft.frames.size() != ft.names.size()) {
+    out.add("force_torque/frames", -1,
+            "expected one frame per name in force_torque/names (" +
+                std::to_string(ft.names.size()) + "), got " + std::to_string(ft.frames.size()));
+  } else {
+    for (std::size_t i = 0; i < ft.frames.size(); ++i) {
+      bool printable = !ft.frames[i].empty();
+      for (unsigned char ch : ft.frames[i])
+        printable &= ch >= 0x20 && ch != ',' && ch != '"' && ch != 0x7f;
+      if (!printable) {
+        out.add("force_torque/frames[" + std::to_string(i) + "]", -1,
+                "expected a frame name without a comma, a quote or a control character, got \"" +
+                    ft.frames[i] + "\"");
+      }
+    }
+  }
+  std::vector<std::string> columns;
+  for (const auto& name : ft.names) {
+    for (const auto& axis : kWrench) columns.push_back(name + "/" + axis);
+  }
+  if (checkShape(out, "force_torque/wrench", ft.wrench, ft.time.size(),
+                 6 * static_cast<Eigen::Index>(ft.names.size()),
+                 "samples of force_torque/time x 6 per name in force_torque/names")) {
+    checkFinite(out, "force_torque/wrench", ft.wrench, columns);
+  }
+}
+
 // The truth's joint and base series: shapes, finite values, a base only on a floating base.
 void checkTruthMotion(Collector& out, const Log& log) {
   const TruthSeries& t = *log.truth;
@@ -476,6 +508,7 @@ void checkLog(Collector& out, const Log& log) {
     if (log.imu) others.push_back("imu");
     if (log.mocap) others.push_back("mocap");
     if (log.contacts) others.push_back("contacts");
+    if (log.force_torque) others.push_back("force_torque");
     if (log.truth) others.push_back("truth");
     if (!others.empty()) {
       out.add("joints", -1,
@@ -489,6 +522,7 @@ void checkLog(Collector& out, const Log& log) {
   if (log.imu) checkImu(out, *log.imu);
   if (log.mocap) checkMocap(out, *log.mocap);
   if (log.contacts) checkContacts(out, *log.contacts);
+  if (log.force_torque) checkForceTorque(out, *log.force_torque);
   if (log.truth) checkTruth(out, log);
   if (log.estimates) checkEstimates(out, *log.estimates);
 }
@@ -576,6 +610,15 @@ ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
     checkJointsAgainstModel(out, log, model);
   }
   if (log.contacts) checkContactsAgainstModel(out, *log.contacts, model);
+  if (log.force_torque) {
+    const auto& frames = log.force_torque->frames;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].empty() || model.existFrame(frames[i])) continue;
+      out.add("force_torque/frames[" + std::to_string(i) + "]", -1,
+              "sensor " + (i < log.force_torque->names.size() ? log.force_torque->names[i] : "?") +
+                  ": \"" + frames[i] + "\" is not a frame of model \"" + model.name + "\"");
+    }
+  }
   if (log.truth) checkBodyNames(out, "truth/bodies/names", log.truth->body_names, model);
   if (log.estimates) checkBodyNames(out, "estimates/body_names", log.estimates->body_names, model);
   return report;

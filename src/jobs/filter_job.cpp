@@ -17,6 +17,7 @@
 #include "heft/io/joint_binding.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/signal.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/json.hpp"
 #include "locked_joints.hpp"
@@ -44,8 +45,10 @@ void FilterJob::Config::validate() const {
     require(*end_time > *start_time, source + ": end_time", "after start_time",
             formatNumber(*end_time));
   }
-  require(contact_forces == ContactForceSource::None || !contacts.empty(), source + ": contacts",
-          "the contact points the forces act at (contact_forces: truth)", "none");
+  const bool needs_points = contact_forces == ContactForceSource::Truth ||
+                            contact_forces == ContactForceSource::Projected;
+  require(!needs_points || !contacts.empty(), source + ": contacts",
+          "the contact points (contact_forces: truth or projected)", "none");
 }
 
 namespace {
@@ -90,7 +93,9 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
     config.contact_forces = yaml::located(top, "contact_forces", [](const std::string& s) {
       if (s == "none") return ContactForceSource::None;
       if (s == "truth") return ContactForceSource::Truth;
-      throw InputError("expected none or truth, got '" + s + "'");
+      if (s == "sensors") return ContactForceSource::Sensors;
+      if (s == "projected") return ContactForceSource::Projected;
+      throw InputError("expected none, truth, sensors or projected, got '" + s + "'");
     });
   }
   if (top.has("contacts")) {
@@ -160,8 +165,53 @@ FilterJob::Config FilterJob::load(const std::string& path) {
 
 namespace {
 
+// What the filter's force input holds beyond point forces: the sensors' frames, or the stance
+// frames whose forces are projected out. Checks the log holds what the source reads.
+ExternalInputs externalInputs(const pinocchio::Model& model, bool free_flyer, const io::Log& log,
+                              const FilterJob::Config& config) {
+  ExternalInputs inputs;
+  if (config.contact_forces == ContactForceSource::Sensors) {
+    require(log.force_torque.has_value(), config.log + ": force_torque",
+            "a force/torque group (contact_forces: sensors reads its wrenches)", "none");
+    const auto& frames = log.force_torque->frames;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const std::string field = config.log + ": force_torque/frames[" + std::to_string(i) + "]";
+      require(model.existFrame(frames[i]), field, "a frame of the robot", "\"" + frames[i] + "\"");
+      require(model.frames[model.getFrameId(frames[i])].parentJoint > 0, field,
+              "a frame on a moving body", "\"" + frames[i] + "\" is fixed to the world");
+    }
+    inputs.wrench_frames = frames;
+  }
+  if (config.contact_forces == ContactForceSource::Projected) {
+    require(log.contacts.has_value(), config.log + ": contacts",
+            "contact flags (contact_forces: projected; kinematic detection is not implemented)",
+            "no contacts group");
+    const auto& names = log.contacts->names;
+    for (std::size_t c = 0; c < config.contacts.size(); ++c) {
+      require(std::find(names.begin(), names.end(), config.contacts[c].name) != names.end(),
+              config.source + ": contacts[" + std::to_string(c) + "]", "a name in contacts/names",
+              "\"" + config.contacts[c].name + "\"");
+    }
+    inputs.stance_frames = model::groupContactFrames(config.contacts);
+    if (free_flyer) {
+      // a floating base that never stands is a flying robot: nothing keeps the base rows
+      bool touches = false;
+      for (std::size_t c = 0; c < config.contacts.size() && !touches; ++c) {
+        const auto column =
+            std::find(names.begin(), names.end(), config.contacts[c].name) - names.begin();
+        touches = (log.contacts->flags.col(column).array() != 0).any();
+      }
+      require(touches, config.log + ": contacts/flags",
+              "some contact of contacts: touching down (contact_forces: projected, floating base)",
+              "no flag ever 1");
+    }
+  }
+  return inputs;
+}
+
 ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, const io::Log& log,
-                             const FilterJob::Config& config, std::vector<std::string>& warnings) {
+                             const FilterJob::Config& config, const ExternalInputs& inputs,
+                             std::vector<std::string>& warnings) {
   const io::JointSeries& js = log.joints;
   // signals read from the truth group are interpolated, never extrapolated: joint samples whose
   // (jittered) time falls outside the truth span are left out
@@ -178,11 +228,23 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
       ++outside_truth;
       continue;
     }
+    // likewise the sensors' span and the contact flags' (held from their first sample on)
+    if (!inputs.wrench_frames.empty() &&
+        (js.time[k] < log.force_torque->time[0] ||
+         js.time[k] > log.force_torque->time[log.force_torque->time.size() - 1])) {
+      ++outside_truth;
+      continue;
+    }
+    if (!inputs.stance_frames.empty() && js.time[k] < log.contacts->time[0]) {
+      ++outside_truth;
+      continue;
+    }
     keep.push_back(static_cast<int>(k));
   }
   if (outside_truth > 0) {
     warnings.push_back(std::to_string(outside_truth) +
-                       " joint samples outside the truth group's time span left out");
+                       " joint samples outside the time span of the truth, force_torque or "
+                       "contacts group they read left out");
   }
   require(keep.size() >= 3, config.log + ": joints/time",
           "at least 3 samples in [start_time, end_time]", std::to_string(keep.size()));
@@ -195,7 +257,12 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
   s.q.resize(model.nq, n);
   s.v.setZero(model.nv, n);
   s.tau.setZero(model.nv, n);
-  s.forces.setZero(3 * config.contacts.size(), n);
+  const int points = config.contact_forces == ContactForceSource::Truth
+                         ? static_cast<int>(config.contacts.size())
+                         : 0;
+  const int wrenches = static_cast<int>(inputs.wrench_frames.size());
+  const int stances = static_cast<int>(inputs.stance_frames.size());
+  s.forces.setZero(3 * points + 6 * wrenches + stances, n);
   const Eigen::VectorXd neutral = pinocchio::neutral(model);
   for (int i = 0; i < n; ++i) s.q.col(i) = neutral;
   const io::JointBinding binding = io::bindJoints(model, js.names, config.log + ": joints/names");
@@ -256,6 +323,27 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
     }
     warnings.push_back("contact forces from the truth group (no force sensors in the log)");
   }
+  if (wrenches > 0) {
+    const io::ForceTorqueSeries& ft = *log.force_torque;
+    const Eigen::MatrixXd w =
+        io::interpolateLinear(ft.time, ft.wrench, time, "force_torque/wrench");
+    s.forces.middleRows(3 * points, 6 * wrenches) = w.transpose();
+  }
+  if (stances > 0) {
+    // a frame is in stance while any of its points' flags is 1 (zero-order hold)
+    const io::ContactSeries& c = *log.contacts;
+    const io::FlagMatrix flags = io::interpolateFlags(
+        c.time, c.flags, time.cwiseMin(c.time[c.time.size() - 1]), "contacts/flags");
+    for (int f = 0; f < stances; ++f) {
+      for (int p : inputs.stance_frames[f].points) {
+        const auto column =
+            std::find(c.names.begin(), c.names.end(), config.contacts[p].name) - c.names.begin();
+        for (int i = 0; i < n; ++i) {
+          if (flags(i, column) != 0) s.forces(3 * points + 6 * wrenches + f, i) = 1;
+        }
+      }
+    }
+  }
   return s;
 }
 
@@ -287,8 +375,17 @@ FilterJob::Result FilterJob::run(const Config& config, Progress& progress) {
   }
   result.data_quality = io::assessDataQuality(log, robot.pinocchio());
   appendDataQualityWarnings(*result.data_quality, result.warnings);
+  const ExternalInputs inputs =
+      externalInputs(robot.pinocchio(), robot.hasFreeFlyer(), log, config);
   const ReplaySamples signals =
-      samplesFromLog(robot.pinocchio(), robot.hasFreeFlyer(), log, config, result.warnings);
+      samplesFromLog(robot.pinocchio(), robot.hasFreeFlyer(), log, config, inputs, result.warnings);
+  if (config.contact_forces == ContactForceSource::Sensors) {
+    result.warnings.push_back("contact forces from the force_torque group (" +
+                              std::to_string(inputs.wrench_frames.size()) + " sensors)");
+  }
+  const std::vector<ContactPoint> point_forces = config.contact_forces == ContactForceSource::Truth
+                                                     ? config.contacts
+                                                     : std::vector<ContactPoint>{};
   if (robot.hasFreeFlyer() && config.contact_forces == ContactForceSource::None) {
     result.warnings.push_back(
         "free-flyer robot without contact forces: the base rows assume no contact");
@@ -305,7 +402,7 @@ FilterJob::Result FilterJob::run(const Config& config, Progress& progress) {
   for (const auto state : states) {
     InertialEkfOptions options = config.options;
     options.state = state;
-    InertialEkf filter(robot.pinocchio(), joints, config.contacts, prior, options);
+    InertialEkf filter(robot.pinocchio(), joints, point_forces, inputs, prior, options);
     result.rows = filter.measurementModel().numRows();
     result.gate_threshold = filter.gateThreshold();
     say("replaying " + std::to_string(signals.time.size()) + " samples through the " +

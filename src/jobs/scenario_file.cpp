@@ -117,7 +117,11 @@ const Numbers<sim::NoiseProfile>& noiseNumbers() {
                                   {"mocap_burst_duration", &O::mocap_burst_duration},
                                   {"mocap_time_jitter", &O::mocap_time_jitter},
                                   {"contact_threshold", &O::contact_threshold},
-                                  {"contact_force_noise", &O::contact_force_noise}};
+                                  {"contact_force_noise", &O::contact_force_noise},
+                                  {"ft_force_noise", &O::ft_force_noise},
+                                  {"ft_force_bias", &O::ft_force_bias},
+                                  {"ft_torque_noise", &O::ft_torque_noise},
+                                  {"ft_torque_bias", &O::ft_torque_bias}};
   return keys;
 }
 
@@ -598,8 +602,8 @@ SimulateJob::Config SimulateJob::parse(const std::string& yaml_text, const std::
   config.source = source;
   sim::Scenario& s = config.scenario;
   Section top(root, "", source,
-              {"name", "description", "robot", "duration", "seed", "noise", "stop_on_fall", "model",
-               "motion", "gains", "bounds"});
+              {"name", "description", "robot", "duration", "seed", "noise", "sensors",
+               "stop_on_fall", "model", "motion", "gains", "bounds"});
   s.name = fs::path(source).stem().string();
   top.read("name", s.name);
   top.read("description", s.description);
@@ -612,6 +616,11 @@ SimulateJob::Config SimulateJob::parse(const std::string& yaml_text, const std::
   top.read("duration", s.duration, yaml::positive);
   top.read("seed", config.options.seed);
   readNoise(top, config.options);
+  {
+    // optional sensors beyond what every log holds
+    Section sensors(top.raw("sensors"), "sensors", source, {"force_torque"});
+    sensors.read("force_torque", config.options.force_torque);
+  }
   top.read("stop_on_fall", config.options.stop_on_fall);
   readModel(top.raw("model"), source, robot, s.model);
   readMotion(top.raw("motion"), source, robot, s);
@@ -861,6 +870,7 @@ std::string SimulateJob::toYaml(const Config& config) {
   } else if (config.options.noise != options.noise) {
     add(l, "noise", quoted(config.options.noise));
   }
+  if (config.options.force_torque) add(l, "sensors", "{force_torque: true}");
   if (config.options.stop_on_fall != options.stop_on_fall)
     add(l, "stop_on_fall", config.options.stop_on_fall ? "true" : "false");
   addBlock(l, "model", modelLines(s.model));

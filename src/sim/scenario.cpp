@@ -598,7 +598,7 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
 
   if (options.make_log) {
     start = std::chrono::steady_clock::now();
-    result.log = makeLog(sim, truth, profile, options.seed, scenario.name);
+    result.log = makeLog(sim, truth, profile, options.seed, scenario.name, options.force_torque);
     summary.sensor_seconds = seconds(start);
   }
   return result;

@@ -3,10 +3,16 @@
 #include <Eigen/Geometry>
 #include <algorithm>
 #include <cmath>
+
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
 #include <sstream>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/io/joint_binding.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/sim/random.hpp"
 #include "heft/sim/sim_model.hpp"
 
@@ -25,7 +31,8 @@ enum Stream : std::uint64_t {
   kContact,
   kJointClock,
   kImuClock,
-  kMocapClock
+  kMocapClock,
+  kForceTorque  // last: adding a stream leaves the others' numbers unchanged
 };
 
 // Rotation by a rotation vector (the exponential map of SO(3)).
@@ -139,6 +146,10 @@ NoiseProfile NoiseProfile::fromName(const std::string& name) {
     p.mocap_dropout = 0.01;
     p.mocap_time_jitter = 5e-4;
     p.contact_force_noise = 2;
+    p.ft_force_noise = 0.5;
+    p.ft_force_bias = 2;
+    p.ft_torque_noise = 0.05;
+    p.ft_torque_bias = 0.2;
     return p;
   }
   if (name == "harsh") {
@@ -167,6 +178,10 @@ NoiseProfile NoiseProfile::fromName(const std::string& name) {
     p.mocap_burst_duration = 0.5;
     p.mocap_time_jitter = 2e-3;
     p.contact_force_noise = 8;
+    p.ft_force_noise = 2;
+    p.ft_force_bias = 8;
+    p.ft_torque_noise = 0.2;
+    p.ft_torque_bias = 0.8;
     return p;
   }
   throw InputError("noise profile: expected none, nominal or harsh, got \"" + name + "\"");
@@ -204,6 +219,10 @@ void NoiseProfile::validate() const {
   nonNegative(mocap_time_jitter, "mocap_time_jitter");
   nonNegative(contact_threshold, "contact_threshold");
   nonNegative(contact_force_noise, "contact_force_noise");
+  nonNegative(ft_force_noise, "ft_force_noise");
+  nonNegative(ft_force_bias, "ft_force_bias");
+  nonNegative(ft_torque_noise, "ft_torque_noise");
+  nonNegative(ft_torque_bias, "ft_torque_bias");
 }
 
 namespace {
@@ -375,6 +394,70 @@ io::ContactSeries makeContactSeries(const SimModel& model, const TruthRecord& tr
   return contacts;
 }
 
+// Force/torque sensors at the contact frames: the truth contact forces moved to each frame (axes
+// and origin), then bias and noise; on the joint clock.
+io::ForceTorqueSeries makeForceTorqueSeries(const SimModel& model, const TruthRecord& truth,
+                                            const NoiseProfile& profile, std::uint64_t seed,
+                                            const Eigen::VectorXd& joint_time) {
+  const int n = truth.samples();
+  const pinocchio::Model& pm = model.nominal().pinocchio();
+  std::vector<model::ContactPoint> points;
+  for (const ContactPoint& p : model.contactPoints()) points.push_back({p.name, p.frame, p.offset});
+  const std::vector<model::ContactFrame> frames = model::groupContactFrames(points);
+  const int ns = static_cast<int>(frames.size());
+  io::ForceTorqueSeries ft;
+  ft.time = joint_time;
+  std::vector<pinocchio::FrameIndex> frame_ids;
+  for (const model::ContactFrame& f : frames) {
+    ft.names.push_back(f.frame);
+    ft.frames.push_back(f.frame);
+    frame_ids.push_back(pm.getFrameId(f.frame));
+  }
+  // the bias of every channel is drawn once, before any noise
+  Rng rng(seed, kForceTorque);
+  Eigen::VectorXd bias = Eigen::VectorXd::Zero(6 * ns);
+  for (int i = 0; i < ns; ++i) {
+    bias.segment<3>(6 * i) = normal3(rng, profile.ft_force_bias);
+    if (frames[i].flat) bias.segment<3>(6 * i + 3) = normal3(rng, profile.ft_torque_bias);
+  }
+  const io::JointBinding binding = io::bindJoints(pm, model.jointNames(), "sim joint names");
+  pinocchio::Data data(pm);
+  Eigen::VectorXd q = pinocchio::neutral(pm);
+  ft.wrench.resize(n, 6 * ns);
+  for (int k = 0; k < n; ++k) {
+    if (model.hasFreeFlyer()) q.head<7>() = truth.base_pose.row(k).transpose();
+    for (int j = 0; j < binding.size(); ++j)
+      q[binding.idx_q[j]] = truth.joint_q(k, binding.log_column[j]);
+    pinocchio::framesForwardKinematics(pm, data, q);
+    for (int i = 0; i < ns; ++i) {
+      const Eigen::Matrix3d R = data.oMf[frame_ids[i]].rotation();  // frame axes -> world
+      // a sphere's force acts where it touches the floor: its centre minus the radius along the
+      // world's z axis (a sole's real moment; a point foot's sensor measures only the force)
+      const Vector3 down = -model.options().contact_radius * R.row(2).transpose();
+      Vector3 force = Vector3::Zero(), torque = Vector3::Zero();
+      for (int c : frames[i].points) {
+        const Vector3 f = R.transpose() * truth.contact_forces.row(k).segment<3>(3 * c).transpose();
+        force += f;
+        torque += (points[c].offset + down).cross(f);
+      }
+      auto w = ft.wrench.row(k).segment<6>(6 * i);
+      if (frames[i].flat) {
+        w.head<3>() =
+            (force + bias.segment<3>(6 * i) + normal3(rng, profile.ft_force_noise)).transpose();
+        w.tail<3>() = (torque + bias.segment<3>(6 * i + 3) + normal3(rng, profile.ft_torque_noise))
+                          .transpose();
+      } else {
+        // a force sensor: its torque channels are the measured force at the contact point
+        const Vector3 measured =
+            force + bias.segment<3>(6 * i) + normal3(rng, profile.ft_force_noise);
+        w.head<3>() = measured.transpose();
+        w.tail<3>() = frames[i].offset.cross(measured).transpose();
+      }
+    }
+  }
+  return ft;
+}
+
 // Truth: from MuJoCo, exact.
 io::TruthSeries makeTruthSeries(const SimModel& model, const TruthRecord& truth) {
   const int nc = static_cast<int>(model.contactNames().size());
@@ -411,7 +494,7 @@ io::TruthSeries makeTruthSeries(const SimModel& model, const TruthRecord& truth)
 }  // namespace
 
 io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProfile& profile,
-                std::uint64_t seed, const std::string& scenario) {
+                std::uint64_t seed, const std::string& scenario, bool force_torque) {
   profile.validate();
   const int n = truth.samples();
   const int nc = static_cast<int>(model.contactNames().size());
@@ -433,6 +516,10 @@ io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProf
     log.mocap = makeMocapSeries(model, truth, profile, seed);
   }
   if (nc > 0) log.contacts = makeContactSeries(model, truth, profile, seed, log.joints.time);
+  if (force_torque) {
+    require(nc > 0, "force_torque sensors", "a robot with contact frames", "none");
+    log.force_torque = makeForceTorqueSeries(model, truth, profile, seed, log.joints.time);
+  }
   log.truth = makeTruthSeries(model, truth);
   return log;
 }

@@ -17,6 +17,7 @@
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
+#include <Eigen/Eigenvalues>
 
 #include "heft/filter/measurement.hpp"
 #include "heft/filter/signal_window.hpp"
@@ -89,11 +90,16 @@ enum class UpdateStatus : std::uint8_t {
   GateOverride = 4,      ///< above the gate but used: too many rejections in a row
   RejectedInput = 5,     ///< NaN / Inf input or time not increasing: sample ignored
   NumericalFailure = 6,  ///< S not positive definite or a non-finite step: estimate kept
+  /// projected measurement (stance frames) with no row left: every row carries contact forces
+  NoInformation = 7,
 };
 const char* toString(UpdateStatus status);
 
 class InertialEkf {
  public:
+  /// Most measurement rows a filter with stance frames may have.
+  static constexpr int kMaxProjectedRows = 48;
+
   /// \param model the robot (nominal inertias of every body outside S are taken as known).
   /// \param bodies S, joint indices. \param contacts points whose forces update() receives.
   /// \param prior_pi pi_S of the prior (10|S|), strictly physically consistent for LogCholesky.
@@ -101,6 +107,16 @@ class InertialEkf {
   InertialEkf(const pinocchio::Model& model, const std::vector<pinocchio::JointIndex>& bodies,
               const std::vector<ContactPoint>& contacts, const Eigen::VectorXd& prior_pi,
               const InertialEkfOptions& options = {});
+  /// With wrench frames (measured wrenches) and stance frames (contact forces projected out):
+  /// update()'s force input is then MeasurementModel::numForceInputs() long. With stance frames
+  /// the measurement is z' = N^T (Delta tau - b), H' = N^T Y_S G, R' = N^T R N, N an orthonormal
+  /// basis of the left null space of the stance columns of J_c^T on the rows (a frame counts as
+  /// in stance when its flag is > 0 anywhere in the difference window); its dimension p varies per
+  /// sample (0..m), the gate uses p degrees of freedom, and the start-up bias b is the
+  /// least-squares constant whose projections best fit the projected residuals.
+  InertialEkf(const pinocchio::Model& model, const std::vector<pinocchio::JointIndex>& bodies,
+              const std::vector<ContactPoint>& contacts, const ExternalInputs& inputs,
+              const Eigen::VectorXd& prior_pi, const InertialEkfOptions& options = {});
 
   /// One sample of the control loop: time [s], q (nq), v (nv), generalized forces tau (nv, the
   /// measured joint torques on the joint rows, 0 on free-flyer rows), contact forces (3 per
@@ -129,7 +145,9 @@ class InertialEkf {
   /// Time the estimate refers to: the centre of the difference window (h samples ago).
   double estimateTime() const { return window_.time; }
   double lastNis() const { return nis_; }          ///< normalized innovation squared, last update
-  double gateThreshold() const { return gamma_; }  ///< gamma
+  double gateThreshold() const { return gamma_; }  ///< gamma (all m rows)
+  /// Rows of the last measurement: m, or p after the projection of the stance frames.
+  int lastMeasurementDimension() const { return last_dimension_; }
   const Eigen::VectorXd& bias() const { return bias_; }  ///< m, calibrated residual bias
   const MeasurementModel& measurementModel() const { return measurement_model_; }
   const InertialEkfOptions& options() const { return options_; }
@@ -140,6 +158,8 @@ class InertialEkf {
 
  private:
   void piFromState();  // pi_ and G_ from state_
+  void project();      // E_ and dimension_ from the stance columns of the measurement
+  bool projected() const { return measurement_model_.numStanceFrames() > 0; }
   UpdateStatus correct(double dt);
 
   InertialEkfOptions options_;
@@ -164,6 +184,15 @@ class InertialEkf {
   Eigen::VectorXd innovation_, w_, step_, saved_state_;
   Eigen::MatrixXd H_, PHt_, S_, X_, saved_P_, sym_;
   Eigen::LLT<Eigen::MatrixXd> llt_;
+  // projection (stance frames): eigenvectors of A A^T, ascending, the first dimension_ span N.
+  // A bounded size keeps the eigensolver's temporaries off the heap (it allocates for MatrixXd).
+  using ProjectionMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor,
+                                         kMaxProjectedRows, kMaxProjectedRows>;
+  Eigen::SelfAdjointEigenSolver<ProjectionMatrix> eigen_;
+  ProjectionMatrix AAt_, sum_projector_;
+  Eigen::MatrixXd E_, RN_, HP_;
+  Eigen::VectorXd projected_, sum_projected_residual_, gamma_by_dimension_;
+  int dimension_ = 0, last_dimension_ = 0;
 };
 
 }  // namespace heft::filter

@@ -31,6 +31,18 @@ using model::ContactPoint;  ///< a point fixed on the robot where a contact forc
 
 class MeasurementData;
 
+/// What else acts on the robot besides the joint torques, beyond the point forces of `contacts`.
+struct ExternalInputs {
+  /// Frames that receive a measured 6D wrench (force/torque sensors): [f; t] in the frame's axes,
+  /// about its origin, acting on the robot (docs/log-format.md, force_torque).
+  std::vector<std::string> wrench_frames;
+  /// Frames whose contact forces are unknown and projected out while they are in stance: a flat
+  /// foot removes a full wrench at its frame (6 constraint columns), a point foot a force at its
+  /// offset (3). Non-empty: the rows also hold every joint supporting one of these frames (their
+  /// torques are what lets the projection keep the information the base rows lose).
+  std::vector<model::ContactFrame> stance_frames;
+};
+
 /// The constant part: rest model (S zeroed), rows, supports and contact placements.
 class MeasurementModel {
  public:
@@ -40,8 +52,9 @@ class MeasurementModel {
   /// \throws InputError on a bad index, an unknown frame, or a supporting joint whose motion
   ///   subspace in its own frame depends on q (only constant ones: revolute, prismatic,
   ///   free-flyer, spherical, ...).
+  /// \param inputs wrench frames and stance frames (ExternalInputs), may be empty.
   MeasurementModel(const pinocchio::Model& model, const std::vector<pinocchio::JointIndex>& bodies,
-                   const std::vector<ContactPoint>& contacts);
+                   const std::vector<ContactPoint>& contacts, const ExternalInputs& inputs = {});
 
   const pinocchio::Model& model() const { return full_; }
   const pinocchio::Model& restModel() const { return rest_; }
@@ -52,6 +65,16 @@ class MeasurementModel {
   int numBodies() const { return static_cast<int>(bodies_.size()); }
   int numParameters() const { return 10 * numBodies(); }
   int numContacts() const { return static_cast<int>(contacts_.size()); }
+  int numWrenchFrames() const { return static_cast<int>(wrench_frames_.size()); }
+  int numStanceFrames() const { return static_cast<int>(stance_frames_.size()); }
+  const std::vector<model::ContactFrame>& stanceFrames() const { return stance_frames_; }
+  /// Length of the force input of computeMeasurement: 3 per contact point, then 6 per wrench
+  /// frame, then 1 per stance frame (> 0: in stance).
+  int numForceInputs() const {
+    return 3 * numContacts() + 6 * numWrenchFrames() + numStanceFrames();
+  }
+  /// Largest number of constraint columns (all stance frames in stance).
+  int maxConstraintColumns() const { return max_constraints_; }
   /// Measurement dimension m: the rows used.
   int numRows() const { return static_cast<int>(rows_.size()); }
   /// Velocity index of each row, ascending.
@@ -79,6 +102,15 @@ class MeasurementModel {
   Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> row_sees_contact_;  ///< m x contacts
   std::vector<pinocchio::JointIndex> contact_joint_;
   Eigen::Matrix<double, 3, Eigen::Dynamic> contact_point_;  ///< 3 x contacts, in the joint frame
+  std::vector<std::string> wrench_frames_;
+  std::vector<pinocchio::JointIndex> wrench_joint_;
+  std::vector<pinocchio::SE3> wrench_placement_;  ///< frame in its joint's frame
+  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> row_sees_wrench_;  ///< m x wrench frames
+  std::vector<model::ContactFrame> stance_frames_;
+  std::vector<pinocchio::JointIndex> stance_joint_;
+  Eigen::Matrix<double, 3, Eigen::Dynamic> stance_point_;  ///< point of each, in its joint frame
+  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> row_sees_stance_;  ///< m x stance frames
+  int max_constraints_ = 0;
   int base_rows_ = 0;
 };
 
@@ -92,10 +124,18 @@ class MeasurementData {
   std::vector<pinocchio::SE3> world_placement;             ///< oMi, every joint
   Eigen::Matrix<double, 6, Eigen::Dynamic> body_world;     ///< 6 x 10|S| regressors, world frame
   Eigen::Matrix<double, 6, Eigen::Dynamic> contact_world;  ///< 6 x contacts, wrench at the origin
+  Eigen::Matrix<double, 6, Eigen::Dynamic> wrench_world;   ///< 6 x wrench frames, at the origin
+  /// m x maxConstraintColumns: the rows of J_c^T of the frames in stance (world-aligned unit
+  /// forces at the contact point, then for a flat foot unit moments), zero columns for the others.
+  Eigen::MatrixXd constraint;
+  int active_constraints = 0;  ///< columns of `constraint` in use (the frames in stance)
 };
 
 /// Fills data.delta_tau and data.Y at (q, v, a) with generalized forces tau (nv; free-flyer rows
-/// are normally 0) and contact forces (3 x contacts stacked, world frame [N], acting on the robot).
+/// are normally 0) and `contact_forces` (numForceInputs(): 3 per contact point, world frame [N],
+/// then 6 per wrench frame, [f; t] in the frame, then 1 per stance frame, > 0 in stance; all acting
+/// on the robot). With stance frames, also data.constraint (the stance columns; delta_tau holds
+/// no force of them).
 /// Sizes are the caller's contract (checked only by assertions: this runs in a control loop).
 void computeMeasurement(const MeasurementModel& model, MeasurementData& data,
                         const Eigen::Ref<const Eigen::VectorXd>& q,

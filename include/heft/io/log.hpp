@@ -83,6 +83,18 @@ struct ContactSeries {
   std::vector<model::ContactPoint> definedPoints() const;
 };
 
+/// Six-axis force/torque sensors, all on one time vector (W samples, ns sensors). Row k, sensor i,
+/// columns 6 i .. 6 i + 5: [fx fy fz tx ty tz], the wrench the environment applies on the robot
+/// through the sensor, expressed in the sensor's frame (axes) and taken about that frame's origin:
+/// force [N], torque [N m]. The wrench acting on the robot is what enters the dynamics as
+/// + J_frame^T w (Pinocchio's LOCAL frame Jacobian of `frames[i]`).
+struct ForceTorqueSeries {
+  Eigen::VectorXd time;             ///< W, [s], strictly increasing
+  std::vector<std::string> names;   ///< ns sensor names, unique
+  std::vector<std::string> frames;  ///< ns model frames the wrenches are expressed in
+  Eigen::MatrixXd wrench;           ///< W x 6 ns
+};
+
 /// Ground truth of a simulated log. The time series (time, q, v, a, ...) and the bodies are each
 /// optional; joint columns follow JointSeries::names.
 struct TruthSeries {
@@ -131,6 +143,7 @@ struct Log {
   std::optional<ImuSeries> imu;
   std::optional<MocapSeries> mocap;
   std::optional<ContactSeries> contacts;
+  std::optional<ForceTorqueSeries> force_torque;
   std::optional<TruthSeries> truth;
   std::optional<EstimateSeries> estimates;
 };

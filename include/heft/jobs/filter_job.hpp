@@ -24,9 +24,11 @@ struct FilterJob {
   /// Where the free-flyer base state comes from: the log's joints/base_pose and base_twist (a state
   /// estimator's output), or the truth group (simulated logs; heft has no base state estimator).
   enum class BaseStateSource { Log, Truth };
-  /// Where the contact forces come from: none (a fixed base, or no contact), or the truth group's
-  /// contact_forces (a simulated log; on hardware: force sensors or a contact estimator).
-  enum class ContactForceSource { None, Truth };
+  /// Where the contact forces come from: none (a fixed base, or no contact); the truth group's
+  /// contact_forces (a simulated log); the log's force_torque group (measured wrenches at the
+  /// sensor frames, interpolated at the joint times); or nowhere: projected out of the
+  /// measurement while the contact frames of `contacts` are in stance (contacts/flags).
+  enum class ContactForceSource { None, Truth, Sensors, Projected };
 
   struct Config {
     std::string source = "<config>";  ///< for messages
@@ -40,7 +42,9 @@ struct FilterJob {
     bool baseline = true;                ///< also run the linear-pi KF on the same samples
     BaseStateSource base_state = BaseStateSource::Log;
     ContactForceSource contact_forces = ContactForceSource::None;
-    std::vector<filter::ContactPoint> contacts;  ///< names as in truth/contact_names
+    /// Contact points, names as in truth/contact_names (truth) or contacts/names (projected: their
+    /// frames, grouped by model::groupContactFrames, are the stance frames).
+    std::vector<filter::ContactPoint> contacts;
     std::optional<double> start_time, end_time;  ///< [s] of the joints' clock
     /// Metrics: tolerance on the relative mass error for the settling time after a truth step.
     double settle_tolerance = 0.03;

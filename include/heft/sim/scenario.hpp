@@ -64,6 +64,9 @@ struct SimulationOptions {
   std::string noise = "nominal";  ///< noise profile name (NoiseProfile::fromName)
   /// When set, used instead of `noise` (studies that sweep one sensor number).
   std::optional<NoiseProfile> profile;
+  /// Also log force/torque sensors at the contact frames (the force_torque group; makeLog). Off by
+  /// default, so logs made before it stay the same bit for bit.
+  bool force_torque = false;
   /// Skip the sensor models and the log (benchmarks of the physics alone); the summary is filled.
   bool make_log = true;
   /// Stop at the first step outside the fall bounds (the log then ends there).

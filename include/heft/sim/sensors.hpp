@@ -79,6 +79,11 @@ struct NoiseProfile {
   // contact flags from a foot force sensor (robots with contact frames)
   double contact_threshold = 15;   ///< flag = 1 when the measured normal force exceeds this [N]
   double contact_force_noise = 0;  ///< std on the normal force before the threshold [N]
+  // force/torque sensors at the contact frames (written only when asked: makeLog's force_torque)
+  double ft_force_noise = 0;   ///< std per force channel [N]
+  double ft_force_bias = 0;    ///< per-channel constant offset std [N]
+  double ft_torque_noise = 0;  ///< std per torque channel of a flat-foot (6-axis) sensor [N m]
+  double ft_torque_bias = 0;   ///< per-channel constant offset std, flat-foot sensor [N m]
 
   /// "none", "nominal" or "harsh". \throws InputError naming the accepted names.
   static NoiseProfile fromName(const std::string& name);
@@ -92,7 +97,14 @@ struct NoiseProfile {
 /// forces and flags, and the true pi of every body from SimModel::truthPi), and the metadata.
 /// \throws InputError when a rate does not divide the physics rate or a jitter reaches half a
 ///   sample period (timestamps must stay increasing).
+/// With `force_torque`, also the force_torque group (docs/log-format.md, docs/sim.md): one sensor
+/// per contact frame, named after the frame, on the joint clock. A frame whose contact spheres span
+/// a plane (a sole, model::groupContactFrames) carries a 6-axis sensor: the sum of its spheres'
+/// forces and their moments about the frame origin, in frame axes, each force taken at its
+/// sphere's centre (as truth/contact_forces is); noise and bias on all six channels. Any other
+/// frame carries a 3-axis force sensor: its force in frame axes with noise and bias, and the
+/// torque the (noisy) force makes at the sphere's offset (zero at the frame origin).
 io::Log makeLog(const SimModel& model, const TruthRecord& truth, const NoiseProfile& profile,
-                std::uint64_t seed, const std::string& scenario);
+                std::uint64_t seed, const std::string& scenario, bool force_torque = false);
 
 }  // namespace heft::sim
