@@ -403,6 +403,9 @@ TEST(Job, AnEstimateOnTheBoundaryFarFromItsPriorIsExplained) {
   IdentifyJob::Config config =
       IdentifyJob::load(std::string(HEFT_SOURCE_DIR) + "/data/examples/go2_payload_identify.yaml");
   config.log = log;
+  // the log's own flags only: they miss lightly loaded front feet (a data error the model lacks,
+  // WidenedContactFlagsRecoverTheRearPayload), which drives the trunk onto the boundary
+  config.options.preparation.widen_contacts = false;
   const IdentifyJob::Result tight = IdentifyJob::run(config);
   ASSERT_TRUE(tight.writable()) << tight.report();
   bool explained = false;
