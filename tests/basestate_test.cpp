@@ -12,6 +12,7 @@
 #include "heft/basestate/base_state.hpp"
 #include "heft/basestate/contact_ekf.hpp"
 #include "heft/common/error.hpp"
+#include "heft/io/joint_binding.hpp"
 #include "heft/io/log.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
@@ -231,6 +232,151 @@ TEST(ContactEkf, LocalInvertsRetract) {
   const Vector15 delta = 0.5 * Vector15::Random();
   const Vector15 back = heft::basestate::localCore(heft::basestate::retractCore(x, delta), x);
   EXPECT_LT((back - delta).norm(), 1e-12);
+}
+
+// ---- logs from MuJoCo (truth only scores) ----
+
+struct SimulatedRun {
+  heft::io::Log log;
+  std::vector<ContactPoint> contacts;
+};
+
+SimulatedRun simulate(const std::string& scenario_name, double duration, const std::string& noise) {
+  heft::sim::SimulationOptions options;
+  options.duration = duration;
+  options.noise = noise;
+  options.seed = 4242;
+  const heft::sim::Scenario& scenario = heft::sim::findScenario(scenario_name);
+  heft::sim::SimulationResult result = heft::sim::simulate(scenario, options);
+  EXPECT_TRUE(result.summary.ok()) << result.summary.report();
+  SimulatedRun run;
+  run.contacts = scenarioContacts(scenario, robot(scenario.robot), result.log);
+  run.log = std::move(result.log);
+  return run;
+}
+
+BaseStateErrors score(const std::string& scenario, double duration, const std::string& noise,
+                      bool smooth = true) {
+  const SimulatedRun run = simulate(scenario, duration, noise);
+  BaseStateOptions options;
+  options.smooth = smooth;
+  const auto trajectory = heft::basestate::estimateBaseState(
+      robot(heft::sim::findScenario(scenario).robot).pinocchio(), run.log, run.contacts, options);
+  const BaseStateErrors e = heft::basestate::compareWithTruth(run.log, trajectory);
+  std::printf(
+      "%s %s %s: orientation %.3f deg (roll %.3f pitch %.3f yaw %.3f), velocity %.4f m/s, "
+      "angular %.4f rad/s, drift %.4f m/min\n",
+      scenario.c_str(), noise.c_str(), smooth ? "smoothed" : "forward", e.orientation_rmse_deg,
+      e.roll_rmse_deg, e.pitch_rmse_deg, e.yaw_rmse_deg, e.velocity_rmse, e.angular_velocity_rmse,
+      e.position_drift_per_minute);
+  return e;
+}
+
+// Bounds: the values measured on these logs (seed 4242) times 1.5. Roll and pitch are observable
+// through gravity (their error is mostly the accelerometer bias, which a static tilt cannot tell
+// apart); yaw is not, so only roll, pitch and velocity are bounded.
+TEST(BaseState, Go2TrotNominalAgainstTruth) {
+  const BaseStateErrors forward = score("go2-trot", 5, "nominal", false);
+  const BaseStateErrors smoothed = score("go2-trot", 5, "nominal");
+  // measured: roll 0.338, pitch 0.156 deg, velocity 0.0017 m/s (forward 0.0055)
+  EXPECT_LT(smoothed.roll_rmse_deg, 0.51);
+  EXPECT_LT(smoothed.pitch_rmse_deg, 0.24);
+  EXPECT_LT(smoothed.velocity_rmse, 0.0026);
+  EXPECT_LT(forward.velocity_rmse, 0.0083);
+  EXPECT_LT(smoothed.velocity_rmse, forward.velocity_rmse);
+  EXPECT_GT(smoothed.samples, 4900);
+}
+
+TEST(BaseState, Go2StandNominalAgainstTruth) {
+  const BaseStateErrors e = score("go2-stand", 5, "nominal");
+  // measured: roll 0.337, pitch 0.158 deg, velocity 0.0012 m/s, drift 0.017 m/min
+  EXPECT_LT(e.roll_rmse_deg, 0.51);
+  EXPECT_LT(e.pitch_rmse_deg, 0.24);
+  EXPECT_LT(e.velocity_rmse, 0.0018);
+  EXPECT_LT(e.position_drift_per_minute, 0.026);
+}
+
+TEST(BaseState, Go2TrotHarshAgainstTruth) {
+  const BaseStateErrors e = score("go2-trot", 5, "harsh");
+  // measured: roll 1.644, pitch 0.394 deg, velocity 0.0106 m/s
+  EXPECT_LT(e.roll_rmse_deg, 2.47);
+  EXPECT_LT(e.pitch_rmse_deg, 0.59);
+  EXPECT_LT(e.velocity_rmse, 0.016);
+}
+
+// TALOS: the IMU on the torso (two joints above the base), flat feet from sole corners, stepping.
+TEST(BaseState, TalosSteppingAgainstTruth) {
+  const BaseStateErrors e = score("talos-step-mass-wave", 6, "nominal");
+  // measured: roll 0.349, pitch 0.080 deg, velocity 0.0030 m/s
+  EXPECT_LT(e.roll_rmse_deg, 0.52);
+  EXPECT_LT(e.pitch_rmse_deg, 0.12);
+  EXPECT_LT(e.velocity_rmse, 0.0045);
+}
+
+TEST(BaseState, BadLogsNameTheField) {
+  const SimulatedRun run = simulate("go2-stand", 0.3, "nominal");
+  const pinocchio::Model& model = robot("go2").pinocchio();
+  const auto expectError = [&](heft::io::Log log, const std::string& field) {
+    try {
+      heft::basestate::estimateBaseState(model, log, run.contacts);
+      ADD_FAILURE() << "expected InputError naming " << field;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(field, 0), 0u) << e.what();
+    }
+  };
+  heft::io::Log no_imu = run.log;
+  no_imu.imu.reset();
+  expectError(no_imu, "imu");
+  heft::io::Log bad_frame = run.log;
+  bad_frame.imu->frame = "no_such_link";
+  expectError(bad_frame, "imu/frame");
+  heft::io::Log no_touchdown = run.log;
+  no_touchdown.contacts->flags.setZero();
+  expectError(no_touchdown, "contacts/flags");
+  heft::io::Log no_contacts = run.log;
+  no_contacts.contacts.reset();
+  expectError(no_contacts, "contacts");
+}
+
+// update() and the IMU propagation allocate nothing, through touchdowns, lift-offs and flight.
+TEST(ContactEkf, UpdateDoesNotAllocate) {
+#if !defined(HEFT_CAN_COUNT_MALLOCS)
+  GTEST_SKIP() << "malloc cannot be counted on this C library";
+#endif
+  const SimulatedRun run = simulate("go2-trot", 1.0, "nominal");
+  const pinocchio::Model& model = robot("go2").pinocchio();
+  ContactEkf ekf(model, run.log.imu->frame, run.contacts);
+  const heft::io::JointBinding binding = heft::io::bindJoints(model, run.log.joints.names);
+  const auto& joints = run.log.joints;
+  const auto& imu = *run.log.imu;
+  const auto& contacts = *run.log.contacts;
+  VectorXd q = pinocchio::neutral(model);
+  FlagVector flags(run.contacts.size());
+  ekf.initialize(joints.time[0], Matrix3::Identity(), Vector3::Zero(), Vector3::Zero());
+  long statuses[4] = {0};
+  Eigen::Index i = 0, c = 0;
+  const long mallocs = heft::test::countMallocs([&] {
+    for (Eigen::Index k = 0; k < joints.time.size(); ++k) {
+      const double t = joints.time[k];
+      for (; i < imu.time.size() && imu.time[i] <= t; ++i) {
+        ekf.propagateTo(imu.time[i]);
+        ekf.setImu(imu.gyro.row(i).transpose(), imu.accel.row(i).transpose());
+      }
+      while (c + 1 < contacts.time.size() && contacts.time[c + 1] <= t) ++c;
+      // every 50 ms a 10 ms flight, so lift-off and touchdown run inside the guard
+      if (k % 50 < 10)
+        flags.setZero();
+      else
+        flags = contacts.flags.row(c).transpose();
+      for (int j = 0; j < binding.size(); ++j)
+        q[binding.idx_q[j]] = joints.q(k, binding.log_column[j]);
+      ++statuses[static_cast<int>(ekf.update(t, q, flags))];
+    }
+  });
+  EXPECT_EQ(mallocs, 0);
+  EXPECT_GT(statuses[static_cast<int>(heft::basestate::ContactEkfStatus::Updated)], 0);
+  EXPECT_GT(statuses[static_cast<int>(heft::basestate::ContactEkfStatus::NoContact)], 0);
+  EXPECT_GT(ekf.counters().touchdowns, 4);
 }
 
 }  // namespace

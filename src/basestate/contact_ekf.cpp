@@ -126,6 +126,7 @@ ContactEkf::ContactEkf(const pinocchio::Model& model, const std::string& imu_fra
   frame_jacobian_.setZero(6, model.nv);
   imu_jacobian_.setZero(6, model.nv);
   foot_jacobian_.setZero(3, model.nv);
+  point_jacobian_.setZero(3, model.nv);
   A_.setZero(n_, n_);
   Phi_.setZero(n_, n_);
   Qc_.setZero(n_, 3);
@@ -279,7 +280,8 @@ void ContactEkf::footPointJacobian(int k) {
   foot_jacobian_.noalias() -= skew(lever) * frame_jacobian_.bottomRows<3>();
   foot_jacobian_ -= imu_jacobian_.topRows<3>();
   foot_jacobian_.noalias() += skew(y) * imu_jacobian_.bottomRows<3>();
-  foot_jacobian_ = imu.rotation().transpose() * foot_jacobian_;
+  point_jacobian_ = foot_jacobian_;
+  foot_jacobian_.noalias() = imu.rotation().transpose() * point_jacobian_;
   foot_jacobian_.leftCols<6>().setZero();  // the base does not move in these kinematics
 }
 
@@ -289,15 +291,21 @@ Vector3 ContactEkf::footInImu(const Eigen::Ref<const Eigen::VectorXd>& q, int k)
   return footPoint(k);
 }
 
+Matrix3 ContactEkf::footNoise() const {
+  // the kinematic model's error plus the encoders' through the leg Jacobian (IMU frame)
+  Matrix3 noise = options_.kinematics_noise * options_.kinematics_noise * Matrix3::Identity();
+  noise.noalias() +=
+      options_.encoder_noise * options_.encoder_noise * foot_jacobian_ * foot_jacobian_.transpose();
+  return noise;
+}
+
 void ContactEkf::touchdown(int k, const Vector3& s) {
   const int d = footIndex(k);
   feet_position_.col(k) = p_ + R_ * s;
   // delta_d = delta_p + R n: the foot inherits p's correlations plus the kinematics noise
   P_.middleRows<3>(d) = P_.middleRows<3>(kPos);
   P_.middleCols<3>(d) = P_.middleCols<3>(kPos);
-  Matrix3 noise = options_.kinematics_noise * options_.kinematics_noise * Matrix3::Identity();
-  noise.noalias() +=
-      options_.encoder_noise * options_.encoder_noise * foot_jacobian_ * foot_jacobian_.transpose();
+  const Matrix3 noise = footNoise();
   P_.block<3, 3>(d, d) = P_.block<3, 3>(kPos, kPos) + R_ * noise * R_.transpose();
   in_contact_[k] = 1;
   ++counters_.touchdowns;
@@ -315,9 +323,7 @@ bool ContactEkf::correct(int k, const Vector3& s) {
   // r = R s - (d - p) = H delta + n, H = [.., -I (p), .., +I (d_k)]
   const Vector3 r = R_ * s - (feet_position_.col(k) - p_);
   PHt_ = P_.middleCols<3>(d) - P_.middleCols<3>(kPos);
-  Matrix3 noise = options_.kinematics_noise * options_.kinematics_noise * Matrix3::Identity();
-  noise.noalias() +=
-      options_.encoder_noise * options_.encoder_noise * foot_jacobian_ * foot_jacobian_.transpose();
+  const Matrix3 noise = footNoise();
   const Matrix3 S = PHt_.middleRows<3>(d) - PHt_.middleRows<3>(kPos) + R_ * noise * R_.transpose();
   const Eigen::LLT<Matrix3> llt(S);
   if (llt.info() != Eigen::Success) return false;

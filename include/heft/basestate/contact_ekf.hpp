@@ -184,6 +184,7 @@ class ContactEkf {
   void kinematics(const Eigen::Ref<const Eigen::VectorXd>& q);  // frame placements + Jacobians
   Vector3 footPoint(int k);       // foot k in the IMU frame from the last kinematics()
   void footPointJacobian(int k);  // foot_jacobian_ from the last kinematics()
+  Matrix3 footNoise() const;      // measurement noise of the foot of the last footPointJacobian()
   void touchdown(int k, const Vector3& s);
   void liftoff(int k);
   bool correct(int k, const Vector3& s);
@@ -212,7 +213,7 @@ class ContactEkf {
   // workspaces
   Eigen::VectorXd q_work_;
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian_, imu_jacobian_;
-  Eigen::Matrix<double, 3, Eigen::Dynamic> foot_jacobian_;
+  Eigen::Matrix<double, 3, Eigen::Dynamic> foot_jacobian_, point_jacobian_;
   Eigen::MatrixXd A_, Phi_, Qc_, Qd_, PHt_, K_, tmp_;
   Eigen::VectorXd step_;
 };
