@@ -465,5 +465,27 @@ TEST(Job, FullFrictionFormWritesItsSixParameters) {
   EXPECT_EQ(gamma[5].get<double>(), result.friction.back().viscous);
 }
 
+// TALOS stands on flat soles, logged as four corner points each (contacts/frames, offsets): every
+// corner of a sole in contact makes the sole a flat foot whose whole wrench is projected out. The
+// same log with the soles treated as single points (contacts detected at the sole frames) leaves
+// the contact moments in the rows and misses the torso's payload by several percent.
+TEST(Job, TalosFlatFeetProjectTheSoleWrenchOut) {
+  const std::string log = test::writeSimulatedLog("identify_job", "talos-torso-2.9kg", 6.0, 0);
+  const std::string base =
+      "robot: talos\nlog: " + log +
+      "\nmethod: map\nidentify:\n  bodies: [torso_2_link]\n  payload: [torso_2_link]\n"
+      "preparation:\n  window: 161\n  decimation: 10\n  base_state: truth\n";
+  const IdentifyJob::Result flat = IdentifyJob::run(IdentifyJob::parse(base, "talos.yaml", "."));
+  ASSERT_TRUE(flat.writable()) << flat.report();
+  ASSERT_TRUE(flat.truth.has_value());
+  const results::BodyError& torso = flat.truth->bodies.at(0);
+  EXPECT_LT(torso.mass_relative, 0.01);  // measured 0.12 %
+  EXPECT_LT(torso.com_error, 0.010);     // measured 6.0 mm
+  const IdentifyJob::Result point =
+      IdentifyJob::run(IdentifyJob::parse(base + "  detect_contacts: true\n", "talos.yaml", "."));
+  ASSERT_TRUE(point.truth.has_value()) << point.report();
+  EXPECT_GT(point.truth->bodies.at(0).mass_relative, 0.03);  // measured 5.2 %, COM 332 mm
+}
+
 }  // namespace
 }  // namespace heft::identify

@@ -725,8 +725,50 @@ TEST_F(IoTest, ValidationAgainstModelNamesMissingAndUnknownJoints) {
 
   // a fixed-base model
   const pinocchio::Model pendulum = loadUrdf(kPendulum, false);
-  const Log arm = makeLog({"joint1", "joint2"}, false);
+  Log arm = makeLog({"joint1", "joint2"}, false);
+  // the fixture's foot contacts are not frames of the pendulum
+  EXPECT_TRUE(mentions(validateLog(arm, pendulum).report(),
+                       {"contacts/names row 0: contact \"FL_foot\" is not a frame"}));
+  arm.contacts.reset();
   EXPECT_TRUE(validateLog(arm, pendulum).ok()) << validateLog(arm, pendulum).report();
+}
+
+// Sole corners are points on a frame: the contacts group defines them, both formats keep them
+// exactly, and validation against the model names a bad frame or a contact that is neither.
+TEST_F(IoTest, ContactPointsRoundTripAndValidateAgainstTheModel) {
+  const pinocchio::Model go2 = loadUrdf(kGo2, true);
+  std::vector<std::string> names;
+  for (std::size_t j = 2; j < go2.names.size(); ++j) names.push_back(go2.names[j]);
+  Log log = makeLog(names, true);
+  log.contacts->names = {"front_toe", "FR_foot"};
+  log.contacts->frames = {"FL_foot", "FR_foot"};
+  log.contacts->offsets.resize(2, 3);
+  log.contacts->offsets << 0.1, -0.0, 0.1 + 0.2, 0, 0, 0;
+  log.truth->contact_names = log.contacts->names;
+  ASSERT_TRUE(validateLog(log, go2).ok()) << validateLog(log, go2).report();
+  writeLog(log, path("points.h5"));
+  writeLog(log, path("points"));
+  for (const std::string& p : {path("points.h5"), path("points")}) {
+    const Log back = readLog(p);
+    EXPECT_EQ(firstDifference(log, back), "") << p;
+    const auto points = back.contacts->definedPoints();
+    ASSERT_EQ(points.size(), 2u) << p;
+    EXPECT_EQ(points[0].frame, "FL_foot");
+    EXPECT_EQ(points[0].offset.z(), 0.1 + 0.2);
+  }
+  Log bad_frame = log;
+  bad_frame.contacts->frames[1] = "FR_toe_link";
+  EXPECT_TRUE(mentions(validateLog(bad_frame, go2).report(),
+                       {"contacts/frames row 1", "FR_toe_link", "not a frame"}));
+  Log undefined = log;
+  undefined.contacts->frames.clear();
+  undefined.contacts->offsets.resize(0, 0);
+  EXPECT_TRUE(mentions(validateLog(undefined, go2).report(),
+                       {"contacts/names row 0", "front_toe", "contacts/offsets"}));
+  Log short_offsets = log;
+  short_offsets.contacts->offsets.conservativeResize(1, 3);
+  EXPECT_TRUE(
+      mentions(validateLog(short_offsets).report(), {"contacts/offsets", "expected 2 x 3"}));
 }
 
 // ---- readers: errors name the file and the place

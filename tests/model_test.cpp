@@ -739,21 +739,19 @@ TEST(ContactPoints, ResolveDefinedPointsAndFrames) {
     resolveContactPoints(model, {"p"}, {{"p", "no_such_link", Vector3::Zero()}}, "contact_points");
   });
   EXPECT_NE(bad_frame.find("no_such_link"), std::string::npos) << bad_frame;
-  const std::string twice = inputErrorOf(
-      [&] { resolveContactPoints(model, {"left_sole_link", "left_sole_link"}, {}, "c"); });
+  const std::string twice = inputErrorOf([&] {
+    resolveContactPoints(model, {"left_sole_link", "left_sole_link"}, {}, "c");
+  });
   EXPECT_NE(twice.find("c[1]"), std::string::npos) << twice;
 }
 
 // Four sole corners make a flat foot; one point, or points on a line, make a point contact.
 TEST(ContactPoints, CornersOfASoleMakeAFlatFoot) {
-  std::vector<ContactPoint> points = {{"a", "sole", Vector3(0.1, 0.06, 0)},
-                                      {"b", "sole", Vector3(0.1, -0.06, 0)},
-                                      {"foot", "FL_foot", Vector3(0, 0, -0.02)},
-                                      {"c", "sole", Vector3(-0.1, 0.06, 0)},
-                                      {"d", "sole", Vector3(-0.1, -0.06, 0)},
-                                      {"e", "edge", Vector3(0.1, 0, 0)},
-                                      {"f", "edge", Vector3(-0.1, 0, 0)},
-                                      {"g", "edge", Vector3(0.0, 0, 0)}};
+  std::vector<ContactPoint> points = {
+      {"a", "sole", Vector3(0.1, 0.06, 0)},      {"b", "sole", Vector3(0.1, -0.06, 0)},
+      {"foot", "FL_foot", Vector3(0, 0, -0.02)}, {"c", "sole", Vector3(-0.1, 0.06, 0)},
+      {"d", "sole", Vector3(-0.1, -0.06, 0)},    {"e", "edge", Vector3(0.1, 0, 0)},
+      {"f", "edge", Vector3(-0.1, 0, 0)},        {"g", "edge", Vector3(0.0, 0, 0)}};
   const auto frames = groupContactFrames(points);
   ASSERT_EQ(frames.size(), 3u);
   EXPECT_EQ(frames[0].frame, "sole");

@@ -152,26 +152,53 @@ void EnergyOptions::validate() const {
 
 namespace {
 
-// The contact flags of the kept samples: the log's (interpolated at the sample times) or, without
-// them or when asked, detected from the samples' kinematics.
+// The contact frames and flags of the kept samples: the log's (interpolated at the sample times;
+// a frame touches when any of its points does) or, without them or when asked, detected from the
+// samples' kinematics at the robot's contact frames.
 void setContacts(const model::RobotModel& robot, const io::Log& log,
                  const PreparationOptions& options, Samples& out) {
   const pinocchio::Model& model = robot.pinocchio();
   const int N = static_cast<int>(out.time.size());
-  out.contact_names = robot.contactFrames();
-  const int nc = static_cast<int>(out.contact_names.size());
+  std::vector<model::ContactPoint> points;
+  const bool from_log = log.contacts && !options.detect_contacts;
+  if (from_log) {
+    std::vector<model::ContactPoint> defined = options.contact_points;
+    for (const auto& p : log.contacts->definedPoints()) {
+      const bool overridden =
+          std::any_of(defined.begin(), defined.end(),
+                      [&](const model::ContactPoint& d) { return d.name == p.name; });
+      if (!overridden) defined.push_back(p);
+    }
+    points = model::resolveContactPoints(model, log.contacts->names, defined, "contacts/names");
+  } else {
+    for (const auto& frame : robot.contactFrames()) {
+      bool on_frame = false;
+      for (const auto& p : options.contact_points) {
+        if (p.frame != frame) continue;
+        points.push_back(p);
+        on_frame = true;
+      }
+      if (!on_frame) points.push_back({frame, frame, Vector3::Zero()});
+    }
+  }
+  const std::vector<model::ContactFrame> frames = model::groupContactFrames(points);
+  const int nc = static_cast<int>(frames.size());
+  out.contact_names.clear();
+  out.contact_flat.clear();
+  out.contact_point.clear();
+  for (const auto& f : frames) {
+    out.contact_names.push_back(f.frame);
+    out.contact_flat.push_back(f.flat);
+    out.contact_point.push_back(f.offset);
+  }
   out.contact.setZero(nc, N);
-  if (log.contacts && !options.detect_contacts) {
+  if (from_log) {
     const io::ContactSeries& cs = *log.contacts;
     const io::FlagMatrix flags =
         io::interpolateFlags(cs.time, cs.flags, out.time, "contacts/flags");
-    for (int c = 0; c < nc; ++c) {
-      const auto it = std::find(cs.names.begin(), cs.names.end(), out.contact_names[c]);
-      require(it != cs.names.end(), "contacts/names",
-              "the robot's contact frame " + out.contact_names[c], "a log without it");
-      const int col = static_cast<int>(it - cs.names.begin());
-      for (int i = 0; i < N; ++i) out.contact(c, i) = flags(i, col);
-    }
+    for (int c = 0; c < nc; ++c)
+      for (const int point : frames[c].points)
+        for (int i = 0; i < N; ++i) out.contact(c, i) |= flags(i, point);
   } else {
     out.contacts_detected = true;
     pinocchio::Data data(model);
@@ -580,23 +607,33 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
       }
       continue;
     }
-    // contact Jacobians of the points in contact (LOCAL_WORLD_ALIGNED, at the contact point)
+    // constraint Jacobians of the frames in contact (LOCAL_WORLD_ALIGNED): a flat foot's six rows
+    // (force and moment), a point contact's three at its point
     pinocchio::computeJointJacobians(model, data, samples.q.col(k));
     pinocchio::updateFramePlacements(model, data);
-    std::vector<int> active;
+    int constraint_rows = 0;
     for (int c = 0; c < static_cast<int>(frames.size()); ++c) {
-      if (samples.contact(c, k)) active.push_back(c);
+      if (samples.contact(c, k)) constraint_rows += samples.contact_flat[c] ? 6 : 3;
     }
-    Eigen::MatrixXd Jc(3 * active.size(), nv);
-    const Eigen::Vector3d r(0, 0, -options.contact_offset);
-    for (std::size_t c = 0; c < active.size(); ++c) {
+    Eigen::MatrixXd Jc(constraint_rows, nv);
+    int at = 0;
+    for (int c = 0; c < static_cast<int>(frames.size()); ++c) {
+      if (!samples.contact(c, k)) continue;
       frame_jacobian.setZero();
-      pinocchio::getFrameJacobian(model, data, frames[active[c]], pinocchio::LOCAL_WORLD_ALIGNED,
+      pinocchio::getFrameJacobian(model, data, frames[c], pinocchio::LOCAL_WORLD_ALIGNED,
                                   frame_jacobian);
-      // v_point = v_frame + omega x r = v_frame - [r]x omega
+      if (samples.contact_flat[c]) {
+        Jc.middleRows<6>(at) = frame_jacobian;
+        at += 6;
+        continue;
+      }
+      // v_point = v_frame + omega x r = v_frame - [r]x omega, r from the frame origin (world axes)
+      const Eigen::Vector3d r = data.oMf[frames[c]].rotation() * samples.contact_point[c] +
+                                Eigen::Vector3d(0, 0, -options.contact_offset);
       Eigen::Matrix3d rx;
       rx << 0, -r.z(), r.y(), r.z(), 0, -r.x(), -r.y(), r.x(), 0;
-      Jc.middleRows<3>(3 * c) = frame_jacobian.topRows<3>() - rx * frame_jacobian.bottomRows<3>();
+      Jc.middleRows<3>(at) = frame_jacobian.topRows<3>() - rx * frame_jacobian.bottomRows<3>();
+      at += 3;
     }
     Eigen::MatrixXd N_basis;  // nv x m, N^T J_c^T = 0
     if (p.projection == Projection::ContactNullSpace) {

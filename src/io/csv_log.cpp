@@ -2,6 +2,7 @@
 // (docs/log-format.md). A column is named "<dataset>/<channel>", e.g. "q/FL_hip_joint".
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -226,7 +227,31 @@ std::string at(const fs::path& directory, const std::string& file) {
 /// metadata.yaml keys that belong to an optional group, kept until the group is read.
 struct GroupAttributes {
   std::string imu_frame, mocap_frame, estimator;
+  std::vector<model::ContactPoint> contact_points;  ///< contacts' frames and offsets, by name
+  std::string contact_points_at;                    ///< "metadata.yaml:line" for errors
 };
+
+// contact_points: [{name: n, frame: f, offset: [x, y, z]}, ...]
+std::vector<model::ContactPoint> readContactPoints(const YAML::Node& value,
+                                                   const std::string& where) {
+  if (!value.IsSequence()) throw InputError(where + ": expected a list of {name, frame, offset}");
+  std::vector<model::ContactPoint> points;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const YAML::Node& p = value[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!p.IsMap() || !p["name"] || !p["frame"] || !p["offset"] || p.size() != 3 ||
+        !p["offset"].IsSequence() || p["offset"].size() != 3) {
+      throw InputError(at +
+                       ": expected {name: <contact>, frame: <model frame>, offset: [x, y, z]}");
+    }
+    model::ContactPoint point;
+    point.name = p["name"].as<std::string>();
+    point.frame = p["frame"].as<std::string>();
+    for (int k = 0; k < 3; ++k) point.offset[k] = p["offset"][k].as<double>();
+    points.push_back(point);
+  }
+  return points;
+}
 
 void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
   const std::string text = readTextFile(path);
@@ -239,9 +264,10 @@ void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
   if (root.IsNull()) return;
   if (!root.IsMap())
     throw InputError(path + ": expected a map of key: value, got another YAML node");
-  const std::set<std::string> known = {"heft_log_version", "robot",    "base_type", "units",
-                                       "noise_profile",    "scenario", "seed",      "imu_frame",
-                                       "mocap_frame",      "estimator"};
+  const std::set<std::string> known = {
+      "heft_log_version", "robot",     "base_type",     "units",
+      "noise_profile",    "scenario",  "seed",          "imu_frame",
+      "mocap_frame",      "estimator", "contact_points"};
   for (const auto& entry : root) {
     std::string key;
     try {
@@ -249,9 +275,15 @@ void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
       if (!known.count(key)) {
         throw InputError(path + ": unknown key \"" + key +
                          "\" (expected heft_log_version, robot, base_type, units, noise_profile, "
-                         "scenario, seed, imu_frame, mocap_frame, estimator)");
+                         "scenario, seed, imu_frame, mocap_frame, estimator, contact_points)");
       }
       const YAML::Node& value = entry.second;
+      if (key == "contact_points") {
+        groups.contact_points_at =
+            path + ":" + std::to_string(value.Mark().line + 1) + ": contact_points";
+        groups.contact_points = readContactPoints(value, groups.contact_points_at);
+        continue;
+      }
       if (!value.IsScalar()) throw InputError(path + ": key " + key + ": expected a scalar value");
       if (key == "heft_log_version") {
         const int version = value.as<int>();
@@ -356,6 +388,22 @@ Log readCsv(const fs::path& directory) {
     if (contacts.names.empty()) table.fail("expected flags/<contact> columns, found none");
     contacts.flags = table.flagColumns("flags/", contacts.names);
     table.requireAllUsed("time, flags/<contact>");
+    if (!groups.contact_points.empty()) {
+      contacts.offsets.resize(static_cast<Eigen::Index>(contacts.names.size()), 3);
+      for (std::size_t c = 0; c < contacts.names.size(); ++c) {
+        const auto it =
+            std::find_if(groups.contact_points.begin(), groups.contact_points.end(),
+                         [&](const model::ContactPoint& p) { return p.name == contacts.names[c]; });
+        if (it == groups.contact_points.end()) {
+          throw InputError(groups.contact_points_at +
+                           ": expected an entry for every contact of "
+                           "contacts.csv, none for \"" +
+                           contacts.names[c] + "\"");
+        }
+        contacts.frames.push_back(it->frame);
+        contacts.offsets.row(static_cast<Eigen::Index>(c)) = it->offset.transpose();
+      }
+    }
     log.contacts = std::move(contacts);
   }
   const bool truth_states = fs::exists(directory / "truth.csv", ec);
@@ -529,6 +577,19 @@ void writeCsv(const Log& log, const fs::path& directory) {
   if (log.imu) meta += "imu_frame: " + yamlQuoted(log.imu->frame) + "\n";
   if (log.mocap) meta += "mocap_frame: " + yamlQuoted(log.mocap->frame) + "\n";
   if (log.estimates) meta += "estimator: " + yamlQuoted(log.estimates->estimator) + "\n";
+  if (log.contacts && !log.contacts->frames.empty()) {
+    meta += "contact_points:\n";
+    const std::vector<model::ContactPoint> points = log.contacts->definedPoints();
+    for (const auto& p : points) {
+      meta +=
+          "  - {name: " + yamlQuoted(p.name) + ", frame: " + yamlQuoted(p.frame) + ", offset: [";
+      for (int k = 0; k < 3; ++k) {
+        if (k > 0) meta += ", ";
+        appendNumber(meta, p.offset[k]);
+      }
+      meta += "]}\n";
+    }
+  }
   writeFile(directory / "metadata.yaml", meta);
 
   const JointSeries& j = log.joints;

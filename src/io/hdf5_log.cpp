@@ -425,6 +425,8 @@ Log readHdf5(const std::string& path) {
     contacts.time = in.readVector("/contacts/time");
     contacts.names = in.readStrings("/contacts/names");
     contacts.flags = in.readFlags("/contacts/flags");
+    if (in.exists("/contacts/frames")) contacts.frames = in.readStrings("/contacts/frames");
+    if (in.exists("/contacts/offsets")) contacts.offsets = in.readMatrix("/contacts/offsets");
     log.contacts = std::move(contacts);
   }
   if (in.isGroup("/truth")) {
@@ -651,6 +653,8 @@ void writeHdf5(const Log& log, const std::string& path, const std::string& desti
     out.vector("/contacts/time", log.contacts->time);
     out.strings("/contacts/names", log.contacts->names);
     out.flags("/contacts/flags", log.contacts->flags);
+    if (!log.contacts->frames.empty()) out.strings("/contacts/frames", log.contacts->frames);
+    if (log.contacts->offsets.size() > 0) out.matrix("/contacts/offsets", log.contacts->offsets);
   }
   if (log.truth) {
     const TruthSeries& t = *log.truth;

@@ -16,6 +16,18 @@ BaseType parseBaseType(const std::string& name) {
   throw InputError("base_type: expected \"fixed\" or \"free-flyer\", got \"" + name + "\"");
 }
 
+std::vector<model::ContactPoint> ContactSeries::definedPoints() const {
+  std::vector<model::ContactPoint> points;
+  if (frames.empty()) return points;
+  for (std::size_t c = 0; c < names.size() && c < frames.size(); ++c) {
+    const auto row = static_cast<Eigen::Index>(c);
+    const Vector3 offset =
+        row < offsets.rows() && offsets.cols() == 3 ? Vector3(offsets.row(row)) : Vector3::Zero();
+    points.push_back({names[c], frames[c], offset});
+  }
+  return points;
+}
+
 namespace {
 
 // Bitwise equality so that NaN equals NaN and -0 differs from +0: a round trip must be exact.
@@ -118,7 +130,9 @@ std::string firstDifference(const Log& a, const Log& b) {
   if (a.contacts) {
     d = firstOf({compareMatrix("contacts/time", a.contacts->time, b.contacts->time),
                  compareNames("contacts/names", a.contacts->names, b.contacts->names),
-                 compareMatrix("contacts/flags", a.contacts->flags, b.contacts->flags)});
+                 compareMatrix("contacts/flags", a.contacts->flags, b.contacts->flags),
+                 compareNames("contacts/frames", a.contacts->frames, b.contacts->frames),
+                 compareMatrix("contacts/offsets", a.contacts->offsets, b.contacts->offsets)});
     if (!d.empty()) return d;
   }
   if (!(d = presence("truth", a.truth.has_value(), b.truth.has_value())).empty()) return d;

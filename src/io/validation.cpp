@@ -282,6 +282,18 @@ void checkContacts(Collector& out, const ContactSeries& contacts) {
                  "samples of contacts/time x names in contacts/names")) {
     checkFlags(out, "contacts/flags", contacts.flags, contacts.names);
   }
+  const auto nc = static_cast<Eigen::Index>(contacts.names.size());
+  if (!contacts.frames.empty() || contacts.offsets.size() > 0) {
+    if (static_cast<Eigen::Index>(contacts.frames.size()) != nc) {
+      out.add("contacts/frames", -1,
+              "expected one frame per name in contacts/names (" + std::to_string(nc) + "), got " +
+                  std::to_string(contacts.frames.size()));
+    }
+    if (checkShape(out, "contacts/offsets", contacts.offsets, nc, 3,
+                   "one [x y z] row per name in contacts/names")) {
+      checkFinite(out, "contacts/offsets", contacts.offsets, {"x", "y", "z"});
+    }
+  }
 }
 
 // The truth's joint and base series: shapes, finite values, a base only on a floating base.
@@ -435,6 +447,26 @@ bool isBodyName(const pinocchio::Model& model, const std::string& name) {
   return frame.parentJoint > 0 && frame.placement.isIdentity(1e-12);
 }
 
+/// Every contact is a frame of the model, or a point on one (contacts/frames).
+void checkContactsAgainstModel(Collector& out, const ContactSeries& contacts,
+                               const pinocchio::Model& model) {
+  const bool defined = contacts.frames.size() == contacts.names.size();
+  for (std::size_t c = 0; c < contacts.names.size(); ++c) {
+    const auto index = static_cast<std::ptrdiff_t>(c);
+    if (defined) {
+      if (!model.existFrame(contacts.frames[c])) {
+        out.add("contacts/frames", index,
+                "frame \"" + contacts.frames[c] + "\" of contact \"" + contacts.names[c] +
+                    "\" is not a frame of model \"" + model.name + "\"");
+      }
+    } else if (!model.existFrame(contacts.names[c])) {
+      out.add("contacts/names", index,
+              "contact \"" + contacts.names[c] + "\" is not a frame of model \"" + model.name +
+                  "\" (a point away from a frame needs contacts/frames and contacts/offsets)");
+    }
+  }
+}
+
 void checkLog(Collector& out, const Log& log) {
   if (log.meta.units != "SI")
     out.add("units", -1, "expected \"SI\", got \"" + log.meta.units + "\"");
@@ -543,6 +575,7 @@ ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
   } else {
     checkJointsAgainstModel(out, log, model);
   }
+  if (log.contacts) checkContactsAgainstModel(out, *log.contacts, model);
   if (log.truth) checkBodyNames(out, "truth/bodies/names", log.truth->body_names, model);
   if (log.estimates) checkBodyNames(out, "estimates/body_names", log.estimates->body_names, model);
   return report;

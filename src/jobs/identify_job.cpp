@@ -218,6 +218,7 @@ void readPreparationSection(const YAML::Node& node, const std::string& source,
   s.read("contact_speed", p.contact.speed, yaml::positive);
   s.read("ground_height", p.contact.ground_height, yaml::finite);
   s.read("contact_guard", p.contact_guard, yaml::nonNegative);
+  p.contact_points = yaml::readContactPoints(s, "contact_points");
   s.finish();
 }
 

@@ -16,6 +16,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 
 namespace heft::jobs::yaml {
@@ -157,6 +158,7 @@ class YamlSection {
     }
   }
 
+  const std::string& source() const { return source_; }
   std::string field(const std::string& key) const {
     return path_.empty() ? key : path_ + "." + key;
   }
@@ -281,6 +283,33 @@ inline std::vector<model::LockedJoint> readLockedJoints(YamlSection& top) {
   for (const auto& [name, position] : top.namedNumbers("locked_joints"))
     locked.push_back({name, position});
   return locked;
+}
+
+/// `key: [{name, frame, offset: [x, y, z]}, ...]`: contact points away from a frame origin (sole
+/// corners), the same definitions a log's contacts/frames and contacts/offsets hold.
+inline std::vector<model::ContactPoint> readContactPoints(YamlSection& section,
+                                                          const std::string& key) {
+  std::vector<model::ContactPoint> points;
+  if (!section.has(key)) return points;
+  const YAML::Node list = section.raw(key);
+  if (!list.IsSequence())
+    section.fail(list, section.field(key), "expected a list of {name, frame, offset}");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = section.field(key) + "[" + std::to_string(i) + "]";
+    YamlSection item(list[i], path, section.source());
+    model::ContactPoint point;
+    point.name = item.string("name");
+    point.frame = item.string("frame");
+    if (point.name.empty()) item.fail(list[i], path + ".name", "missing");
+    if (point.frame.empty()) item.fail(list[i], path + ".frame", "missing");
+    std::vector<double> offset{0, 0, 0};
+    item.read("offset", offset);
+    if (offset.size() != 3) item.fail(list[i], path + ".offset", "expected [x, y, z] in metres");
+    point.offset = Vector3(offset[0], offset[1], offset[2]);
+    item.finish();
+    points.push_back(point);
+  }
+  return points;
 }
 
 /// The robot and the log every job config names: `robot` (a short name such as go2 stays a name;

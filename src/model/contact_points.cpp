@@ -18,8 +18,7 @@ std::vector<ContactPoint> resolveContactPoints(const pinocchio::Model& model,
     const std::string where = field + "[" + std::to_string(i) + "]";
     for (std::size_t j = 0; j < i; ++j) {
       if (names[j] == name) {
-        throw InputError(where + ": expected unique contact names, got \"" + name +
-                         "\" twice");
+        throw InputError(where + ": expected unique contact names, got \"" + name + "\" twice");
       }
     }
     const auto it = std::find_if(defined.begin(), defined.end(),
@@ -36,9 +35,11 @@ std::vector<ContactPoint> resolveContactPoints(const pinocchio::Model& model,
       continue;
     }
     if (!model.existFrame(name)) {
-      throw InputError(where + ": expected a frame of the robot model or a contact point defined "
+      throw InputError(where +
+                       ": expected a frame of the robot model or a contact point defined "
                        "as a frame plus an offset (contact_points, or the log's contacts/frames), "
-                       "got \"" + name + "\"");
+                       "got \"" +
+                       name + "\"");
     }
     out.push_back(ContactPoint{name, name, Vector3::Zero()});
   }

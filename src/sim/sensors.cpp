@@ -1,6 +1,7 @@
 #include "heft/sim/sensors.hpp"
 
 #include <Eigen/Geometry>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -351,6 +352,18 @@ io::ContactSeries makeContactSeries(const SimModel& model, const TruthRecord& tr
   io::ContactSeries contacts;
   contacts.time = joint_time;
   contacts.names = model.contactNames();
+  // points away from a frame origin (sole corners) are defined in the log, so readers find them
+  const std::vector<ContactPoint>& points = model.contactPoints();
+  const bool plain_frames = std::all_of(points.begin(), points.end(), [](const ContactPoint& p) {
+    return p.name == p.frame && p.offset.isZero(0.0);
+  });
+  if (!plain_frames && points.size() == contacts.names.size()) {
+    contacts.offsets.resize(static_cast<Eigen::Index>(points.size()), 3);
+    for (std::size_t c = 0; c < points.size(); ++c) {
+      contacts.frames.push_back(points[c].frame);
+      contacts.offsets.row(static_cast<Eigen::Index>(c)) = points[c].offset.transpose();
+    }
+  }
   contacts.flags.resize(n, nc);
   for (int k = 0; k < n; ++k) {
     for (int c = 0; c < nc; ++c) {

@@ -21,6 +21,7 @@
 
 #include "heft/io/log.hpp"
 #include "heft/io/signal.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "heft/state/contacts.hpp"
 
@@ -75,9 +76,14 @@ struct PreparationOptions {
   /// When not empty, only samples inside one of these ranges are kept (a held-out set).
   std::vector<TimeRange> only;
   BaseStateSource base_state = BaseStateSource::Log;
-  /// Contact flags: from the log's contacts group when present (names must be the robot's contact
-  /// frames), else detected (ContactDetectionOptions). `detect_contacts` forces detection.
+  /// Contact flags: from the log's contacts group when present (every name a frame of the model,
+  /// or a point defined by the log's contacts/frames and offsets or by `contact_points`), else
+  /// detected at the robot's contact frames (ContactDetectionOptions). `detect_contacts` forces
+  /// detection.
   bool detect_contacts = false;
+  /// Contact points away from a frame origin (sole corners), by name; they override the log's own
+  /// definitions of the same names. Points on one frame that span a plane make it a flat foot.
+  std::vector<model::ContactPoint> contact_points;
   ContactDetectionOptions contact;
   /// Free-flyer: drop samples within this many seconds of any contact flag change (a touchdown or
   /// lift-off: impacts, soft-contact transients and misplaced flags concentrate the residual
@@ -99,7 +105,10 @@ struct Samples {
   std::vector<std::string> joint_names;            ///< nj, model order
   std::vector<int> joint_idx_v;                    ///< nj, column of each joint in v
   std::vector<pinocchio::JointIndex> joint_index;  ///< nj, Pinocchio joint index
-  std::vector<std::string> contact_names;          ///< nc contact frames (free-flyer)
+  /// nc contact frames (free-flyer): a frame is in contact when any of its points is
+  std::vector<std::string> contact_names;
+  std::vector<bool> contact_flat;      ///< nc: flat foot (a full wrench), else a point contact
+  std::vector<Vector3> contact_point;  ///< nc: a point contact's point in its frame [m]
   Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic> contact;  ///< nc x N, 1 = contact
   bool contacts_detected = false;  ///< flags from ContactDetectionOptions, not the log
   std::vector<std::string> warnings;

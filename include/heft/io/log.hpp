@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "heft/model/contact_points.hpp"
+
 namespace heft::io {
 
 /// 0/1 flags (1 = in contact), samples x contacts.
@@ -73,6 +75,12 @@ struct ContactSeries {
   Eigen::VectorXd time;            ///< C, [s]
   std::vector<std::string> names;  ///< nc contact names (e.g. foot frame names)
   FlagMatrix flags;                ///< C x nc, 1 = in contact
+  /// Where each contact is, when its name is not a frame of the model (e.g. sole corners): the
+  /// frame (nc names) and the point in that frame (nc x 3 [m]). Both empty, or both given.
+  std::vector<std::string> frames;
+  Eigen::MatrixXd offsets;
+  /// The points `frames` and `offsets` define (empty when they are absent).
+  std::vector<model::ContactPoint> definedPoints() const;
 };
 
 /// Ground truth of a simulated log. The time series (time, q, v, a, ...) and the bodies are each

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "heft/common/types.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "heft/model/payload.hpp"
 
@@ -52,12 +53,9 @@ struct PayloadSpec {
   model::Payload payload;        ///< mass, COM and inertia in the parent body frame
 };
 
-/// A contact sphere away from a frame origin (e.g. the four corners of a humanoid sole).
-struct ContactPoint {
-  std::string name;                  ///< geom name and contact name in the log; unique
-  std::string frame;                 ///< Pinocchio frame that carries it
-  Vector3 offset = Vector3::Zero();  ///< sphere center in the frame [m]
-};
+/// A contact sphere: its centre is `offset` in `frame` (e.g. the four corners of a humanoid
+/// sole); `name` is the geom's name and the contact's name in the log, unique.
+using model::ContactPoint;
 
 /// A mass that changes over time (MuJoCo body mass edited at run time, before every step):
 /// m(t) = offset + amplitude w(t), with
