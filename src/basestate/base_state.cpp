@@ -242,6 +242,25 @@ BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::L
   return out;
 }
 
+std::vector<model::ContactPoint> logContactPoints(const pinocchio::Model& model, const io::Log& log,
+                                                  const std::vector<model::ContactPoint>& extra) {
+  require(log.contacts.has_value(), "contacts",
+          "a contacts group (flags of the feet touching the ground)", "none");
+  std::vector<model::ContactPoint> defined = log.contacts->definedPoints();
+  defined.insert(defined.end(), extra.begin(), extra.end());
+  return model::resolveContactPoints(model, log.contacts->names, defined, "contacts/names");
+}
+
+BaseStateTrajectory fillBaseState(const pinocchio::Model& model, io::Log& log,
+                                  const BaseStateOptions& options,
+                                  const std::vector<model::ContactPoint>& extra) {
+  BaseStateTrajectory trajectory =
+      estimateBaseState(model, log, logContactPoints(model, log, extra), options);
+  log.joints.base_pose = trajectory.base_pose;
+  log.joints.base_twist = trajectory.base_twist;
+  return trajectory;
+}
+
 BaseStateErrors compareWithTruth(const io::Log& log, const BaseStateTrajectory& trajectory) {
   require(log.truth.has_value() && log.truth->time.size() > 0 &&
               log.truth->base_pose.rows() == log.truth->time.size() &&

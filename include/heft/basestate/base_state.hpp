@@ -58,6 +58,20 @@ BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::L
                                       const std::vector<model::ContactPoint>& contacts,
                                       const BaseStateOptions& options = {});
 
+/// The contact points of a log: its contacts/names resolved against the model, through the points
+/// the log defines (contacts/frames, contacts/offsets) and then `extra` (a config's), else frames.
+/// \throws InputError naming the field when the log has no contacts group or a name resolves to
+///   nothing.
+std::vector<model::ContactPoint> logContactPoints(
+    const pinocchio::Model& model, const io::Log& log,
+    const std::vector<model::ContactPoint>& extra = {});
+
+/// Runs estimateBaseState with logContactPoints and writes the result into log.joints.base_pose
+/// and base_twist (replacing any). Returns the trajectory.
+BaseStateTrajectory fillBaseState(const pinocchio::Model& model, io::Log& log,
+                                  const BaseStateOptions& options = {},
+                                  const std::vector<model::ContactPoint>& extra = {});
+
 /// Errors against the truth group.
 struct BaseStateErrors {
   double orientation_rmse_deg = 0;  ///< angle of R_true^T R_est, RMS over samples
