@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/identify/samples.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/jobs/base_state_job.hpp"
+#include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
 #include "support/sim_log.hpp"
@@ -79,6 +81,33 @@ TEST(BaseStateJob, OptionsFileNamesUnknownKeys) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("gyro_nois"), std::string::npos) << e.what();
   }
+}
+
+// identify's preparation: by default (auto) a log without a base state gets the estimator's, which
+// is the same as what heft base-state writes; `log` still requires it in the log.
+TEST(BaseStateJob, IdentifyEstimatesTheBaseStateByDefault) {
+  const io::Log log = io::readLog(go2Log());
+  ASSERT_EQ(log.joints.base_pose.rows(), 0);
+  const model::RobotModel go2 = model::loadRobot("go2");
+  identify::PreparationOptions options;
+  options.decimation = 10;
+  const identify::Samples samples = identify::prepareSamples(go2, log, options);
+  BaseStateJob::Config config;
+  config.robot = "go2";
+  config.log = go2Log();
+  const BaseStateJob::Result estimated = BaseStateJob::run(config);
+  // the first kept sample's base pose is the estimator's at that time
+  const Eigen::Index k =
+      std::lower_bound(log.joints.time.data(), log.joints.time.data() + log.joints.time.size(),
+                       samples.time[0] - 1e-9) -
+      log.joints.time.data();
+  EXPECT_LT(
+      (samples.q.col(0).head<3>() - estimated.log.joints.base_pose.row(k).head<3>().transpose())
+          .norm(),
+      1e-9);
+  identify::PreparationOptions from_log = options;
+  from_log.base_state = identify::BaseStateSource::Log;
+  EXPECT_THROW(identify::prepareSamples(go2, log, from_log), InputError);
 }
 
 // ---- the CLI ----

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates studies/base-state/README.md's table: `heft base-state` (contact-aided invariant EKF +
+# Regenerates studies/base-state/results.md: `heft base-state` (contact-aided invariant EKF +
 # RTS smoother, default options) on whole simulated scenarios, nominal and harsh noise, seed 4242,
 # scored against each log's truth group (result.json "truth").
 #   bash studies/base-state/run.sh [build]
@@ -36,4 +36,14 @@ PY
     fi
   done
 done
-cat "$table"
+{
+  echo "# Base state from the IMU, the legs and the contacts"
+  echo
+  echo "\`bash studies/base-state/run.sh\` (a built tree in \`build/\`): \`heft simulate\` (whole scenario, seed"
+  echo "4242) then \`heft base-state\` with the default options (invariant EKF + RTS smoother), scored"
+  echo "against the truth group. Yaw and position are unobservable: yaw starts from imu/orientation and"
+  echo "drifts with the gyro's z bias; drift is the end-to-start displacement error per minute."
+  echo
+  cat "$table"
+} > "$root/studies/base-state/results.md"
+cat "$root/studies/base-state/results.md"
