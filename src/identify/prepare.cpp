@@ -14,6 +14,7 @@
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
 
+#include "heft/basestate/base_state.hpp"
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/dynamics/energy.hpp"
@@ -323,10 +324,19 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
   // free-flyer state
   Eigen::MatrixXd base_pose, base_twist;
   if (out.free_flyer) {
-    if (options.base_state == BaseStateSource::Log) {
-      require(js.base_pose.rows() == n && js.base_twist.rows() == n, "joints/base_pose",
-              "a base pose and twist in the log (free-flyer robot; heft has no state estimator "
-              "yet, BaseStateSource::Truth uses the truth group)",
+    const bool in_log = js.base_pose.rows() == n && js.base_twist.rows() == n;
+    if (options.base_state == BaseStateSource::Estimate ||
+        (options.base_state == BaseStateSource::Auto && !in_log)) {
+      const basestate::BaseStateTrajectory estimate = basestate::estimateBaseState(
+          model, *log, basestate::logContactPoints(model, *log, options.contact_points));
+      base_pose = estimate.base_pose;
+      base_twist = estimate.base_twist;
+      out.warnings.push_back(
+          "base pose and twist estimated from the IMU, the legs and the contacts (basestate)");
+    } else if (options.base_state != BaseStateSource::Truth) {
+      require(in_log, "joints/base_pose",
+              "a base pose and twist in the log (free-flyer robot; base_state: estimate runs "
+              "the base-state estimator)",
               "none");
       base_pose = js.base_pose;
       base_twist = js.base_twist;

@@ -9,6 +9,7 @@
 
 #include <pinocchio/algorithm/joint-configuration.hpp>
 
+#include "heft/basestate/base_state.hpp"
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/filter/replay.hpp"
@@ -84,9 +85,11 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
   if (top.has("state")) config.options.state = yaml::located(top, "state", parseState);
   if (top.has("base_state")) {
     config.base_state = yaml::located(top, "base_state", [](const std::string& s) {
+      if (s == "auto") return BaseStateSource::Auto;
       if (s == "log") return BaseStateSource::Log;
+      if (s == "estimate") return BaseStateSource::Estimate;
       if (s == "truth") return BaseStateSource::Truth;
-      throw InputError("expected log or truth, got '" + s + "'");
+      throw InputError("expected auto, log, estimate or truth, got '" + s + "'");
     });
   }
   if (top.has("contact_forces")) {
@@ -276,16 +279,30 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
   }
   if (free_flyer) {
     Eigen::MatrixXd pose, twist;
-    if (config.base_state == BaseStateSource::Log) {
-      require(js.base_pose.rows() > 0 && js.base_twist.rows() > 0,
-              config.log + ": joints/base_pose",
-              "a base pose and twist (free-flyer robot; base_state: truth reads the truth group)",
-              "none");
+    const bool in_log = js.base_pose.rows() > 0 && js.base_twist.rows() > 0;
+    if (config.base_state != BaseStateSource::Truth) {
+      Eigen::MatrixXd estimated_pose, estimated_twist;
+      const bool estimate = config.base_state == BaseStateSource::Estimate ||
+                            (config.base_state == BaseStateSource::Auto && !in_log);
+      if (estimate) {
+        const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
+            model, log, basestate::logContactPoints(model, log, config.contacts));
+        estimated_pose = e.base_pose;
+        estimated_twist = e.base_twist;
+        warnings.push_back("base pose and twist estimated from the IMU, the legs and the contacts");
+      } else {
+        require(in_log, config.log + ": joints/base_pose",
+                "a base pose and twist (free-flyer robot; base_state: estimate runs the "
+                "base-state estimator)",
+                "none");
+      }
+      const Eigen::MatrixXd& all_pose = estimate ? estimated_pose : js.base_pose;
+      const Eigen::MatrixXd& all_twist = estimate ? estimated_twist : js.base_twist;
       pose.resize(n, 7);
       twist.resize(n, 6);
       for (int i = 0; i < n; ++i) {
-        pose.row(i) = js.base_pose.row(keep[i]);
-        twist.row(i) = js.base_twist.row(keep[i]);
+        pose.row(i) = all_pose.row(keep[i]);
+        twist.row(i) = all_twist.row(keep[i]);
       }
     } else {
       require(log.truth && log.truth->base_pose.rows() > 0 && log.truth->base_twist.rows() > 0,

@@ -208,9 +208,11 @@ void readPreparationSection(const YAML::Node& node, const std::string& source,
   for (const auto& [start, end] : s.timeRanges("exclude")) p.exclude.push_back({start, end});
   if (s.has("base_state")) {
     p.base_state = located(s, "base_state", [](const std::string& v) {
+      if (v == "auto") return BaseStateSource::Auto;
       if (v == "log") return BaseStateSource::Log;
+      if (v == "estimate") return BaseStateSource::Estimate;
       if (v == "truth") return BaseStateSource::Truth;
-      throw InputError("expected log or truth, got '" + v + "'");
+      throw InputError("expected auto, log, estimate or truth, got '" + v + "'");
     });
   }
   s.read("detect_contacts", p.detect_contacts);

@@ -39,8 +39,10 @@ AccelerationMethod parseAccelerationMethod(const std::string& name);
 
 /// Where the free-flyer state (pose, twist) comes from.
 enum class BaseStateSource {
-  Log,    ///< joints/base_pose and joints/base_twist (a state estimator's output); required
-  Truth,  ///< truth/base_pose and truth/base_twist: heft has no state estimator yet; studies only
+  Auto,      ///< the log's base_pose and base_twist when it has them, else Estimate
+  Log,       ///< joints/base_pose and joints/base_twist (a state estimator's output); required
+  Estimate,  ///< heft::basestate on the log's IMU, joints and contact flags
+  Truth,     ///< truth/base_pose and truth/base_twist: studies only
 };
 
 using state::ContactDetectionOptions;
@@ -75,7 +77,7 @@ struct PreparationOptions {
   std::vector<TimeRange> exclude;
   /// When not empty, only samples inside one of these ranges are kept (a held-out set).
   std::vector<TimeRange> only;
-  BaseStateSource base_state = BaseStateSource::Log;
+  BaseStateSource base_state = BaseStateSource::Auto;
   /// Contact flags: from the log's contacts group when present (every name a frame of the model,
   /// or a point defined by the log's contacts/frames and offsets or by `contact_points`), else
   /// detected at the robot's contact frames (ContactDetectionOptions). `detect_contacts` forces

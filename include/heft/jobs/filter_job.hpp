@@ -22,8 +22,9 @@ namespace heft::jobs {
 
 struct FilterJob {
   /// Where the free-flyer base state comes from: the log's joints/base_pose and base_twist (a state
-  /// estimator's output), or the truth group (simulated logs; heft has no base state estimator).
-  enum class BaseStateSource { Log, Truth };
+  /// estimator's output), heft::basestate on the log (Estimate), the log's when present else
+  /// estimated (Auto), or the truth group (studies).
+  enum class BaseStateSource { Auto, Log, Estimate, Truth };
   /// Where the contact forces come from: none (a fixed base, or no contact); the truth group's
   /// contact_forces (a simulated log); the log's force_torque group (measured wrenches at the
   /// sensor frames, interpolated at the joint times); or nowhere: projected out of the
@@ -40,7 +41,7 @@ struct FilterJob {
     std::vector<std::string> bodies;  ///< estimated bodies (heft body names); prior = the model's
     filter::InertialEkfOptions options;  ///< options.state is the main filter's state
     bool baseline = true;                ///< also run the linear-pi KF on the same samples
-    BaseStateSource base_state = BaseStateSource::Log;
+    BaseStateSource base_state = BaseStateSource::Auto;
     ContactForceSource contact_forces = ContactForceSource::None;
     /// Contact points, names as in truth/contact_names (truth) or contacts/names (projected: their
     /// frames, grouped by model::groupContactFrames, are the stance frames).
