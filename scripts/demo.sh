@@ -24,6 +24,12 @@ echo "   the trunk's inertia jointly (batch MAP, parametrized Riccati), without 
 echo
 echo "Outputs: $build/demo/go2-estimate/{result.json,trajectory.h5,robot.urdf}"
 echo
+echo "== heft simulate talos-torso-2.9kg, then heft identify data/examples/talos_torso_identify.yaml:"
+echo "   TALOS with an unknown 2.9 kg box on its torso; flat feet, base state estimated, no truth input"
+"$heft" simulate talos-torso-2.9kg --out "$build/demo/talos-torso-2.9kg.h5" --overwrite > /dev/null
+"$heft" identify data/examples/talos_torso_identify.yaml --out "$build/demo/talos-torso" --overwrite \
+  --quiet | sed -n '/errors against/,/^$/p'
+echo
 echo "== heft simulate talos-forearm-step: TALOS curls its elbow; at 6 s a 5.4 kg payload appears"
 "$heft" simulate talos-forearm-step --out "$build/demo/talos-forearm-step.h5" --overwrite
 echo

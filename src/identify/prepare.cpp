@@ -352,7 +352,7 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
               .finished();
       base_twist = io::interpolateLinear(log->truth->time, log->truth->base_twist, js.time,
                                          "truth/base_twist");
-      out.warnings.push_back("base pose and twist taken from the truth group (no state estimator)");
+      out.warnings.push_back("base pose and twist taken from the truth group (base_state: truth, for studies only)");
     }
   }
 

@@ -315,7 +315,7 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
       pose.rightCols(4) =
           io::interpolateQuaternions(t.time, t.base_pose.rightCols(4), time, "truth/base_pose");
       twist = io::interpolateLinear(t.time, t.base_twist, time, "truth/base_twist");
-      warnings.push_back("base pose and twist from the truth group (no state estimator)");
+      warnings.push_back("base pose and twist from the truth group (base_state: truth, for studies only)");
     }
     for (int i = 0; i < n; ++i) {
       s.q.col(i).head<7>() = pose.row(i).transpose();
@@ -338,7 +338,7 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
       const int column = static_cast<int>(it - t.contact_names.begin());
       s.forces.middleRows(3 * c, 3) = forces.middleCols(3 * column, 3).transpose();
     }
-    warnings.push_back("contact forces from the truth group (no force sensors in the log)");
+    warnings.push_back("contact forces from the truth group (contact_forces: truth, for studies only)");
   }
   if (wrenches > 0) {
     const io::ForceTorqueSeries& ft = *log.force_torque;
