@@ -77,6 +77,53 @@ std::string BaseStateSummary::report() const {
   return out.str();
 }
 
+namespace {
+
+// Base pose and twist (and the biases) at each joint sample, from the IMU states through the
+// IMU-to-base kinematics of the joints.
+void writeBaseFromImu(const pinocchio::Model& model, const std::string& imu_frame,
+                      const io::JointSeries& joints, const io::JointBinding& binding,
+                      const std::vector<CoreState>& state, const std::vector<Vector3>& gyro,
+                      BaseStateTrajectory& out) {
+  const Eigen::Index N = joints.time.size();
+  Eigen::VectorXd q = pinocchio::neutral(model), v = Eigen::VectorXd::Zero(model.nv);
+  const auto fillJoints = [&](Eigen::Index k) {
+    for (int j = 0; j < binding.size(); ++j) {
+      q[binding.idx_q[j]] = joints.q(k, binding.log_column[j]);
+      v[binding.idx_v[j]] = joints.v(k, binding.log_column[j]);
+    }
+  };
+  out.base_pose.resize(N, 7);
+  out.base_twist.resize(N, 6);
+  out.gyro_bias.resize(N, 3);
+  out.accel_bias.resize(N, 3);
+  pinocchio::Data data(model);
+  const pinocchio::FrameIndex imu_id = model.getFrameId(imu_frame);
+  for (Eigen::Index k = 0; k < N; ++k) {
+    fillJoints(k);
+    pinocchio::forwardKinematics(model, data, q, v);
+    const pinocchio::SE3 base_to_imu = pinocchio::updateFramePlacement(model, data, imu_id);
+    const pinocchio::Motion relative =
+        pinocchio::getFrameVelocity(model, data, imu_id, pinocchio::LOCAL);
+    const CoreState& x = state[k];
+    const pinocchio::SE3 world_to_imu(x.R, x.p);
+    const pinocchio::SE3 base = world_to_imu * base_to_imu.inverse();
+    // the IMU's own twist (IMU frame) minus what the joints add between base and IMU
+    const pinocchio::Motion imu_twist(Vector3(x.R.transpose() * x.v),
+                                      Vector3(gyro[k] - x.gyro_bias));
+    const pinocchio::Motion base_twist = base_to_imu.act(imu_twist - relative);
+    const Eigen::Quaterniond quaternion(base.rotation());
+    out.base_pose.row(k).head<3>() = base.translation().transpose();
+    out.base_pose.row(k).tail<4>() = quaternion.normalized().coeffs().transpose();
+    out.base_twist.row(k).head<3>() = base_twist.linear().transpose();
+    out.base_twist.row(k).tail<3>() = base_twist.angular().transpose();
+    out.gyro_bias.row(k) = x.gyro_bias.transpose();
+    out.accel_bias.row(k) = x.accel_bias.transpose();
+  }
+}
+
+}  // namespace
+
 BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::Log& log,
                                       const std::vector<model::ContactPoint>& contacts,
                                       const BaseStateOptions& options) {
@@ -209,34 +256,7 @@ BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::L
     gyro[k] = gyro[first];
   }
 
-  // base pose and twist through the IMU-to-base kinematics at each sample
-  out.base_pose.resize(N, 7);
-  out.base_twist.resize(N, 6);
-  out.gyro_bias.resize(N, 3);
-  out.accel_bias.resize(N, 3);
-  pinocchio::Data data(model);
-  const pinocchio::FrameIndex imu_id = model.getFrameId(imu_frame);
-  for (Eigen::Index k = 0; k < N; ++k) {
-    fillJoints(k);
-    pinocchio::forwardKinematics(model, data, q, v);
-    const pinocchio::SE3 base_to_imu = pinocchio::updateFramePlacement(model, data, imu_id);
-    const pinocchio::Motion relative =
-        pinocchio::getFrameVelocity(model, data, imu_id, pinocchio::LOCAL);
-    const CoreState& x = state[k];
-    const pinocchio::SE3 world_to_imu(x.R, x.p);
-    const pinocchio::SE3 base = world_to_imu * base_to_imu.inverse();
-    // the IMU's own twist (IMU frame) minus what the joints add between base and IMU
-    const pinocchio::Motion imu_twist(Vector3(x.R.transpose() * x.v),
-                                      Vector3(gyro[k] - x.gyro_bias));
-    const pinocchio::Motion base_twist = base_to_imu.act(imu_twist - relative);
-    const Eigen::Quaterniond quaternion(base.rotation());
-    out.base_pose.row(k).head<3>() = base.translation().transpose();
-    out.base_pose.row(k).tail<4>() = quaternion.normalized().coeffs().transpose();
-    out.base_twist.row(k).head<3>() = base_twist.linear().transpose();
-    out.base_twist.row(k).tail<3>() = base_twist.angular().transpose();
-    out.gyro_bias.row(k) = x.gyro_bias.transpose();
-    out.accel_bias.row(k) = x.accel_bias.transpose();
-  }
+  writeBaseFromImu(model, imu_frame, joints, binding, state, gyro, out);
   out.summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_clock).count();
   return out;

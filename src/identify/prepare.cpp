@@ -271,6 +271,49 @@ void dropNearContactChanges(double guard, Samples& s) {
 
 }  // namespace
 
+namespace {
+
+// The base pose and twist at every joint sample: the log's, heft's own estimate, or the truth
+// group's (studies), as options.base_state says.
+void baseStateOf(const pinocchio::Model& model, const io::Log& log,
+                 const PreparationOptions& options, Eigen::MatrixXd& base_pose,
+                 Eigen::MatrixXd& base_twist, std::vector<std::string>& warnings) {
+  const io::JointSeries& js = log.joints;
+  const int n = static_cast<int>(js.time.size());
+  const bool in_log = js.base_pose.rows() == n && js.base_twist.rows() == n;
+  if (options.base_state == BaseStateSource::Estimate ||
+      (options.base_state == BaseStateSource::Auto && !in_log)) {
+    const basestate::BaseStateTrajectory estimate = basestate::estimateBaseState(
+        model, log, basestate::logContactPoints(model, log, options.contact_points));
+    base_pose = estimate.base_pose;
+    base_twist = estimate.base_twist;
+    warnings.push_back(
+        "base pose and twist estimated from the IMU, the legs and the contacts (basestate)");
+  } else if (options.base_state != BaseStateSource::Truth) {
+    require(in_log, "joints/base_pose",
+            "a base pose and twist in the log (free-flyer robot; base_state: estimate runs "
+            "the base-state estimator)",
+            "none");
+    base_pose = js.base_pose;
+    base_twist = js.base_twist;
+  } else {
+    require(log.truth && log.truth->base_pose.rows() > 0 && log.truth->base_twist.rows() > 0,
+            "truth/base_pose", "a truth base pose and twist (BaseStateSource::Truth)", "none");
+    base_pose = io::interpolateQuaternions(log.truth->time, log.truth->base_pose.rightCols(4),
+                                           js.time, "truth/base_pose");
+    base_pose = (Eigen::MatrixXd(n, 7) << io::interpolateLinear(
+                     log.truth->time, log.truth->base_pose.leftCols(3), js.time, "truth/base_pose"),
+                 base_pose)
+                    .finished();
+    base_twist =
+        io::interpolateLinear(log.truth->time, log.truth->base_twist, js.time, "truth/base_twist");
+    warnings.push_back(
+        "base pose and twist taken from the truth group (base_state: truth, for studies only)");
+  }
+}
+
+}  // namespace
+
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
                        const PreparationOptions& options) {
   options.validate();
@@ -323,38 +366,7 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
 
   // free-flyer state
   Eigen::MatrixXd base_pose, base_twist;
-  if (out.free_flyer) {
-    const bool in_log = js.base_pose.rows() == n && js.base_twist.rows() == n;
-    if (options.base_state == BaseStateSource::Estimate ||
-        (options.base_state == BaseStateSource::Auto && !in_log)) {
-      const basestate::BaseStateTrajectory estimate = basestate::estimateBaseState(
-          model, *log, basestate::logContactPoints(model, *log, options.contact_points));
-      base_pose = estimate.base_pose;
-      base_twist = estimate.base_twist;
-      out.warnings.push_back(
-          "base pose and twist estimated from the IMU, the legs and the contacts (basestate)");
-    } else if (options.base_state != BaseStateSource::Truth) {
-      require(in_log, "joints/base_pose",
-              "a base pose and twist in the log (free-flyer robot; base_state: estimate runs "
-              "the base-state estimator)",
-              "none");
-      base_pose = js.base_pose;
-      base_twist = js.base_twist;
-    } else {
-      require(log->truth && log->truth->base_pose.rows() > 0 && log->truth->base_twist.rows() > 0,
-              "truth/base_pose", "a truth base pose and twist (BaseStateSource::Truth)", "none");
-      base_pose = io::interpolateQuaternions(log->truth->time, log->truth->base_pose.rightCols(4),
-                                             js.time, "truth/base_pose");
-      base_pose =
-          (Eigen::MatrixXd(n, 7) << io::interpolateLinear(
-               log->truth->time, log->truth->base_pose.leftCols(3), js.time, "truth/base_pose"),
-           base_pose)
-              .finished();
-      base_twist = io::interpolateLinear(log->truth->time, log->truth->base_twist, js.time,
-                                         "truth/base_twist");
-      out.warnings.push_back("base pose and twist taken from the truth group (base_state: truth, for studies only)");
-    }
-  }
+  if (out.free_flyer) baseStateOf(model, *log, options, base_pose, base_twist, out.warnings);
 
   // accelerations
   Eigen::MatrixXd a, base_acc;

@@ -357,6 +357,76 @@ void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
   }
 }
 
+// contacts.csv, with the contact points of metadata.yaml (contact_points) when it has them.
+ContactSeries readContacts(const fs::path& directory, const GroupAttributes& groups) {
+  CsvTable table(at(directory, "contacts.csv"), false);
+  ContactSeries contacts;
+  contacts.time = table.column("time");
+  contacts.names = table.suffixes("flags/");
+  if (contacts.names.empty()) table.fail("expected flags/<contact> columns, found none");
+  contacts.flags = table.flagColumns("flags/", contacts.names);
+  table.requireAllUsed("time, flags/<contact>");
+  if (!groups.contact_points.empty()) {
+    contacts.offsets.resize(static_cast<Eigen::Index>(contacts.names.size()), 3);
+    for (std::size_t c = 0; c < contacts.names.size(); ++c) {
+      const auto it =
+          std::find_if(groups.contact_points.begin(), groups.contact_points.end(),
+                       [&](const model::ContactPoint& p) { return p.name == contacts.names[c]; });
+      if (it == groups.contact_points.end()) {
+        throw InputError(groups.contact_points_at +
+                         ": expected an entry for every contact of "
+                         "contacts.csv, none for \"" +
+                         contacts.names[c] + "\"");
+      }
+      contacts.frames.push_back(it->frame);
+      contacts.offsets.row(static_cast<Eigen::Index>(c)) = it->offset.transpose();
+    }
+  }
+  return contacts;
+}
+
+// truth.csv and truth_bodies.csv (either may be absent); joint columns follow `joint_names`.
+TruthSeries readTruth(const fs::path& directory, bool states, bool bodies,
+                      const std::vector<std::string>& joint_names) {
+  TruthSeries t;
+  if (states) {
+    CsvTable table(at(directory, "truth.csv"), false);
+    const auto& names = joint_names;
+    t.time = table.column("time");
+    t.q = table.columns("q/", names);
+    t.v = table.columns("v/", names);
+    t.a = table.columns("a/", names);
+    if (table.anyWithPrefix("base_pose/")) t.base_pose = table.columns("base_pose/", kPose);
+    if (table.anyWithPrefix("base_twist/")) t.base_twist = table.columns("base_twist/", kTwist);
+    if (table.anyWithPrefix("base_acceleration/")) {
+      t.base_acceleration = table.columns("base_acceleration/", kAcceleration);
+    }
+    t.contact_names = table.suffixes("contact_forces/", "/fx");
+    if (!t.contact_names.empty()) {
+      t.contact_forces = table.perNameColumns("contact_forces/", t.contact_names, kForce);
+      if (table.anyWithPrefix("contact_flags/")) {
+        t.contact_flags = table.flagColumns("contact_flags/", t.contact_names);
+      }
+    }
+    t.varying_body_names = table.suffixes("varying_body_pi/", "/m");
+    if (!t.varying_body_names.empty()) {
+      t.varying_body_pi = table.perNameColumns("varying_body_pi/", t.varying_body_names, kPi);
+    }
+    table.requireAllUsed(
+        "time, q/ v/ a/<joint> for the joints of joints.csv, base_pose/*, base_twist/*, "
+        "base_acceleration/*, contact_forces/<contact>/{fx,fy,fz}, contact_flags/<contact>, "
+        "varying_body_pi/<body>/{m,mcx,mcy,mcz,Ixx,Ixy,Iyy,Ixz,Iyz,Izz}");
+  }
+  if (bodies) {
+    CsvTable table(at(directory, "truth_bodies.csv"), true);
+    t.body_names = table.rowNames();
+    t.body_pi = table.columns("", kPi);
+    if (!table.has("body")) table.fail("expected the first column to be \"body\"");
+    table.requireAllUsed("body, m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz");
+  }
+  return t;
+}
+
 Log readCsv(const fs::path& directory) {
   std::error_code ec;
   if (!fs::is_directory(directory, ec)) {
@@ -420,32 +490,7 @@ Log readCsv(const fs::path& directory) {
     table.requireAllUsed("time, position/{x,y,z}, orientation/{qx,qy,qz,qw}");
     log.mocap = std::move(mocap);
   }
-  if (fs::exists(directory / "contacts.csv", ec)) {
-    CsvTable table(at(directory, "contacts.csv"), false);
-    ContactSeries contacts;
-    contacts.time = table.column("time");
-    contacts.names = table.suffixes("flags/");
-    if (contacts.names.empty()) table.fail("expected flags/<contact> columns, found none");
-    contacts.flags = table.flagColumns("flags/", contacts.names);
-    table.requireAllUsed("time, flags/<contact>");
-    if (!groups.contact_points.empty()) {
-      contacts.offsets.resize(static_cast<Eigen::Index>(contacts.names.size()), 3);
-      for (std::size_t c = 0; c < contacts.names.size(); ++c) {
-        const auto it =
-            std::find_if(groups.contact_points.begin(), groups.contact_points.end(),
-                         [&](const model::ContactPoint& p) { return p.name == contacts.names[c]; });
-        if (it == groups.contact_points.end()) {
-          throw InputError(groups.contact_points_at +
-                           ": expected an entry for every contact of "
-                           "contacts.csv, none for \"" +
-                           contacts.names[c] + "\"");
-        }
-        contacts.frames.push_back(it->frame);
-        contacts.offsets.row(static_cast<Eigen::Index>(c)) = it->offset.transpose();
-      }
-    }
-    log.contacts = std::move(contacts);
-  }
+  if (fs::exists(directory / "contacts.csv", ec)) log.contacts = readContacts(directory, groups);
   const bool force_torque = fs::exists(directory / "force_torque.csv", ec);
   if (force_torque != fs::exists(directory / "force_torque_sensors.csv", ec)) {
     throw InputError(at(directory, force_torque ? "force_torque_sensors.csv" : "force_torque.csv") +
@@ -466,43 +511,7 @@ Log readCsv(const fs::path& directory) {
   const bool truth_states = fs::exists(directory / "truth.csv", ec);
   const bool truth_bodies = fs::exists(directory / "truth_bodies.csv", ec);
   if (truth_states || truth_bodies) {
-    TruthSeries t;
-    if (truth_states) {
-      CsvTable table(at(directory, "truth.csv"), false);
-      const auto& names = log.joints.names;
-      t.time = table.column("time");
-      t.q = table.columns("q/", names);
-      t.v = table.columns("v/", names);
-      t.a = table.columns("a/", names);
-      if (table.anyWithPrefix("base_pose/")) t.base_pose = table.columns("base_pose/", kPose);
-      if (table.anyWithPrefix("base_twist/")) t.base_twist = table.columns("base_twist/", kTwist);
-      if (table.anyWithPrefix("base_acceleration/")) {
-        t.base_acceleration = table.columns("base_acceleration/", kAcceleration);
-      }
-      t.contact_names = table.suffixes("contact_forces/", "/fx");
-      if (!t.contact_names.empty()) {
-        t.contact_forces = table.perNameColumns("contact_forces/", t.contact_names, kForce);
-        if (table.anyWithPrefix("contact_flags/")) {
-          t.contact_flags = table.flagColumns("contact_flags/", t.contact_names);
-        }
-      }
-      t.varying_body_names = table.suffixes("varying_body_pi/", "/m");
-      if (!t.varying_body_names.empty()) {
-        t.varying_body_pi = table.perNameColumns("varying_body_pi/", t.varying_body_names, kPi);
-      }
-      table.requireAllUsed(
-          "time, q/ v/ a/<joint> for the joints of joints.csv, base_pose/*, base_twist/*, "
-          "base_acceleration/*, contact_forces/<contact>/{fx,fy,fz}, contact_flags/<contact>, "
-          "varying_body_pi/<body>/{m,mcx,mcy,mcz,Ixx,Ixy,Iyy,Ixz,Iyz,Izz}");
-    }
-    if (truth_bodies) {
-      CsvTable table(at(directory, "truth_bodies.csv"), true);
-      t.body_names = table.rowNames();
-      t.body_pi = table.columns("", kPi);
-      if (!table.has("body")) table.fail("expected the first column to be \"body\"");
-      table.requireAllUsed("body, m, mcx, mcy, mcz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz");
-    }
-    log.truth = std::move(t);
+    log.truth = readTruth(directory, truth_states, truth_bodies, log.joints.names);
   }
   if (estimates) {
     // estimates.csv: the body names are the body_pi/<body>/m columns, in order

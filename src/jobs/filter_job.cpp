@@ -212,6 +212,61 @@ ExternalInputs externalInputs(const pinocchio::Model& model, bool free_flyer, co
   return inputs;
 }
 
+// The base pose and twist of the kept joint samples `keep` (times `time`) into s.q and s.v: the
+// log's, heft's own estimate, or the truth group's (studies), as config.base_state says.
+void setBaseState(const pinocchio::Model& model, const io::Log& log,
+                  const FilterJob::Config& config, const std::vector<int>& keep,
+                  const Eigen::VectorXd& time, ReplaySamples& s,
+                  std::vector<std::string>& warnings) {
+  const io::JointSeries& js = log.joints;
+  const int n = static_cast<int>(keep.size());
+  Eigen::MatrixXd pose, twist;
+  const bool in_log = js.base_pose.rows() > 0 && js.base_twist.rows() > 0;
+  if (config.base_state != BaseStateSource::Truth) {
+    Eigen::MatrixXd estimated_pose, estimated_twist;
+    const bool estimate = config.base_state == BaseStateSource::Estimate ||
+                          (config.base_state == BaseStateSource::Auto && !in_log);
+    if (estimate) {
+      const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
+          model, log, basestate::logContactPoints(model, log, config.contacts));
+      estimated_pose = e.base_pose;
+      estimated_twist = e.base_twist;
+      warnings.push_back("base pose and twist estimated from the IMU, the legs and the contacts");
+    } else {
+      require(in_log, config.log + ": joints/base_pose",
+              "a base pose and twist (free-flyer robot; base_state: estimate runs the "
+              "base-state estimator)",
+              "none");
+    }
+    const Eigen::MatrixXd& all_pose = estimate ? estimated_pose : js.base_pose;
+    const Eigen::MatrixXd& all_twist = estimate ? estimated_twist : js.base_twist;
+    pose.resize(n, 7);
+    twist.resize(n, 6);
+    for (int i = 0; i < n; ++i) {
+      pose.row(i) = all_pose.row(keep[i]);
+      twist.row(i) = all_twist.row(keep[i]);
+    }
+  } else {
+    require(log.truth && log.truth->base_pose.rows() > 0 && log.truth->base_twist.rows() > 0,
+            config.log + ": truth/base_pose", "a truth base pose and twist (base_state: truth)",
+            "none");
+    const io::TruthSeries& t = *log.truth;
+    pose.resize(n, 7);
+    pose.leftCols(3) =
+        io::interpolateLinear(t.time, t.base_pose.leftCols(3), time, "truth/base_pose");
+    pose.rightCols(4) =
+        io::interpolateQuaternions(t.time, t.base_pose.rightCols(4), time, "truth/base_pose");
+    twist = io::interpolateLinear(t.time, t.base_twist, time, "truth/base_twist");
+    warnings.push_back(
+        "base pose and twist from the truth group (base_state: truth, for studies only)");
+  }
+  for (int i = 0; i < n; ++i) {
+    s.q.col(i).head<7>() = pose.row(i).transpose();
+    s.q.col(i).segment<4>(3).normalize();
+    s.v.col(i).head<6>() = twist.row(i).transpose();
+  }
+}
+
 ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, const io::Log& log,
                              const FilterJob::Config& config, const ExternalInputs& inputs,
                              std::vector<std::string>& warnings) {
@@ -277,52 +332,7 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
       s.tau(binding.idx_v[j], i) = js.tau(keep[i], column);
     }
   }
-  if (free_flyer) {
-    Eigen::MatrixXd pose, twist;
-    const bool in_log = js.base_pose.rows() > 0 && js.base_twist.rows() > 0;
-    if (config.base_state != BaseStateSource::Truth) {
-      Eigen::MatrixXd estimated_pose, estimated_twist;
-      const bool estimate = config.base_state == BaseStateSource::Estimate ||
-                            (config.base_state == BaseStateSource::Auto && !in_log);
-      if (estimate) {
-        const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
-            model, log, basestate::logContactPoints(model, log, config.contacts));
-        estimated_pose = e.base_pose;
-        estimated_twist = e.base_twist;
-        warnings.push_back("base pose and twist estimated from the IMU, the legs and the contacts");
-      } else {
-        require(in_log, config.log + ": joints/base_pose",
-                "a base pose and twist (free-flyer robot; base_state: estimate runs the "
-                "base-state estimator)",
-                "none");
-      }
-      const Eigen::MatrixXd& all_pose = estimate ? estimated_pose : js.base_pose;
-      const Eigen::MatrixXd& all_twist = estimate ? estimated_twist : js.base_twist;
-      pose.resize(n, 7);
-      twist.resize(n, 6);
-      for (int i = 0; i < n; ++i) {
-        pose.row(i) = all_pose.row(keep[i]);
-        twist.row(i) = all_twist.row(keep[i]);
-      }
-    } else {
-      require(log.truth && log.truth->base_pose.rows() > 0 && log.truth->base_twist.rows() > 0,
-              config.log + ": truth/base_pose", "a truth base pose and twist (base_state: truth)",
-              "none");
-      const io::TruthSeries& t = *log.truth;
-      pose.resize(n, 7);
-      pose.leftCols(3) =
-          io::interpolateLinear(t.time, t.base_pose.leftCols(3), time, "truth/base_pose");
-      pose.rightCols(4) =
-          io::interpolateQuaternions(t.time, t.base_pose.rightCols(4), time, "truth/base_pose");
-      twist = io::interpolateLinear(t.time, t.base_twist, time, "truth/base_twist");
-      warnings.push_back("base pose and twist from the truth group (base_state: truth, for studies only)");
-    }
-    for (int i = 0; i < n; ++i) {
-      s.q.col(i).head<7>() = pose.row(i).transpose();
-      s.q.col(i).segment<4>(3).normalize();
-      s.v.col(i).head<6>() = twist.row(i).transpose();
-    }
-  }
+  if (free_flyer) setBaseState(model, log, config, keep, time, s, warnings);
   if (config.contact_forces == ContactForceSource::Truth) {
     require(log.truth && log.truth->contact_forces.rows() > 0,
             config.log + ": truth/contact_forces", "contact forces (contact_forces: truth)",
@@ -338,7 +348,8 @@ ReplaySamples samplesFromLog(const pinocchio::Model& model, bool free_flyer, con
       const int column = static_cast<int>(it - t.contact_names.begin());
       s.forces.middleRows(3 * c, 3) = forces.middleCols(3 * column, 3).transpose();
     }
-    warnings.push_back("contact forces from the truth group (contact_forces: truth, for studies only)");
+    warnings.push_back(
+        "contact forces from the truth group (contact_forces: truth, for studies only)");
   }
   if (wrenches > 0) {
     const io::ForceTorqueSeries& ft = *log.force_torque;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates studies/unseen/results.md: go2 payload cases no other study uses, 3 seeds each,
-# nominal noise, `heft identify` (MAP) with the bundled go2 example config (only the log changed)
-# and with the trunk declared a payload (identify.payload), and `heft estimate` with the bundled
-# go2 estimate config (only the log changed).
+# Regenerates studies/unseen/results.md: go2 and TALOS payload cases no other study uses, 3 seeds
+# each, nominal noise, `heft identify` (MAP) with the bundled go2 and TALOS example configs (only the
+# log changed; go2 also with the trunk declared a payload, TALOS also with the truth base state),
+# and `heft estimate` with the bundled go2 estimate config (only the log changed).
 #   bash studies/unseen/run.sh [build]
 set -euo pipefail
 build="${1:-build}"
@@ -34,6 +34,24 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
       "$root/data/examples/go2_payload_estimate.yaml" > "$config"
     "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate-10s" --overwrite \
       --quiet > /dev/null || true
+  done
+done
+# TALOS: the torso example (flat feet, estimated base state), only the log changed; the same with
+# the base state from the truth group (the price of no truth input)
+for scenario in talos-torso-2.9kg talos-backpack-4kg; do
+  for seed in 4242 7 11; do
+    log="$work/${scenario}_$seed.h5"
+    "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
+      --out "$log" --overwrite > /dev/null
+    for variant in example truth-base; do
+      config="$work/${scenario}_${seed}_$variant.yaml"
+      sed -e "s#^log: .*#log: $log#" "$root/data/examples/talos_torso_identify.yaml" > "$config"
+      if [ "$variant" = truth-base ]; then
+        sed -i 's#^  decimation: 10#  decimation: 10\n  base_state: truth#' "$config"
+      fi
+      "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
+        --quiet > /dev/null || true
+    done
   done
 done
 python3 "$root/studies/unseen/table.py" "$work" > "$root/studies/unseen/results.md"
