@@ -53,19 +53,28 @@ std::vector<std::string> splitFields(const std::string& line) {
 
 /// One CSV file: a header and numeric rows (optionally a first column of names). Every line after
 /// the header is a sample, so row r is on line r + 2.
+/// The lines of a text (a final newline ends the last line; "\r\n" endings are read as "\n").
+std::vector<std::string> splitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    if (!lines.back().empty() && lines.back().back() == '\r') lines.back().pop_back();
+    start = end + 1;
+  }
+  return lines;
+}
+
 class CsvTable {
  public:
   CsvTable(const std::string& path, bool first_column_is_name) : path_(path) {
     const std::string text = readTextFile(path);
-    std::size_t start = 0, line_number = 0;
     std::vector<std::vector<double>> rows;
-    while (start < text.size()) {
-      std::size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      std::string line = text.substr(start, end - start);
-      start = end + 1;
-      ++line_number;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::vector<std::string> lines = splitLines(text);
+    for (std::size_t line_number = 1; line_number <= lines.size(); ++line_number) {
+      const std::string& line = lines[line_number - 1];
       if (line_number == 1) {
         header_ = splitFields(line);
         std::set<std::string> seen;
@@ -225,21 +234,15 @@ std::string at(const fs::path& directory, const std::string& file) {
   return (directory / file).string();
 }
 
-/// metadata.yaml keys that belong to an optional group, kept until the group is read.
 /// force_torque_sensors.csv: a header "sensor,frame" and one line per sensor of force_torque.csv
 /// (any order), giving the frame its wrench is expressed in. Returns the frames in `sensors` order.
 std::vector<std::string> readSensorFrames(const std::string& path,
                                           const std::vector<std::string>& sensors) {
   const std::string text = readTextFile(path);
   std::map<std::string, std::string> frames;
-  std::size_t start = 0, line_number = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::vector<std::string> lines = splitLines(text);
+  for (std::size_t line_number = 1; line_number <= lines.size(); ++line_number) {
+    const std::string& line = lines[line_number - 1];
     const std::vector<std::string> fields = splitFields(line);
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
     if (line_number == 1) {
@@ -265,6 +268,7 @@ std::vector<std::string> readSensorFrames(const std::string& path,
   return out;
 }
 
+/// metadata.yaml keys that belong to an optional group, kept until the group is read.
 struct GroupAttributes {
   std::string imu_frame, mocap_frame, estimator;
   std::vector<model::ContactPoint> contact_points;  ///< contacts' frames and offsets, by name

@@ -101,25 +101,7 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
       throw InputError("expected none, truth, sensors or projected, got '" + s + "'");
     });
   }
-  if (top.has("contacts")) {
-    const YAML::Node list = top.raw("contacts");
-    if (!list.IsSequence()) top.fail(list, "contacts", "expected a list of {name, frame, offset}");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string path = "contacts[" + std::to_string(i) + "]";
-      Section c(list[i], path, source);
-      ContactPoint point;
-      point.name = c.string("name");
-      point.frame = c.string("frame");
-      if (point.name.empty()) c.fail(list[i], path + ".name", "missing");
-      if (point.frame.empty()) c.fail(list[i], path + ".frame", "missing");
-      std::vector<double> offset{0, 0, 0};
-      c.read("offset", offset);
-      if (offset.size() != 3) c.fail(list[i], path + ".offset", "expected [x, y, z] in metres");
-      point.offset = Vector3(offset[0], offset[1], offset[2]);
-      c.finish();
-      config.contacts.push_back(point);
-    }
-  }
+  config.contacts = yaml::readContactPoints(top, "contacts");
   top.read("start_time", config.start_time);
   top.read("end_time", config.end_time);
   {
