@@ -173,6 +173,56 @@ TEST(ContactEkf, KinematicsMeasurementJacobianMatchesFiniteDifferences) {
   }
 }
 
+// The level-ground rows r_i(X) (stance feet heights, flat soles' tilt) against central
+// differences of r over retractions X = exp(delta) X_hat: dr/d delta = -h. go2's point feet and
+// TALOS' flat soles, at a random state and a random joint configuration.
+TEST(ContactEkf, LevelGroundRowsMatchFiniteDifferences) {
+  std::srand(11);
+  for (const bool flat : {false, true}) {
+    const pinocchio::Model& model = robot(flat ? "talos" : "go2").pinocchio();
+    ContactEkfOptions options;
+    options.level_ground = true;
+    ContactEkf ekf(model, flat ? "imu_link" : "imu", flat ? talosSoleCorners() : go2Feet(),
+                   options);
+    const int n = ekf.dimension();
+    const RandomState x(ekf.numFeet());
+    x.set(ekf);
+    const VectorXd q =
+        pinocchio::randomConfiguration(model, -VectorXd::Ones(model.nq), VectorXd::Ones(model.nq));
+    ekf.footInImu(q, 0);  // the kinematics the tilt rows read
+    const int rows = ekf.groundRows();
+    ASSERT_EQ(rows, ekf.numFeet() - 1 + (flat ? 2 * ekf.numFeet() : 0));
+    VectorXd h_row(n), unused(n);
+    const double step = 1e-5;
+    for (int i = 0; i < rows; ++i) {
+      x.set(ekf);
+      ekf.groundRow(i, h_row);
+      const auto residual = [&](const VectorXd& delta) {
+        x.set(ekf);
+        ekf.retract(delta);
+        return ekf.groundRow(i, unused);
+      };
+      VectorXd fd(n);
+      for (int j = 0; j < n; ++j) {
+        VectorXd dx = VectorXd::Zero(n);
+        dx[j] = step;
+        fd[j] = (residual(dx) - residual(-dx)) / (2 * step);
+      }
+      // The tilt rows drop their yaw column by design (contact_ekf.cpp: a level sole is level at
+      // any yaw); every other column is the derivative.
+      const bool tilt_row = i >= ekf.numFeet() - 1;
+      if (tilt_row) {
+        EXPECT_EQ(h_row[2], 0.0);
+        fd[2] = 0;
+      }
+      // second-order terms step^2 |x| (|x| <= 3 here) and rounding eps / step
+      EXPECT_LT((fd + h_row).norm(), 1e-8) << (flat ? "talos" : "go2") << " row " << i << "\nfd "
+                                           << fd.transpose() << "\n-h " << -h_row.transpose();
+      EXPECT_GT(h_row.norm(), 0.1);  // the row does depend on the state
+    }
+  }
+}
+
 // The error's propagation over dt: delta_1 = Phi delta_0 for the IMU kinematics of the mean, with
 // delta measured on the manifold (localCore and the foot translations).
 TEST(ContactEkf, PropagationJacobianMatchesFiniteDifferences) {
@@ -256,18 +306,20 @@ SimulatedRun simulate(const std::string& scenario_name, double duration, const s
 }
 
 BaseStateErrors score(const std::string& scenario, double duration, const std::string& noise,
-                      bool smooth = true) {
+                      bool smooth = true, bool level_ground = false) {
   const SimulatedRun run = simulate(scenario, duration, noise);
   BaseStateOptions options;
   options.smooth = smooth;
+  options.filter.level_ground = level_ground;
   const auto trajectory = heft::basestate::estimateBaseState(
       robot(heft::sim::findScenario(scenario).robot).pinocchio(), run.log, run.contacts, options);
   const BaseStateErrors e = heft::basestate::compareWithTruth(run.log, trajectory);
   std::printf(
-      "%s %s %s: orientation %.3f deg (roll %.3f pitch %.3f yaw %.3f), velocity %.4f m/s, "
+      "%s %s %s%s: orientation %.3f deg (roll %.3f pitch %.3f yaw %.3f), velocity %.4f m/s, "
       "angular %.4f rad/s, drift %.4f m/min\n",
-      scenario.c_str(), noise.c_str(), smooth ? "smoothed" : "forward", e.orientation_rmse_deg,
-      e.roll_rmse_deg, e.pitch_rmse_deg, e.yaw_rmse_deg, e.velocity_rmse, e.angular_velocity_rmse,
+      scenario.c_str(), noise.c_str(), smooth ? "smoothed" : "forward",
+      level_ground ? " level ground" : "", e.orientation_rmse_deg, e.roll_rmse_deg,
+      e.pitch_rmse_deg, e.yaw_rmse_deg, e.velocity_rmse, e.angular_velocity_rmse,
       e.position_drift_per_minute);
   return e;
 }
@@ -313,6 +365,28 @@ TEST(BaseState, TalosSteppingAgainstTruth) {
   EXPECT_LT(e.velocity_rmse, 0.0045);
 }
 
+// A level floor as a measurement (level_ground): the stance feet's heights and the soles' tilt
+// separate roll and pitch from the accelerometer's bias, which the robot's small rotations do not.
+// Bounds: the level-ground values measured on these logs (seed 4242) times 1.5; each is also below
+// the estimate without the floor.
+TEST(BaseState, LevelGroundSeparatesTiltFromTheAccelerometerBias) {
+  const BaseStateErrors talos = score("talos-step-mass-wave", 6, "nominal", true, false);
+  const BaseStateErrors talos_level = score("talos-step-mass-wave", 6, "nominal", true, true);
+  // measured: roll 0.076, pitch 0.037 deg, velocity 0.0069 m/s (without the floor: 0.349, 0.080,
+  // 0.0030: the sole tilt rows cost velocity while stepping, docs/basestate.md)
+  EXPECT_LT(talos_level.roll_rmse_deg, 0.114);
+  EXPECT_LT(talos_level.pitch_rmse_deg, 0.056);
+  EXPECT_LT(talos_level.velocity_rmse, 0.0104);
+  EXPECT_LT(talos_level.roll_rmse_deg, talos.roll_rmse_deg);
+  const BaseStateErrors go2 = score("go2-stand", 5, "nominal", true, false);
+  const BaseStateErrors go2_level = score("go2-stand", 5, "nominal", true, true);
+  // measured: roll 0.0037, pitch 0.0056 deg, velocity 0.0014 m/s
+  EXPECT_LT(go2_level.roll_rmse_deg, 0.0056);
+  EXPECT_LT(go2_level.pitch_rmse_deg, 0.0084);
+  EXPECT_LT(go2_level.velocity_rmse, 0.0021);
+  EXPECT_LT(go2_level.roll_rmse_deg, go2.roll_rmse_deg);
+}
+
 TEST(BaseState, BadLogsNameTheField) {
   const SimulatedRun run = simulate("go2-stand", 0.3, "nominal");
   const pinocchio::Model& model = robot("go2").pinocchio();
@@ -336,6 +410,24 @@ TEST(BaseState, BadLogsNameTheField) {
   heft::io::Log no_contacts = run.log;
   no_contacts.contacts.reset();
   expectError(no_contacts, "contacts");
+}
+
+// A job's contact_points redefine a point the log also defines: the config wins, as in identify
+// and estimate (docs/guide/identify.md), so that all of one run's users agree on the points.
+TEST(BaseState, ConfigContactPointsOverrideTheLogs) {
+  heft::io::Log log;
+  log.contacts.emplace();
+  log.contacts->names = {"left_heel", "right_heel"};
+  log.contacts->frames = {"left_sole_link", "right_sole_link"};
+  log.contacts->offsets = Eigen::MatrixXd::Zero(2, 3);
+  log.contacts->offsets.col(0).setConstant(-0.1);
+  const std::vector<ContactPoint> config = {
+      {"left_heel", "left_sole_link", Vector3(-0.08, 0.0, 0.01)}};
+  const auto points = heft::basestate::logContactPoints(robot("talos").pinocchio(), log, config);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].offset, Vector3(-0.08, 0.0, 0.01));
+  EXPECT_EQ(points[1].frame, "right_sole_link");
+  EXPECT_EQ(points[1].offset, Vector3(-0.1, 0.0, 0.0));
 }
 
 // update() and the IMU propagation allocate nothing, through touchdowns, lift-offs and flight.

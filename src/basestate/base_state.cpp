@@ -69,11 +69,12 @@ void BaseStateOptions::validate() const {
 std::string BaseStateSummary::report() const {
   std::ostringstream out;
   out << "base state: " << joint_samples << " joint samples, " << imu_samples << " IMU samples, "
-      << corrections << " foot corrections, " << touchdowns << " touchdowns, " << flight_samples
-      << " samples without contact, " << rejected << " rejected, " << failures
-      << " failed corrections; " << (smoothed ? "smoothed (RTS)" : "forward filter only")
-      << "; initial orientation from " << (orientation_from_imu ? "imu/orientation" : "imu/accel")
-      << "; " << formatNumber(seconds, 3) << " s\n";
+      << corrections << " foot corrections, " << ground_corrections << " level-ground updates, "
+      << touchdowns << " touchdowns, " << flight_samples << " samples without contact, " << rejected
+      << " rejected, " << failures << " failed corrections; "
+      << (smoothed ? "smoothed (RTS)" : "forward filter only") << "; initial orientation from "
+      << (orientation_from_imu ? "imu/orientation" : "imu/accel") << "; "
+      << formatNumber(seconds, 3) << " s\n";
   return out.str();
 }
 
@@ -236,6 +237,7 @@ BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::L
   require(first >= 0, "joints/time", "samples after the first IMU sample", "none");
   const ContactEkf::Counters& counters = ekf.counters();
   out.summary.corrections = counters.corrections;
+  out.summary.ground_corrections = counters.ground_corrections;
   out.summary.flight_samples = counters.flight;
   out.summary.touchdowns = counters.touchdowns;
   out.summary.rejected = counters.rejected;
@@ -266,9 +268,9 @@ std::vector<model::ContactPoint> logContactPoints(const pinocchio::Model& model,
                                                   const std::vector<model::ContactPoint>& extra) {
   require(log.contacts.has_value(), "contacts",
           "a contacts group (flags of the feet touching the ground)", "none");
-  std::vector<model::ContactPoint> defined = log.contacts->definedPoints();
-  defined.insert(defined.end(), extra.begin(), extra.end());
-  return model::resolveContactPoints(model, log.contacts->names, defined, "contacts/names");
+  return model::resolveContactPoints(
+      model, log.contacts->names, model::configOverLogPoints(extra, log.contacts->definedPoints()),
+      "contacts/names");
 }
 
 BaseStateTrajectory fillBaseState(const pinocchio::Model& model, io::Log& log,

@@ -355,14 +355,10 @@ void LogProblemBuilder::contactFlags() {
     if (source == ContactSource::Flags) {
       require(have_flags, "log contacts group", "contact flags (contact_source flags)", "none");
       const io::ContactSeries& c = *log.contacts;
-      std::vector<model::ContactPoint> defined = options_.contact_points;
-      for (const auto& p : c.definedPoints()) {
-        if (std::none_of(defined.begin(), defined.end(),
-                         [&](const model::ContactPoint& d) { return d.name == p.name; }))
-          defined.push_back(p);
-      }
-      const std::vector<model::ContactFrame> groups = model::groupContactFrames(
-          model::resolveContactPoints(pin_, c.names, defined, "contacts/names"));
+      const std::vector<model::ContactFrame> groups =
+          model::groupContactFrames(model::resolveContactPoints(
+              pin_, c.names, model::configOverLogPoints(options_.contact_points, c.definedPoints()),
+              "contacts/names"));
       for (const auto& g : groups) {
         require(g.flat || g.offset.isZero(0.0), "contact " + g.frame,
                 "a contact at the frame origin or a flat foot (heft estimate's point contacts "

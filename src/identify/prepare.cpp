@@ -163,14 +163,10 @@ void setContacts(const model::RobotModel& robot, const io::Log& log,
   std::vector<model::ContactPoint> points;
   const bool from_log = log.contacts && !options.detect_contacts;
   if (from_log) {
-    std::vector<model::ContactPoint> defined = options.contact_points;
-    for (const auto& p : log.contacts->definedPoints()) {
-      const bool overridden =
-          std::any_of(defined.begin(), defined.end(),
-                      [&](const model::ContactPoint& d) { return d.name == p.name; });
-      if (!overridden) defined.push_back(p);
-    }
-    points = model::resolveContactPoints(model, log.contacts->names, defined, "contacts/names");
+    points = model::resolveContactPoints(
+        model, log.contacts->names,
+        model::configOverLogPoints(options.contact_points, log.contacts->definedPoints()),
+        "contacts/names");
   } else {
     for (const auto& frame : robot.contactFrames()) {
       bool on_frame = false;
@@ -283,8 +279,10 @@ void baseStateOf(const pinocchio::Model& model, const io::Log& log,
   const bool in_log = js.base_pose.rows() == n && js.base_twist.rows() == n;
   if (options.base_state == BaseStateSource::Estimate ||
       (options.base_state == BaseStateSource::Auto && !in_log)) {
+    basestate::BaseStateOptions base_options;
+    base_options.filter.level_ground = options.level_ground;
     const basestate::BaseStateTrajectory estimate = basestate::estimateBaseState(
-        model, log, basestate::logContactPoints(model, log, options.contact_points));
+        model, log, basestate::logContactPoints(model, log, options.contact_points), base_options);
     base_pose = estimate.base_pose;
     base_twist = estimate.base_twist;
     warnings.push_back(

@@ -37,7 +37,10 @@ nlohmann::json filterOptionsJson(const basestate::ContactEkfOptions& o) {
           {"initial_gyro_bias_std", o.initial_gyro_bias_std},
           {"initial_accel_bias_std", o.initial_accel_bias_std},
           {"estimate_biases", o.estimate_biases},
-          {"max_step", o.max_step}};
+          {"max_step", o.max_step},
+          {"level_ground", o.level_ground},
+          {"ground_height_noise", o.ground_height_noise},
+          {"ground_tilt_noise", o.ground_tilt_noise}};
 }
 
 }  // namespace
@@ -75,6 +78,9 @@ void BaseStateJob::parseOptions(const std::string& yaml_text, const std::string&
     s.read("initial_accel_bias_std", o.initial_accel_bias_std, yaml::positive);
     s.read("estimate_biases", o.estimate_biases);
     s.read("max_step", o.max_step, yaml::positive);
+    s.read("level_ground", o.level_ground);
+    s.read("ground_height_noise", o.ground_height_noise, yaml::positive);
+    s.read("ground_tilt_noise", o.ground_tilt_noise, yaml::positive);
     s.finish();
   }
   top.finish();
@@ -132,6 +138,7 @@ nlohmann::json BaseStateJob::Result::toJson() const {
   j["summary"] = {{"joint_samples", summary.joint_samples},
                   {"imu_samples", summary.imu_samples},
                   {"corrections", summary.corrections},
+                  {"ground_corrections", summary.ground_corrections},
                   {"touchdowns", summary.touchdowns},
                   {"flight_samples", summary.flight_samples},
                   {"rejected", summary.rejected},

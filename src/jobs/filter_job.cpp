@@ -92,6 +92,7 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
       throw InputError("expected auto, log, estimate or truth, got '" + s + "'");
     });
   }
+  top.read("level_ground", config.level_ground);
   if (top.has("contact_forces")) {
     config.contact_forces = yaml::located(top, "contact_forces", [](const std::string& s) {
       if (s == "none") return ContactForceSource::None;
@@ -209,8 +210,10 @@ void setBaseState(const pinocchio::Model& model, const io::Log& log,
     const bool estimate = config.base_state == BaseStateSource::Estimate ||
                           (config.base_state == BaseStateSource::Auto && !in_log);
     if (estimate) {
+      basestate::BaseStateOptions base_options;
+      base_options.filter.level_ground = config.level_ground;
       const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
-          model, log, basestate::logContactPoints(model, log, config.contacts));
+          model, log, basestate::logContactPoints(model, log, config.contacts), base_options);
       estimated_pose = e.base_pose;
       estimated_twist = e.base_twist;
       warnings.push_back("base pose and twist estimated from the IMU, the legs and the contacts");

@@ -215,6 +215,7 @@ void readPreparationSection(const YAML::Node& node, const std::string& source,
       throw InputError("expected auto, log, estimate or truth, got '" + v + "'");
     });
   }
+  s.read("level_ground", p.level_ground);
   s.read("detect_contacts", p.detect_contacts);
   s.read("widen_contacts", p.widen_contacts);
   s.read("contact_height", p.contact.height, yaml::positive);

@@ -46,6 +46,17 @@ std::vector<ContactPoint> resolveContactPoints(const pinocchio::Model& model,
   return out;
 }
 
+std::vector<ContactPoint> configOverLogPoints(const std::vector<ContactPoint>& config,
+                                              const std::vector<ContactPoint>& log) {
+  std::vector<ContactPoint> out = config;
+  for (const ContactPoint& p : log) {
+    if (std::none_of(config.begin(), config.end(),
+                     [&](const ContactPoint& c) { return c.name == p.name; }))
+      out.push_back(p);
+  }
+  return out;
+}
+
 namespace {
 
 // True when the offsets span a plane: some three of them form a triangle with area above a

@@ -37,17 +37,21 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
   done
 done
 # TALOS: the torso example (flat feet, estimated base state), only the log changed; the same with
-# the base state from the truth group (the price of no truth input)
+# the base state from the truth group (the price of no truth input), and with the level floor as a
+# base-state measurement (preparation.level_ground)
 for scenario in talos-torso-2.9kg talos-backpack-4kg; do
   for seed in 4242 7 11; do
     log="$work/${scenario}_$seed.h5"
     "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
       --out "$log" --overwrite > /dev/null
-    for variant in example truth-base; do
+    for variant in example truth-base level-ground; do
       config="$work/${scenario}_${seed}_$variant.yaml"
       sed -e "s#^log: .*#log: $log#" "$root/data/examples/talos_torso_identify.yaml" > "$config"
       if [ "$variant" = truth-base ]; then
         sed -i 's#^  decimation: 10#  decimation: 10\n  base_state: truth#' "$config"
+      fi
+      if [ "$variant" = level-ground ]; then
+        sed -i 's#^  decimation: 10#  decimation: 10\n  level_ground: true#' "$config"
       fi
       "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
         --quiet > /dev/null || true

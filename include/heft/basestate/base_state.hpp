@@ -33,6 +33,7 @@ struct BaseStateOptions {
 struct BaseStateSummary {
   long joint_samples = 0, imu_samples = 0;
   long corrections = 0, flight_samples = 0, touchdowns = 0, rejected = 0, failures = 0;
+  long ground_corrections = 0;  ///< level-ground updates (0 unless level_ground)
   bool smoothed = false;
   bool orientation_from_imu = false;  ///< initial orientation from imu/orientation (else accel)
   double seconds = 0;                 ///< wall time
@@ -59,7 +60,8 @@ BaseStateTrajectory estimateBaseState(const pinocchio::Model& model, const io::L
                                       const BaseStateOptions& options = {});
 
 /// The contact points of a log: its contacts/names resolved against the model, through the points
-/// the log defines (contacts/frames, contacts/offsets) and then `extra` (a config's), else frames.
+/// `extra` (a config's) defines, then those the log defines (contacts/frames, contacts/offsets),
+/// else frames (model::configOverLogPoints).
 /// \throws InputError naming the field when the log has no contacts group or a name resolves to
 ///   nothing.
 std::vector<model::ContactPoint> logContactPoints(

@@ -15,6 +15,11 @@
 ///    (Pinocchio forward kinematics), innovation z = R s - (d - p), z = H xi + n with
 ///    H = [0, 0, I, 0, 0, .., -I (foot k), ..]; one 3-row update per stance foot.
 ///  - Touchdown (paper eq. 44): d = p + R s, xi_d = xi_p + R n.
+///  - Level ground (optional, `level_ground`; not in the paper): the feet in stance stand on one
+///    horizontal plane. Scalar updates r = d_k,z - d_j,z (every stance foot against the first) and,
+///    per flat foot, r = (R m)_x, (R m)_y with m the sole's normal in the IMU frame from the
+///    kinematics. Without them roll and pitch rest on the accelerometer, whose bias a robot that
+///    hardly rotates cannot tell from a tilt (docs/basestate.md, "Level ground").
 ///
 /// A foot is a contact frame (model::groupContactFrames): a frame touches when any of its points
 /// does; a point foot is its point, a flat foot is the frame origin (a sole frame).
@@ -58,6 +63,13 @@ struct ContactEkfOptions {
   double initial_accel_bias_std = 0.3;    ///< [m/s^2]
 
   bool estimate_biases = true;  ///< false: biases held at zero (no bias states)
+
+  // ---- level ground ----
+  /// true: the stance feet stand on one horizontal plane (a level floor), which makes roll and
+  /// pitch observable apart from the accelerometer bias. Wrong on slopes and stairs.
+  bool level_ground = false;
+  double ground_height_noise = 0.005;  ///< stance feet height differences [m] (floor, compliance)
+  double ground_tilt_noise = 0.01;     ///< a flat foot's sole tilt from the floor [rad]
   /// Longest propagation step [s]: a longer gap between samples is integrated in steps of this
   /// length with the last IMU sample held (a dropout), never in one step.
   double max_step = 0.01;
@@ -159,6 +171,7 @@ class ContactEkf {
 
   struct Counters {
     long updates = 0, corrections = 0, flight = 0, rejected = 0, failures = 0, touchdowns = 0;
+    long ground_corrections = 0;  ///< level-ground scalar updates
   };
   const Counters& counters() const { return counters_; }
   const ContactEkfOptions& options() const { return options_; }
@@ -175,7 +188,16 @@ class ContactEkf {
   /// Applies an error-state step (n): X = exp(xi) X, b += zeta (the update's retraction).
   void retract(const Eigen::Ref<const Eigen::VectorXd>& xi);
 
-  /// Sets the state directly (tests): R, v, p, biases, foot positions (3 x K) and contacts.
+  /// Level-ground rows (options().level_ground) at the current state and the last kinematics:
+  /// the height differences of the feet on the ground (a flat foot: all its points down) to the
+  /// first of them, then two tilt rows per flat foot on the ground. groundRow returns r_i and
+  /// writes h (n) = -dr_i/d(retraction), so that a retraction by K r lowers r (exposed for the
+  /// finite-difference tests).
+  int groundRows() const;
+  double groundRow(int row, Eigen::Ref<Eigen::VectorXd> h) const;
+
+  /// Sets the state directly (tests): R, v, p, biases, foot positions (3 x K) and contacts (a
+  /// foot in contact with all its points down).
   void setState(const Matrix3& R, const Vector3& v, const Vector3& p, const Vector3& bg,
                 const Vector3& ba, const Eigen::Matrix<double, 3, Eigen::Dynamic>& feet,
                 const std::vector<bool>& in_contact);
@@ -188,6 +210,11 @@ class ContactEkf {
   void touchdown(int k, const Vector3& s);
   void liftoff(int k);
   bool correct(int k, const Vector3& s);
+  // Level ground: scalar updates of the stance feet's heights and the flat feet's sole tilt.
+  bool correctLevelGround();
+  bool correctScalar(double r, double noise_std);  // with h_ set
+  int groundHeightRows() const;                    // the first groundRows(): height differences
+  bool onGround(int k) const;  // in contact, and a flat foot with all its points down
 
   const pinocchio::Model& model_;
   pinocchio::Data data_;
@@ -205,6 +232,7 @@ class ContactEkf {
   Vector3 gyro_ = Vector3::Zero(), accel_ = Vector3::Zero();
   Eigen::Matrix<double, 3, Eigen::Dynamic> feet_position_;
   std::vector<std::uint8_t> in_contact_, contact_now_;
+  std::vector<int> points_down_;  // per foot: its points in contact at the last update()
   Eigen::MatrixXd P_;
   Matrix15 transition_ = Matrix15::Identity(), predicted_core_P_ = Matrix15::Zero();
   bool transition_consumed_ = false;
@@ -216,6 +244,8 @@ class ContactEkf {
   Eigen::Matrix<double, 3, Eigen::Dynamic> foot_jacobian_, point_jacobian_;
   Eigen::MatrixXd A_, Phi_, Qc_, Qd_, PHt_, K_, tmp_;
   Eigen::VectorXd step_;
+  Eigen::VectorXd h_, Ph_;            // a scalar measurement's row and P h
+  std::vector<Vector3> sole_normal_;  // per flat foot: its points' plane normal, foot frame
 };
 
 }  // namespace heft::basestate

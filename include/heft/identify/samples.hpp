@@ -78,6 +78,9 @@ struct PreparationOptions {
   /// When not empty, only samples inside one of these ranges are kept (a held-out set).
   std::vector<TimeRange> only;
   BaseStateSource base_state = BaseStateSource::Auto;
+  /// When heft estimates the base state: the stance feet stand on a level floor
+  /// (basestate::ContactEkfOptions::level_ground), which separates tilt from accelerometer bias.
+  bool level_ground = false;
   /// Contact flags: from the log's contacts group when present (every name a frame of the model,
   /// or a point defined by the log's contacts/frames and offsets or by `contact_points`), else
   /// detected at the robot's contact frames (ContactDetectionOptions). `detect_contacts` forces

@@ -42,6 +42,9 @@ struct FilterJob {
     filter::InertialEkfOptions options;  ///< options.state is the main filter's state
     bool baseline = true;                ///< also run the linear-pi KF on the same samples
     BaseStateSource base_state = BaseStateSource::Auto;
+    /// When heft estimates the base state: the feet stand on a level floor
+    /// (basestate::ContactEkfOptions::level_ground).
+    bool level_ground = false;
     ContactForceSource contact_forces = ContactForceSource::None;
     /// Contact points, names as in truth/contact_names (truth) or contacts/names (projected: their
     /// frames, grouped by model::groupContactFrames, are the stance frames).

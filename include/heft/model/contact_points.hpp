@@ -32,6 +32,12 @@ std::vector<ContactPoint> resolveContactPoints(const pinocchio::Model& model,
                                                const std::vector<ContactPoint>& defined,
                                                const std::string& field);
 
+/// The point definitions a job resolves a log's contact names through: every point of `config`
+/// (a job's `contact_points:`), then those of `log` (its contacts/frames, contacts/offsets) whose
+/// name the config does not define. The config wins, so a user can correct a log's definition.
+std::vector<ContactPoint> configOverLogPoints(const std::vector<ContactPoint>& config,
+                                              const std::vector<ContactPoint>& log);
+
 /// A frame that touches the world through one or more of the contact points.
 struct ContactFrame {
   std::string frame;
