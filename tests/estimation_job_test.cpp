@@ -26,6 +26,7 @@
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/jobs/estimate_job.hpp"
+#include "heft/jobs/predict_job.hpp"
 #include "heft/jobs/simulate_job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
@@ -386,6 +387,20 @@ TEST(EstimateJob, PandaActuatorTermsRecoverTheTorqueOffsets) {
   EXPECT_DOUBLE_EQ(j["torque_offsets"][o0.joint]["offset"].get<double>(), o0.value);
   EXPECT_DOUBLE_EQ(j["torque_offsets"][o0.joint]["std"].get<double>(), o0.std);
   EXPECT_EQ(j["covariance"]["names"].size(), 10u + 4 * 7);
+
+  // heft predict takes the estimate's result.json: after the window (2.2-2.45 s, samples the
+  // estimate did not see) the written model and its terms predict the logged torque better than
+  // the nominal model (measured 0.17 against 0.54 N m RMSE).
+  std::ostringstream p;
+  p << "robot: " << (out / "robot.urdf").string()
+    << "\nbase: fixed\nresult: " << (out / "result.json").string()
+    << "\nnominal: panda\nlog: " << pandaOffsetLog()
+    << "\nranges: [[2.2, 2.45]]\npreparation: {decimation: 5}\nproblem: {min_speed: 0.05}\n";
+  const jobs::PredictJob::Result predicted =
+      jobs::PredictJob::run(jobs::PredictJob::parse(p.str(), "predict.yaml", "."));
+  ASSERT_EQ(predicted.predictions.size(), 2u);
+  EXPECT_LT(predicted.predictions[0].rmse_all, predicted.predictions[1].rmse_all)
+      << predicted.report();
 }
 
 // An actuator joint the model lacks: one error line naming the field, exit code 2.
