@@ -52,7 +52,7 @@ std::string configErrorOf(const std::string& yaml) {
 }
 
 // The MuJoCo log of a double pendulum carrying a 0.15 kg payload on link 2 that the model lacks
-// (nominal sensor noise without the torque bias: no actuator-bias parameter yet), written once.
+// (nominal sensor noise without the torque bias: this config estimates no offsets), written once.
 const std::string& pendulumLog() {
   static const std::string path = [] {
     const auto run = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
