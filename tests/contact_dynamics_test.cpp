@@ -409,6 +409,12 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
   ImpulseDynamicsData data(model), fd(model);
   const VectorXd theta = perturbedTheta(model.nominalTheta(), rng);
   const State s = randomState(robot, rng);
+  // A rotor armature on every coordinate of the working models (estimation sets it per theta):
+  // every derivative below is taken with it, and d/d armature is checked too.
+  std::uniform_real_distribution<double> uniform(0.01, 0.1);
+  const VectorXd armature = VectorXd::NullaryExpr(robot.nv, [&] { return uniform(rng); });
+  data.inertias.model.armature = armature;
+  fd.inertias.model.armature = armature;
   // Derivatives at another state first, as a reused data sees them: Pinocchio 4.1 keeps part of
   // its impulse q-derivative from the previous call unless heft resets it (impulse_dynamics.cpp).
   const State warm_up = randomState(robot, rng);
@@ -439,8 +445,18 @@ void checkImpulse(const pinocchio::Model& robot, const std::vector<ContactSpec>&
       centralDifferences([&](const VectorXd& d) { return both(s.q, s.v + d, theta); }, nv);
   const NumericalJacobian dtheta = centralDifferences(
       [&](const VectorXd& d) { return both(s.q, s.v, theta + d); }, model.numParameters());
+  const NumericalJacobian darmature = centralDifferences(
+      [&](const VectorXd& d) {
+        fd.inertias.model.armature = armature + d;
+        const VectorXd out = both(s.q, s.v, theta);
+        fd.inertias.model.armature = armature;
+        return out;
+      },
+      nv);
   auto block = [](const NumericalJacobian& n, int row, int rows) { return n.rows(row, rows); };
   const std::string name = robot.name + " " + heft::inertia::toString(p) + " impulse";
+  expectJacobian(name + " dv+/darmature", data.dvplus_darmature, block(darmature, 0, nv));
+  expectJacobian(name + " dLambda/darmature", data.dimpulse_darmature, block(darmature, nv, nc));
   expectJacobian(name + " dv+/dq", data.dvplus_dq, block(dq, 0, nv));
   expectJacobian(name + " dLambda/dq", data.dimpulse_dq, block(dq, nv, nc));
   expectJacobian(name + " dv+/dv-", data.dvplus_dvminus, block(dv, 0, nv));

@@ -4,13 +4,17 @@
 // log never an output, a NaN in the log named by group and row).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +26,8 @@
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/jobs/estimate_job.hpp"
+#include "heft/jobs/predict_job.hpp"
+#include "heft/jobs/simulate_job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/scratch.hpp"
@@ -46,7 +52,7 @@ std::string configErrorOf(const std::string& yaml) {
 }
 
 // The MuJoCo log of a double pendulum carrying a 0.15 kg payload on link 2 that the model lacks
-// (nominal sensor noise without the torque bias: no actuator-bias parameter yet), written once.
+// (nominal sensor noise without the torque bias: this config estimates no offsets), written once.
 const std::string& pendulumLog() {
   static const std::string path = [] {
     const auto run = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
@@ -127,6 +133,24 @@ TEST(EstimateJobConfig, BundledExampleParses) {
   EXPECT_EQ(config.problem.identified_bodies[0], "base");
   ASSERT_TRUE(config.knots.has_value());
   EXPECT_EQ(*config.knots, 500);
+}
+
+TEST(EstimateJobConfig, BundledActuatorExampleParses) {
+  const fs::path example =
+      fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "panda_friction_estimate.yaml";
+  const EstimateJob::Config config = EstimateJob::load(example.string());
+  EXPECT_TRUE(fs::exists(config.log)) << config.log;
+  ASSERT_TRUE(config.friction_joints && config.armature_joints && config.torque_offset_joints);
+  EXPECT_TRUE(config.friction_joints->empty());  // all
+  EXPECT_EQ(config.problem.actuators.coulomb_rate, 100);
+  EXPECT_EQ(config.problem.actuators.torque_offset_std, 1.0);
+  // prior keys out of range name the file, the line and the key
+  const std::string e = configErrorOf(
+      "robot: panda\nlog: x.h5\nestimate:\n  bodies: [panda_link7]\nprior:\n"
+      "  friction_log_std: -1\n");
+  EXPECT_NE(e.find("job.yaml:6: prior.friction_log_std: expected a finite value > 0"),
+            std::string::npos)
+      << e;
 }
 
 // The whole job on a log the estimator's model did not generate: the payload's mass within three
@@ -249,6 +273,156 @@ TEST(EstimateJob, BadWindowAndNonFiniteLogAreNamed) {
     EXPECT_NE(what.find("joints/q"), std::string::npos) << what;
     EXPECT_NE(what.find("1234"), std::string::npos) << what;
   }
+}
+
+// ---- actuator terms: friction, armature, torque-sensor offsets ----
+
+// data/scenarios/panda-friction-offset.yaml: a MuJoCo panda with joint friction, armature and a
+// torque-sensor offset on each joint.
+const sim::Scenario& pandaOffsetScenario() {
+  static const sim::Scenario scenario =
+      jobs::SimulateJob::load(std::string(HEFT_SOURCE_DIR) +
+                              "/data/scenarios/panda-friction-offset.yaml")
+          .scenario;
+  return scenario;
+}
+
+// 2.5 s of it with the nominal sensor noise but no random torque bias, so that the offsets in the
+// log are exactly the scenario's; written once per process.
+const std::string& pandaOffsetLog() {
+  static const std::string path = [] {
+    sim::SimulationOptions options;
+    options.duration = 2.5;
+    options.seed = 1;
+    sim::NoiseProfile profile = sim::NoiseProfile::fromName("nominal");
+    profile.torque_bias = 0;
+    options.profile = profile;
+    const sim::SimulationResult run = sim::simulate(pandaOffsetScenario(), options);
+    EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+    const fs::path p = scratch("panda_friction_offset_" + std::to_string(::getpid()) + ".h5");
+    io::WriteOptions write;
+    write.overwrite = true;
+    io::writeLog(run.log, p.string(), write);
+    return p.string();
+  }();
+  return path;
+}
+
+// 2 s from t = 0.2 s at dt = 2 ms (stride 2), 30 iterations: the solver has not met its gap
+// tolerance there (max gap 2e-3) but the offsets no longer move; with stride 1, 2000 knots and
+// 60 iterations the offsets came out within 1-7 % (panda_joint2 the worst), in 16 s.
+std::string pandaConfig(const std::string& log, const std::string& terms) {
+  return "robot: panda\nlog: " + log + "\nestimate:\n  bodies: [panda_link7]\n" + terms +
+         "window:\n  start_time: 0.2\n  knots: 1000\n  stride: 2\nsolver:\n"
+         "  max_iterations: 30\n";
+}
+
+const char* const kArmJoints =
+    "[panda_joint1, panda_joint2, panda_joint3, panda_joint4, panda_joint5, panda_joint6, "
+    "panda_joint7]";
+
+// Without the terms the logged torque's offsets, friction and armature are unexplained; with them
+// each offset comes out near the scenario's (truth used for scoring only), the friction and
+// armature terms land in result.json in identify's shape (heft predict reads them), and the
+// inertial estimate is no worse than without.
+TEST(EstimateJob, PandaActuatorTermsRecoverTheTorqueOffsets) {
+  const std::string arm = kArmJoints;
+  const std::string terms =
+      "  friction: " + arm + "\n  armature: " + arm + "\n  torque_offsets: " + arm + "\n";
+  const EstimateJob::Result with =
+      EstimateJob::run(EstimateJob::parse(pandaConfig(pandaOffsetLog(), terms), "job.yaml", "."));
+  const EstimateJob::Result without =
+      EstimateJob::run(EstimateJob::parse(pandaConfig(pandaOffsetLog(), ""), "job.yaml", "."));
+  for (const EstimateJob::Result* r : {&with, &without})
+    ASSERT_TRUE(r->summary.status == RiccatiSummary::Status::Converged ||
+                r->summary.status == RiccatiSummary::Status::MaxIterations)
+        << r->report();
+
+  const sim::Scenario& scenario = pandaOffsetScenario();
+  ASSERT_EQ(with.torque_offsets.size(), 7u);
+  // Measured: 0.2-5.3 % (panda_joint6 the worst, joint 3 4.6 %), mean 1.9 %: the 5 % target on
+  // the mean, and no joint beyond 6 %.
+  double worst = 0, mean = 0;
+  for (const results::JointScalarEstimate& o : with.torque_offsets) {
+    const double truth = scenario.model.torque_offsets.at(o.joint);
+    const double error = std::abs(o.value - truth) / std::abs(truth);
+    worst = std::max(worst, error);
+    mean += error / 7;
+    std::printf("offset %s: true %.4f, estimate %.4f +- %.4f (%.2f %%)\n", o.joint.c_str(), truth,
+                o.value, o.std, 100 * error);
+    EXPECT_LT(error, 0.06) << o.joint << "\n" << with.report();
+  }
+  std::printf("offset errors: largest %.2f %%, mean %.2f %%\n", 100 * worst, 100 * mean);
+  EXPECT_LT(mean, 0.05);
+  ASSERT_EQ(with.friction.size(), 7u);
+  ASSERT_EQ(with.armature.size(), 7u);
+  for (const results::JointScalarEstimate& a : with.armature) EXPECT_GT(a.value, 0) << a.joint;
+  for (const results::JointFrictionEstimate& f : with.friction) {
+    EXPECT_GT(f.coulomb, 0) << f.joint;
+    EXPECT_GT(f.viscous, 0) << f.joint;
+  }
+
+  ASSERT_TRUE(with.truth.has_value() && without.truth.has_value());
+  const results::BodyError& e_with = with.truth->bodies.at(0);
+  const results::BodyError& e_without = without.truth->bodies.at(0);
+  std::printf(
+      "panda_link7 mass error: %.3f %% with the terms, %.3f %% without; COM %.2f mm, "
+      "%.2f mm\n",
+      100 * e_with.mass_relative, 100 * e_without.mass_relative, 1e3 * e_with.com_error,
+      1e3 * e_without.com_error);
+  EXPECT_LE(std::abs(e_with.mass_relative), std::abs(e_without.mass_relative));
+  EXPECT_LE(e_with.com_error, e_without.com_error);
+
+  // result.json: identify's shape, read back by heft predict's reader.
+  const fs::path out = scratch("panda_terms");
+  EstimateJob::write(with, out.string(), {true});
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const results::JointFrictionEstimate& f0 = with.friction[0];
+  EXPECT_DOUBLE_EQ(j["friction"][f0.joint]["coulomb"].get<double>(), f0.coulomb);
+  EXPECT_DOUBLE_EQ(j["friction"][f0.joint]["std"]["viscous"].get<double>(), f0.viscous_std);
+  EXPECT_DOUBLE_EQ(j["armature"][with.armature[0].joint].get<double>(), with.armature[0].value);
+  EXPECT_DOUBLE_EQ(j["armature_std"][with.armature[0].joint].get<double>(), with.armature[0].std);
+  const results::JointScalarEstimate& o0 = with.torque_offsets[0];
+  EXPECT_DOUBLE_EQ(j["torque_offsets"][o0.joint]["offset"].get<double>(), o0.value);
+  EXPECT_DOUBLE_EQ(j["torque_offsets"][o0.joint]["std"].get<double>(), o0.std);
+  EXPECT_EQ(j["covariance"]["names"].size(), 10u + 4 * 7);
+
+  // heft predict takes the estimate's result.json: after the window (2.2-2.45 s, samples the
+  // estimate did not see) the written model and its terms predict the logged torque better than
+  // the nominal model (measured 0.17 against 0.54 N m RMSE).
+  std::ostringstream p;
+  p << "robot: " << (out / "robot.urdf").string()
+    << "\nbase: fixed\nresult: " << (out / "result.json").string()
+    << "\nnominal: panda\nlog: " << pandaOffsetLog()
+    << "\nranges: [[2.2, 2.45]]\npreparation: {decimation: 5}\nproblem: {min_speed: 0.05}\n";
+  const jobs::PredictJob::Result predicted =
+      jobs::PredictJob::run(jobs::PredictJob::parse(p.str(), "predict.yaml", "."));
+  ASSERT_EQ(predicted.predictions.size(), 2u);
+  EXPECT_LT(predicted.predictions[0].rmse_all, predicted.predictions[1].rmse_all)
+      << predicted.report();
+}
+
+// An actuator joint the model lacks: one error line naming the field, exit code 2.
+TEST(EstimateCommand, AnActuatorJointTheModelLacksExitsTwoNamingTheField) {
+  const fs::path dir = scratch("bad_actuator_joint");
+  fs::create_directories(dir);
+  const fs::path config = dir / "job.yaml";
+  std::ofstream(config) << pandaConfig(pandaOffsetLog(),
+                                       "  friction: [panda_joint1, panda_joint9]\n");
+  const char* env = std::getenv("HEFT_BINARY_DIR");
+  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
+  const std::string err = (dir / "stderr.txt").string();
+  const int status = std::system((heft + " estimate " + config.string() + " --out " +
+                                  (dir / "out").string() + " --quiet >/dev/null 2>" + err)
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("estimate.friction: joint \"panda_joint9\""), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(dir / "out" / "result.json"));
 }
 
 // Without motion capture the base's initial guess is the log's own base state (a state

@@ -60,13 +60,16 @@ ImpulseDynamicsData::ImpulseDynamicsData(const ImpulseDynamicsModel& model)
       dimpulse_dq(Eigen::MatrixXd::Zero(model.nc(), model.nv())),
       dimpulse_dvminus(Eigen::MatrixXd::Zero(model.nc(), model.nv())),
       dimpulse_dtheta(Eigen::MatrixXd::Zero(model.nc(), model.numParameters())),
+      dvplus_darmature(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      dimpulse_darmature(Eigen::MatrixXd::Zero(model.nc(), model.nv())),
       inertias(model.regressor()),
       pin(model.model()),
       settings(1e-12, model.options().mu, 1),
       mass_regressor(model.massRegressor()),
       zero_velocity(Eigen::VectorXd::Zero(model.nv())),
       dv(Eigen::VectorXd::Zero(model.nv())),
-      kkt_rhs(Eigen::MatrixXd::Zero(model.nc() + model.nv(), model.numParameters())) {
+      kkt_rhs(Eigen::MatrixXd::Zero(model.nc() + model.nv(), model.numParameters())),
+      kkt_rhs_armature(Eigen::MatrixXd::Zero(model.nc() + model.nv(), model.nv())) {
   for (const pinocchio::RigidConstraintModel& c : model.constraintModels())
     constraint_datas.push_back(c.createData());
   pinocchio::initConstraintDynamics(model.model(), pin, model.constraintModels(), constraint_datas);
@@ -129,6 +132,12 @@ void computeImpulseDynamicsDerivatives(const ImpulseDynamicsModel& model, Impuls
   data.pin.constraint_chol.solveInPlace(data.kkt_rhs);
   data.dvplus_dtheta = data.kkt_rhs.bottomRows(model.nv());
   data.dimpulse_dtheta = -data.kkt_rhs.topRows(nc);
+  // armature: d(M dv)/d armature_i = e_i dv_i, the same system column by column
+  data.kkt_rhs_armature.setZero();
+  data.kkt_rhs_armature.bottomRows(model.nv()).diagonal() = -data.dv;
+  data.pin.constraint_chol.solveInPlace(data.kkt_rhs_armature);
+  data.dvplus_darmature = data.kkt_rhs_armature.bottomRows(model.nv());
+  data.dimpulse_darmature = -data.kkt_rhs_armature.topRows(nc);
 }
 
 }  // namespace heft::dynamics

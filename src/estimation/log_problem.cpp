@@ -97,6 +97,7 @@ void LogProblemOptions::validate() const {
   requirePositive(base_state_orientation_std, "base_state_orientation_std", " [rad]");
   require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
           std::to_string(theta_prior_std));
+  actuators.validate();
 }
 
 namespace {
@@ -199,6 +200,8 @@ void LogProblemBuilder::createModels() {
   p_.dynamics = std::make_shared<dynamics::ForwardDynamicsModel>(*p_.model, p_.identified,
                                                                  options_.parametrization);
   p_.state = std::make_shared<MultibodyState>(p_.model);
+  if (!options_.actuators.empty())
+    p_.actuators = std::make_shared<ActuatorTermsModel>(*p_.model, options_.actuators);
 }
 
 // The encoders (bound to the log's joint columns) and the sensors' noise.
@@ -511,10 +514,18 @@ ArrivalPrior LogProblemBuilder::arrivalPrior() {
   }
   sd.tail(nv_).setConstant(options_.velocity_std);
   arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();
-  p_.theta = p_.dynamics->nominalTheta();
+  const Eigen::VectorXd theta_S = p_.dynamics->nominalTheta();
+  const int ns = static_cast<int>(theta_S.size());
+  const int na = p_.actuators ? p_.actuators->numParameters() : 0;
+  p_.theta.resize(ns + na);
+  p_.theta.head(ns) = theta_S;
+  Eigen::VectorXd sqrt_info = Eigen::VectorXd::Constant(ns + na, 1 / options_.theta_prior_std);
+  if (p_.actuators) {  // their own priors; the initial guess at the prior's median
+    p_.theta.tail(na) = p_.actuators->priorMean();
+    sqrt_info.tail(na) = p_.actuators->priorSqrtInfo();
+  }
   arrival.theta_mean = p_.theta;
-  arrival.theta_sqrt_info =
-      Eigen::MatrixXd::Identity(p_.theta.size(), p_.theta.size()) / options_.theta_prior_std;
+  arrival.theta_sqrt_info = sqrt_info.asDiagonal();
   return arrival;
 }
 
@@ -562,7 +573,7 @@ void LogProblemBuilder::createStages() {
         p_.dynamics, contact, p_.state, sensors_,
         contact ? (transition[k] ? contact_transition_noise : contact_noise)
                 : (transition[k] ? transition_noise : noise),
-        std::move(z), p_.dt, terminal, impulse);
+        std::move(z), p_.dt, terminal, impulse, p_.actuators);
     if (transition[k] && !terminal) ++p_.transition_knots;
     if (terminal)
       p_.problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());

@@ -1,5 +1,6 @@
 #include "heft/estimation/multibody_stage.hpp"
 
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -54,21 +55,30 @@ MultibodyStageModel::MultibodyStageModel(
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
     const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt, bool terminal,
-    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
-    : StageModel(state ? state->nx() : 1, state ? state->ndx() : 1,
-                 terminal ? 0 : (state ? state->ndx() : 1),
-                 (terminal || !state ? 0 : state->ndx()) + (sensors ? sensorRows(*sensors) : 0),
-                 dynamics ? dynamics->numParameters() : 0, !terminal),
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse,
+    std::shared_ptr<const ActuatorTermsModel> actuators)
+    : StageModel(
+          state ? state->nx() : 1, state ? state->ndx() : 1,
+          terminal ? 0 : (state ? state->ndx() : 1),
+          (terminal || !state ? 0 : state->ndx()) + (sensors ? sensorRows(*sensors) : 0),
+          (dynamics ? dynamics->numParameters() : 0) + (actuators ? actuators->numParameters() : 0),
+          !terminal),
       dynamics_(std::move(dynamics)),
       contact_(std::move(contact)),
       impulse_(std::move(impulse)),
       state_(std::move(state)),
       sensors_(std::move(sensors)),
+      actuators_(std::move(actuators)),
       measurement_(std::move(measurement)),
       dt_(dt) {
   require(dynamics_ != nullptr && state_ != nullptr && sensors_ != nullptr, "multibody stage",
           "dynamics, state and sensors", "null");
   const pinocchio::Model& model = dynamics_->model();
+  num_inertial_ = dynamics_->numParameters();
+  if (actuators_)
+    require(actuators_->nv() == model.nv, "multibody stage actuator terms",
+            "the dynamics model's nv " + std::to_string(model.nv),
+            std::to_string(actuators_->nv()));
   require(state_->nq() == model.nq && state_->nv() == model.nv, "multibody stage state",
           "the dynamics model's nq, nv",
           std::to_string(state_->nq()) + ", " + std::to_string(state_->nv()));
@@ -193,6 +203,7 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   if (!model.impulse_) dvs_dx.rightCols(nv).setIdentity();
   da_dtheta.setZero(nv, np);
   dvs_dtheta.setZero(nv, np);
+  if (model.actuators_) da_dvs.setZero(nv, nv);
   acc_dv.setZero(3, nv);
   acc_da.setZero(3, nv);
   if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
@@ -285,14 +296,18 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
   const auto q = x.head(nq);
   const auto v = x.tail(nv);
   if (hasDynamics()) {
-    d.tau = measurement_.tau + w.tail(nv);
+    const auto theta_S = theta.head(num_inertial_);
+    applyArmature(d, theta);
     if (impulse_)
-      d.v_start = dynamics::impulseDynamics(*impulse_, *d.impulse, q, v, theta);
+      d.v_start = dynamics::impulseDynamics(*impulse_, *d.impulse, q, v, theta_S);
     else
       d.v_start = v;
+    d.tau = measurement_.tau + w.tail(nv);
+    if (actuators_)
+      actuators_->subtractFrom(theta.tail(actuators_->numParameters()), d.v_start, d.tau);
     const Eigen::VectorXd& a =
-        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, d.v_start, d.tau, theta)
-                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, d.v_start, d.tau, theta);
+        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, d.v_start, d.tau, theta_S)
+                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, d.v_start, d.tau, theta_S);
     d.v_next = d.v_start + dt_ * a;
     d.dq = dt_ * d.v_next;
     pinocchio::integrate(model, q, d.dq, d.q_next);
@@ -317,47 +332,17 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv;
   const auto q = x.head(nq);
-  const auto v = x.tail(nv);
   sensorJacobians(d, x);
   if (!hasDynamics()) return;
   d.R_w.setZero();
   d.R_w.topRows(ndx()).diagonal() = process_info_;
 
-  const Eigen::MatrixXd *da_dq, *da_dv, *da_dtau, *da_dtheta;
-  if (contact_) {
-    dynamics::computeContactDynamicsDerivatives(*contact_, *d.contact, q, d.v_start, d.tau, theta);
-    da_dq = &d.contact->da_dq;
-    da_dv = &d.contact->da_dv;
-    da_dtau = &d.contact->da_dtau;
-    da_dtheta = &d.contact->da_dtheta;
-  } else {
-    dynamics::computeForwardDynamicsDerivatives(*dynamics_, *d.free, q, v, d.tau, theta);
-    da_dq = &d.free->da_dq;
-    da_dv = &d.free->da_dv;
-    da_dtau = &d.free->da_dtau;
-    da_dtheta = &d.free->da_dtheta;
-  }
-  // v_start = v^+(q, v; theta) at a touchdown, else v; a = a(q, v_start, tau; theta)
-  if (impulse_) {
-    dynamics::computeImpulseDynamicsDerivatives(*impulse_, *d.impulse, q, v, theta);
-    const dynamics::ImpulseDynamicsData& I = *d.impulse;
-    d.dvs_dx.leftCols(nv) = I.dvplus_dq;
-    d.dvs_dx.rightCols(nv) = I.dvplus_dvminus;
-    d.dvs_dtheta = I.dvplus_dtheta;
-    d.da_dx.leftCols(nv) = *da_dq;
-    d.da_dx.rightCols(nv).setZero();
-    d.da_dx.noalias() += *da_dv * d.dvs_dx;
-    d.da_dtheta = *da_dtheta;
-    d.da_dtheta.noalias() += *da_dv * d.dvs_dtheta;
-  } else {
-    d.da_dx.leftCols(nv) = *da_dq;
-    d.da_dx.rightCols(nv) = *da_dv;
-    d.da_dtheta = *da_dtheta;
-  }
+  chainDynamicsDerivatives(d, x, theta);
+  const Eigen::MatrixXd& da_dtau = contact_ ? d.contact->da_dtau : d.free->da_dtau;
   // v' = v_start + dt a
   d.dv_dx = d.dvs_dx + dt_ * d.da_dx;
   d.dv_dtheta = d.dvs_dtheta + dt_ * d.da_dtheta;
-  d.dv_dw = dt_ * *da_dtau;
+  d.dv_dw = dt_ * da_dtau;
   // q' = q ⊕ dt v'
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
@@ -381,6 +366,74 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.B_q = d.B2;
   d.S_q.noalias() = dt_ * d.A2 * d.B1;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
+}
+
+void MultibodyStageModel::applyArmature(MultibodyStageData& d,
+                                        const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  if (!actuators_ || actuators_->numArmature() == 0) return;
+  const auto theta_act = theta.tail(actuators_->numParameters());
+  actuators_->applyArmature(theta_act,
+                            contact_ ? d.contact->inertias.model : d.free->inertias.model);
+  if (impulse_) actuators_->applyArmature(theta_act, d.impulse->inertias.model);
+}
+
+// a = a(q, v_s, tau_eff(v_s); theta) with v_s = v^+(q, v; theta) at a touchdown, else v.
+void MultibodyStageModel::chainDynamicsDerivatives(
+    MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const int nq = dynamics_->model().nq, nv = dynamics_->model().nv, ns = num_inertial_;
+  const auto q = x.head(nq);
+  const auto v = x.tail(nv);
+  const auto theta_S = theta.head(ns);
+  applyArmature(d, theta);
+  const Eigen::MatrixXd *da_dq, *da_dv, *da_dtau, *da_dtheta;
+  const Eigen::VectorXd* a;
+  if (contact_) {
+    dynamics::computeContactDynamicsDerivatives(*contact_, *d.contact, q, d.v_start, d.tau,
+                                                theta_S);
+    da_dq = &d.contact->da_dq;
+    da_dv = &d.contact->da_dv;
+    da_dtau = &d.contact->da_dtau;
+    da_dtheta = &d.contact->da_dtheta;
+    a = &d.contact->a;
+  } else {
+    dynamics::computeForwardDynamicsDerivatives(*dynamics_, *d.free, q, v, d.tau, theta_S);
+    da_dq = &d.free->da_dq;
+    da_dv = &d.free->da_dv;
+    da_dtau = &d.free->da_dtau;
+    da_dtheta = &d.free->da_dtheta;
+    a = &d.free->a;
+  }
+  d.da_dtheta.leftCols(ns) = *da_dtheta;
+  if (actuators_) {  // the terms' columns, and the friction's share of d a / d v_s
+    const int na = actuators_->numParameters();
+    d.da_dvs = *da_dv;
+    actuators_->accelerationDerivatives(theta.tail(na), d.v_start, *a, *da_dtau,
+                                        d.da_dtheta.rightCols(na), d.da_dvs);
+    da_dv = &d.da_dvs;
+  }
+  if (!impulse_) {
+    d.da_dx.leftCols(nv) = *da_dq;
+    d.da_dx.rightCols(nv) = *da_dv;
+    return;
+  }
+  dynamics::computeImpulseDynamicsDerivatives(*impulse_, *d.impulse, q, v, theta_S);
+  const dynamics::ImpulseDynamicsData& I = *d.impulse;
+  d.dvs_dx.leftCols(nv) = I.dvplus_dq;
+  d.dvs_dx.rightCols(nv) = I.dvplus_dvminus;
+  d.dvs_dtheta.leftCols(ns) = I.dvplus_dtheta;
+  if (actuators_) {  // d v^+ / d log I_a = d v^+ / d I_a * I_a
+    const auto theta_act = theta.tail(actuators_->numParameters());
+    for (int k = 0; k < actuators_->numArmature(); ++k) {
+      const int col = actuators_->armatureStart() + k;
+      d.dvs_dtheta.col(ns + col) =
+          std::exp(theta_act(col)) * I.dvplus_darmature.col(actuators_->armatureIndex()[k]);
+    }
+  }
+  d.da_dx.leftCols(nv) = *da_dq;
+  d.da_dx.rightCols(nv).setZero();
+  d.da_dx.noalias() += *da_dv * d.dvs_dx;
+  d.da_dtheta.noalias() += *da_dv * d.dvs_dtheta;
 }
 
 namespace {

@@ -63,6 +63,19 @@ struct Section : yaml::YamlSection {
 };
 using yaml::located;
 
+// The `prior:` section: the joint-side terms' priors, with identify's keys.
+void readActuatorPrior(const YAML::Node& node, const std::string& source, ActuatorTermsOptions& a) {
+  Section s(node, "prior", source);
+  s.read("friction_coulomb", a.friction_coulomb, yaml::positive);
+  s.read("friction_viscous", a.friction_viscous, yaml::positive);
+  s.read("friction_log_std", a.friction_log_std, yaml::positive);
+  s.read("armature_median", a.armature_median, yaml::positive);
+  s.read("armature_log_std", a.armature_log_std, yaml::positive);
+  s.read("torque_offset_mean", a.torque_offset_mean, yaml::finite);
+  s.read("torque_offset_std", a.torque_offset_std, yaml::positive);
+  s.finish();
+}
+
 }  // namespace
 
 EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::string& source,
@@ -96,8 +109,13 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
       if (!(x > 0))
         throw InputError("expected a value > 0 (.inf: no prior), got " + formatNumber(x));
     });
+    config.friction_joints = s.namesOrBool("friction");
+    config.armature_joints = s.namesOrBool("armature");
+    config.torque_offset_joints = s.namesOrBool("torque_offsets");
+    s.read("coulomb_rate", p.actuators.coulomb_rate, yaml::positive);
     s.finish();
   }
+  readActuatorPrior(top.raw("prior"), source, p.actuators);
   {
     Section s(top.raw("window"), "window", source);
     s.read("start_time", config.start_time, yaml::finite);
@@ -197,6 +215,73 @@ io::EstimateSeries estimatesGroup(const LogProblem& lp,
   return e;
 }
 
+// The config's joint lists resolved against the robot (`all`: every 1-dof joint; the armature's
+// `all`: the friction joints when there are some) and checked: a joint the model lacks is bad
+// input naming the field.
+ActuatorTermsOptions resolveActuators(const EstimateJob::Config& config,
+                                      const model::RobotModel& robot) {
+  ActuatorTermsOptions a = config.problem.actuators;
+  const pinocchio::Model& m = robot.pinocchio();
+  std::vector<std::string> all;
+  for (pinocchio::JointIndex j = 1; j < m.joints.size(); ++j)
+    if (m.joints[j].nv() == 1) all.push_back(m.names[j]);
+  auto resolve = [](const std::optional<std::vector<std::string>>& list,
+                    const std::vector<std::string>& every) {
+    if (!list) return std::vector<std::string>();
+    return list->empty() ? every : *list;
+  };
+  a.friction_joints = resolve(config.friction_joints, all);
+  a.armature_joints =
+      resolve(config.armature_joints, a.friction_joints.empty() ? all : a.friction_joints);
+  a.torque_offset_joints = resolve(config.torque_offset_joints, all);
+  try {
+    const ActuatorTermsModel check(m, a);
+  } catch (const InputError& e) {
+    throw InputError(config.source + ": estimate." + e.what());
+  }
+  return a;
+}
+
+// d linear / d theta: the parametrization's d pi / d theta per body, then exp(theta) for the
+// log-parametrized friction and armature, 1 for the offsets.
+Eigen::MatrixXd linearJacobian(inertia::Parametrization parametrization,
+                               const Eigen::VectorXd& theta, const ActuatorTermsModel* actuators) {
+  const int n = static_cast<int>(theta.size());
+  const int na = actuators ? actuators->numParameters() : 0, ns = n - na;
+  Eigen::MatrixXd J = Eigen::MatrixXd::Zero(n, n);
+  J.topLeftCorner(ns, ns) = inertia::stackedJacobian(parametrization, theta.head(ns));
+  for (int i = 0; i < na; ++i)
+    J(ns + i, ns + i) = i < actuators->offsetStart() ? std::exp(theta(ns + i)) : 1.0;
+  return J;
+}
+
+// The joint-side terms of `linear` (layout order) with their standard deviations and priors.
+void actuatorEstimates(const ActuatorTermsModel& act, int ns, EstimateJob::Result& result) {
+  const ActuatorTermsOptions& o = act.options();
+  auto sd = [&](int i) { return std::sqrt(std::max(result.covariance(ns + i, ns + i), 0.0)); };
+  for (int f = 0; f < act.numFriction(); ++f) {
+    results::JointFrictionEstimate e;
+    e.joint = o.friction_joints[f];
+    e.coulomb = result.linear(ns + 2 * f);
+    e.viscous = result.linear(ns + 2 * f + 1);
+    e.coulomb_std = sd(2 * f);
+    e.viscous_std = sd(2 * f + 1);
+    e.coulomb_prior = o.friction_coulomb;
+    e.viscous_prior = o.friction_viscous;
+    result.friction.push_back(e);
+  }
+  for (int k = 0; k < act.numArmature(); ++k) {
+    const int i = act.armatureStart() + k;
+    result.armature.push_back(
+        {o.armature_joints[k], result.linear(ns + i), sd(i), o.armature_median});
+  }
+  for (int k = 0; k < act.numTorqueOffsets(); ++k) {
+    const int i = act.offsetStart() + k;
+    result.torque_offsets.push_back(
+        {o.torque_offset_joints[k], result.linear(ns + i), sd(i), o.torque_offset_mean});
+  }
+}
+
 }  // namespace
 
 bool EstimateJob::Result::writable() const {
@@ -247,6 +332,7 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
       throw InputError(config.source + ": estimate.bodies: " + e.what());
     }
   }
+  options.actuators = resolveActuators(config, robot);
 
   say("building the problem: " + std::to_string(options.knots) + " knots from t = " +
       fixed(time(options.first_sample)) + " s, stride " + std::to_string(options.stride));
@@ -281,16 +367,17 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
 
   // pi and its covariance by the delta method through d pi / d theta (the nullspace directions,
   // if any, are excluded from Sigma_theta and named in a warning).
-  const Eigen::MatrixXd J = inertia::stackedJacobian(options.parametrization, result.theta);
-  const Eigen::MatrixXd J0 = inertia::stackedJacobian(options.parametrization, lp.theta);
+  const int nb = static_cast<int>(lp.identified.size()), ns = 10 * nb;
+  const Eigen::MatrixXd J =
+      linearJacobian(options.parametrization, result.theta, lp.actuators.get());
+  const Eigen::MatrixXd J0 = inertia::stackedJacobian(options.parametrization, lp.theta.head(ns));
   const Eigen::MatrixXd prior_cov =
       std::isfinite(options.theta_prior_std)
           ? Eigen::MatrixXd(J0 * J0.transpose() * std::pow(options.theta_prior_std, 2))
           : Eigen::MatrixXd::Constant(J0.rows(), J0.cols(),
                                       std::numeric_limits<double>::infinity());  // no prior
   result.covariance = J * result.theta_covariance * J.transpose();
-  const int nb = static_cast<int>(lp.identified.size());
-  result.linear.resize(10 * nb);
+  result.linear.resize(result.theta.size());
   results::ParameterLayout layout;
   for (int b = 0; b < nb; ++b) {
     const std::string& name = robot.body(lp.identified[b]).name;
@@ -310,6 +397,18 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
                                 "every iterate of theta maps to a consistent pi)");
   }
   results::appendNearBoundaryWarnings(result.bodies, result.warnings);
+  results::ParameterLayout body_layout = layout;  // truth errors: the bodies only
+  if (lp.actuators) {
+    const ActuatorTermsOptions& a = lp.actuators->options();
+    // friction and armature are exp(theta), the offsets theta itself
+    for (int i = 0; i < lp.actuators->numParameters(); ++i)
+      result.linear(ns + i) =
+          i < lp.actuators->offsetStart() ? std::exp(result.theta(ns + i)) : result.theta(ns + i);
+    layout.friction_joints = a.friction_joints;
+    layout.armature_joints = a.armature_joints;
+    layout.torque_offset_joints = a.torque_offset_joints;
+    actuatorEstimates(*lp.actuators, ns, result);
+  }
   result.names = layout.linearNames();
   if (result.summary.nullspace_dimension > 0)
     result.warnings.push_back(std::to_string(result.summary.nullspace_dimension) +
@@ -323,7 +422,7 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
 
   if (log.truth && log.truth->body_pi.rows() > 0) {
     try {
-      result.truth = results::truthErrors(robot, log, layout, result.linear);
+      result.truth = results::truthErrors(robot, log, body_layout, result.linear.head(ns));
     } catch (const InputError& e) {
       result.warnings.push_back(std::string("no errors against the truth: ") + e.what());
     }
@@ -361,6 +460,7 @@ std::string EstimateJob::Result::report() const {
     << fixed(summary.backward_seconds, 3) << ", forward " << fixed(summary.forward_seconds, 3)
     << "); job " << fixed(time_s, 3) << " s\n\n";
   s << results::bodiesReport(bodies);
+  s << results::actuatorTermsReport(friction, armature, torque_offsets);
   if (truth) s << "\nerrors against the log's truth group\n" << truth->report();
   if (trajectory_errors)
     s << "\ntrajectory against the log's truth (raw measurements in brackets)\n"
@@ -377,8 +477,10 @@ nlohmann::json EstimateJob::Result::toJson() const {
   j["schema_version"] = results::kResultSchemaVersion;
   j["method"] = "riccati-map";
   j["parameters"] = results::parametersJson(bodies);
-  j["friction"] = nlohmann::json::object();
-  j["armature"] = nlohmann::json::object();
+  j["friction"] = results::frictionJson(friction);
+  j["armature"] = results::armatureJson(armature);
+  j["armature_std"] = results::armatureStdJson(armature);
+  j["torque_offsets"] = results::torqueOffsetsJson(torque_offsets);
   j["covariance"] = {{"names", names}, {"matrix", results::jsonArray(covariance)}};
   j["summary"] = {{"status", toString(summary.status)},
                   {"message", summary.message},

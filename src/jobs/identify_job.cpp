@@ -567,13 +567,13 @@ nlohmann::json IdentifyJob::Result::toJson() const {
   j["method"] = toString(method);
   j["parameters"] = results::parametersJson(bodies);
   j["friction"] = results::frictionJson(friction);
-  nlohmann::json armature_json = nlohmann::json::object();
-  for (const auto& [joint, value] : armature) armature_json[joint] = value;
-  j["armature"] = armature_json;
-  nlohmann::json offsets_json = nlohmann::json::object();
+  // the same writers as estimate's: one shape for heft predict to read
+  std::vector<results::JointScalarEstimate> armature_estimates, offset_estimates;
+  for (const auto& [joint, value] : armature) armature_estimates.push_back({joint, value, 0, 0});
   for (const auto& [joint, value, std] : torque_offsets)
-    offsets_json[joint] = {{"offset", value}, {"std", std}};
-  j["torque_offsets"] = offsets_json;
+    offset_estimates.push_back({joint, value, std, 0});
+  j["armature"] = results::armatureJson(armature_estimates);
+  j["torque_offsets"] = results::torqueOffsetsJson(offset_estimates);
   if (!config.validation.empty()) {
     nlohmann::json ranges = nlohmann::json::array();
     for (const TimeRange& r : config.validation) ranges.push_back({r.start, r.end});

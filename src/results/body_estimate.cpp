@@ -130,4 +130,30 @@ std::string bodiesReport(const std::vector<BodyEstimate>& bodies) {
   return s.str();
 }
 
+std::string actuatorTermsReport(const std::vector<JointFrictionEstimate>& friction,
+                                const std::vector<JointScalarEstimate>& armature,
+                                const std::vector<JointScalarEstimate>& torque_offsets) {
+  std::ostringstream s;
+  if (!friction.empty()) {
+    s << "\nfriction (prior -> estimate +- std)\n";
+    for (const JointFrictionEstimate& f : friction)
+      s << "  " << f.joint << "  coulomb " << fixed(f.coulomb_prior) << " -> " << fixed(f.coulomb)
+        << " +- " << fixed(f.coulomb_std, 2) << " N m, viscous " << fixed(f.viscous_prior) << " -> "
+        << fixed(f.viscous) << " +- " << fixed(f.viscous_std, 2) << " N m s/rad\n";
+  }
+  if (!armature.empty()) {
+    s << "\narmature (prior -> estimate +- std)\n";
+    for (const JointScalarEstimate& a : armature)
+      s << "  " << a.joint << "  " << fixed(a.prior) << " -> " << fixed(a.value) << " +- "
+        << fixed(a.std, 2) << " kg m^2\n";
+  }
+  if (!torque_offsets.empty()) {
+    s << "\ntorque offsets (measured = true + offset; prior -> estimate +- std)\n";
+    for (const JointScalarEstimate& o : torque_offsets)
+      s << "  " << o.joint << "  " << fixed(o.prior) << " -> " << fixed(o.value) << " +- "
+        << fixed(o.std, 2) << " N m\n";
+  }
+  return s.str();
+}
+
 }  // namespace heft::results

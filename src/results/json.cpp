@@ -49,6 +49,25 @@ nlohmann::json frictionJson(const std::vector<JointFrictionEstimate>& friction) 
   return out;
 }
 
+nlohmann::json armatureJson(const std::vector<JointScalarEstimate>& armature) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const JointScalarEstimate& a : armature) out[a.joint] = a.value;
+  return out;
+}
+
+nlohmann::json armatureStdJson(const std::vector<JointScalarEstimate>& armature) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const JointScalarEstimate& a : armature) out[a.joint] = a.std;
+  return out;
+}
+
+nlohmann::json torqueOffsetsJson(const std::vector<JointScalarEstimate>& torque_offsets) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const JointScalarEstimate& o : torque_offsets)
+    out[o.joint] = {{"offset", o.value}, {"std", o.std}};
+  return out;
+}
+
 nlohmann::json truthErrorsJson(const TruthErrors& truth) {
   nlohmann::json bodies = nlohmann::json::object();
   for (const BodyError& e : truth.bodies)

@@ -25,7 +25,7 @@ inline sim::SimulationSummary writeSimulatedLog(const std::string& scenario, std
 }
 
 /// A MuJoCo run of `scenario` for `duration` seconds with the nominal sensor noise but without its
-/// torque bias: heft::estimation has no actuator-bias parameter yet (docs/estimation.md).
+/// torque bias, for estimates without torque offsets (estimate.torque_offsets, docs/estimation.md).
 inline sim::SimulationResult simulateNominalWithoutTorqueBias(const std::string& scenario,
                                                               double duration, std::uint64_t seed) {
   sim::SimulationOptions options;

@@ -19,6 +19,10 @@
 ///     \begin{bmatrix} -Y^0_S \,\partial\pi_S \\ 0 \end{bmatrix}, \f]
 /// solved with the KKT factorization Pinocchio computed for the impulse itself.
 ///
+/// Armature (the working model's `armature`, which Pinocchio adds to M's diagonal): M gains
+/// \f$ I_{a,i} e_i e_i^T \f$, so the same system with right-hand side \f$ -e_i \Delta v_i \f$ gives
+/// \f$ \partial v^+ / \partial I_{a,i} \f$ (dvplus_darmature, one column per velocity coordinate).
+///
 /// Usage: build an ImpulseDynamicsModel once; one ImpulseDynamicsData per thread; the compute
 /// calls do not allocate.
 #ifndef PINOCCHIO_DISABLE_UNSUPPORTED_WARNINGS
@@ -105,16 +109,21 @@ class ImpulseDynamicsData {
   Eigen::MatrixXd dimpulse_dq;       ///< nc x nv
   Eigen::MatrixXd dimpulse_dvminus;  ///< nc x nv
   Eigen::MatrixXd dimpulse_dtheta;   ///< nc x 10|S|
+  /// nv x nv: column i is d v^+ / d armature_i = -K e_i (v^+_i - v^-_i), K the impulse's
+  /// constrained inverse (file comment)
+  Eigen::MatrixXd dvplus_darmature;
+  Eigen::MatrixXd dimpulse_darmature;  ///< nc x nv: the same for the impulses
 
   // ---- workspaces ----
   ParametrizedInertias inertias;
   pinocchio::Data pin;
   pinocchio::RigidConstraintDataVector constraint_datas;
   pinocchio::ProximalSettings settings;
-  RegressorData mass_regressor;   ///< Y^0_S(q, 0, dv) and Y^0_S dpi/dtheta
-  Eigen::VectorXd zero_velocity;  ///< nv zeros
-  Eigen::VectorXd dv;             ///< nv: v^+ - v^-
-  Eigen::MatrixXd kkt_rhs;        ///< (nc + nv) x 10|S|: right-hand sides, then solutions
+  RegressorData mass_regressor;      ///< Y^0_S(q, 0, dv) and Y^0_S dpi/dtheta
+  Eigen::VectorXd zero_velocity;     ///< nv zeros
+  Eigen::VectorXd dv;                ///< nv: v^+ - v^-
+  Eigen::MatrixXd kkt_rhs;           ///< (nc + nv) x 10|S|: right-hand sides, then solutions
+  Eigen::MatrixXd kkt_rhs_armature;  ///< (nc + nv) x nv: the same for the armature
 };
 
 /// v^+ by pinocchio::impulseDynamics on the model whose S inertias are pi(theta_S).
@@ -127,7 +136,8 @@ const Eigen::VectorXd& impulseDynamics(const ImpulseDynamicsModel& model, Impuls
                                        const Eigen::Ref<const Eigen::VectorXd>& theta_S);
 
 /// v^+, the impulses and their derivatives: w.r.t. q and v^- by
-/// pinocchio::computeImpulseDynamicsDerivatives, w.r.t. theta_S by the file comment's system.
+/// pinocchio::computeImpulseDynamicsDerivatives, w.r.t. theta_S and the armature (of the working
+/// model data.inertias.model, which a caller may set) by the file comment's systems.
 /// \throws InputError on a wrong size.
 void computeImpulseDynamicsDerivatives(const ImpulseDynamicsModel& model, ImpulseDynamicsData& data,
                                        const Eigen::Ref<const Eigen::VectorXd>& q,

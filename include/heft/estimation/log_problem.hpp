@@ -12,6 +12,7 @@
 
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/problem.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -94,6 +95,9 @@ struct LogProblemOptions {
   /// Infinity: no prior (the paper's setting for comparing parametrizations; unexcited directions
   /// then stay where they start, through the solver's nullspace step).
   double theta_prior_std = 1.0;
+  /// Joint friction, armature and torque offsets estimated with the inertias (theta's tail,
+  /// ActuatorTermsModel); none by default. Their priors are their own (not theta_prior_std).
+  ActuatorTermsOptions actuators;
   /// Throws InputError naming the field.
   void validate() const;
 };
@@ -105,15 +109,17 @@ struct LogProblem {
   std::shared_ptr<const MultibodySensors> sensors;
   std::shared_ptr<const Problem> problem;
   std::vector<pinocchio::JointIndex> identified;  ///< S
-  Eigen::VectorXd time;                           ///< N + 1 knot times [s]
-  std::vector<int> samples;                       ///< joint sample of each knot
+  /// theta's tail after the 10|S| inertial coordinates (null: no actuator terms)
+  std::shared_ptr<const ActuatorTermsModel> actuators;
+  Eigen::VectorXd time;      ///< N + 1 knot times [s]
+  std::vector<int> samples;  ///< joint sample of each knot
   double dt = 0;
   int contact_phases = 0;          ///< number of contact-set changes along the horizon
   int touchdowns = 0;              ///< stages that start with an impulse (a contact closes)
   int transition_knots = 0;        ///< running stages with inflated noise (near a contact change)
   bool contacts_detected = false;  ///< contact sets from kinematic thresholds, not the log's flags
   // Initial guess: encoders (and the motion capture for the base), central-difference
-  // velocities, w = 0, nominal theta.
+  // velocities, w = 0, nominal theta_S and the actuator terms' prior mean.
   std::vector<Eigen::VectorXd> xs, ws;
   Eigen::VectorXd theta;
 };

@@ -25,6 +25,14 @@
 ///       force at the IMU, acc_b = a_lin + alpha x p + omega x (v_lin + omega x p) with the
 ///       stage's base acceleration a (after the impulse, if any) and p the IMU's position)
 ///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base) ]
+/// Actuator terms (optional, ActuatorTermsModel): theta = [theta_S; theta_act]; the dynamics take
+/// tau_eff = tau_k + w_tau - E (b + f_v v_s + f_c tanh(r v_s)) at the velocity v_s the step starts
+/// from (v^+ after a touchdown), and the armature I_a on the working models' diagonal of M
+/// (forward, contact and impulse dynamics alike: Pinocchio's ABA, CRBA and their derivatives
+/// include model.armature). With K = da/dtau:
+///   da/db_j = -K e_j,  da/dlog f_v = -K e_j f_v v_j,  da/dlog f_c = -K e_j f_c tanh(r v_j),
+///   da/dlog I_a = -K e_j I_a a_j,  da/dv_s += -K E diag(f_v + f_c r (1 - tanh^2)) E^T,
+///   dv^+/dlog I_a = -K_imp e_j I_a (v^+_j - v^-_j)  (dynamics::ImpulseDynamicsData).
 /// Touchdown: a stage whose contact set closes a contact that was open at the previous knot may
 /// carry the reset map of that set (dynamics::ImpulseDynamics): v^+ = IMPULSE(q, v; theta) first,
 /// then the step above from (q, v^+), all within the stage (every stage keeps the same size):
@@ -38,6 +46,7 @@
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
+#include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
 
@@ -94,13 +103,16 @@ class MultibodyStageModel final : public StageModel {
   /// \param terminal true: no dynamics, no w (the last knot).
   /// \param impulse the reset map applied at the start of the stage (a touchdown), or null; only
   ///        with a contact set; its model, S and parametrization must be the dynamics'.
+  /// \param actuators the joint-side terms of theta's tail (file comment), or null: theta =
+  ///        theta_S.
   /// \throws InputError naming the field on a size or value that does not fit.
   MultibodyStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
                       std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
                       std::shared_ptr<const MultibodyState> state,
                       std::shared_ptr<const MultibodySensors> sensors, const MultibodyNoise& noise,
                       MultibodyMeasurement measurement, double dt, bool terminal,
-                      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr);
+                      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr,
+                      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
   /// The dynamics workspaces (Pinocchio data, constraint Cholesky, regressor) come from
@@ -123,6 +135,7 @@ class MultibodyStageModel final : public StageModel {
   const MultibodyMeasurement& measurement() const { return measurement_; }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
   const dynamics::ImpulseDynamicsModel* impulse() const { return impulse_.get(); }
+  const ActuatorTermsModel* actuators() const { return actuators_.get(); }
   double dt() const { return dt_; }
   /// 1 / sigma of w = (w_q, w_tau) at this stage (its process-noise rows' weights), ndx.
   const Eigen::VectorXd& processInfo() const { return process_info_; }
@@ -132,12 +145,23 @@ class MultibodyStageModel final : public StageModel {
   // Sensor rows of the residual at x (no dynamics).
   void sensorResiduals(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
   void sensorJacobians(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  // Writes theta_act's armature into the working models of the data's dynamics workspaces (shared
+  // between stages: every calc and calcDiff writes it before its dynamics call).
+  void applyArmature(MultibodyStageData& data,
+                     const Eigen::Ref<const Eigen::VectorXd>& theta) const;
+  // The dynamics' derivatives chained through v^+ and the actuator terms into da_dx, da_dtheta,
+  // dvs_dx, dvs_dtheta (calcDiff).
+  void chainDynamicsDerivatives(MultibodyStageData& data,
+                                const Eigen::Ref<const Eigen::VectorXd>& x,
+                                const Eigen::Ref<const Eigen::VectorXd>& theta) const;
 
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact_;
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse_;
   std::shared_ptr<const MultibodyState> state_;
   std::shared_ptr<const MultibodySensors> sensors_;
+  std::shared_ptr<const ActuatorTermsModel> actuators_;
+  int num_inertial_ = 0;                ///< 10|S|: theta's head, the dynamics' theta_S
   std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each encoder
   Eigen::VectorXd process_info_;        ///< ndx: 1 / sigma_w
   MultibodyMeasurement measurement_;
@@ -172,6 +196,7 @@ struct MultibodyStageData final : StageData {
   Eigen::MatrixXd A1, B1, A2, B2;        ///< nv x nv integrate Jacobians
   // d a / d x and d a / d theta through v^+ too; d v_start / d x and d theta (accelerometer)
   Eigen::MatrixXd da_dx, da_dtheta, dvs_dx, dvs_dtheta;
+  Eigen::MatrixXd da_dvs;  ///< nv x nv: d a / d v_start with the friction's share (actuator terms)
   Eigen::Matrix<double, 3, Eigen::Dynamic> acc_dv, acc_da;  ///< 3 x nv
   /// The accelerometer's rows of R_x, R_w, R_theta, transposed: (ndx + nw + np) x 3, contiguous
   /// columns for gaussNewton's rank-one updates.

@@ -37,6 +37,10 @@ struct EstimateJob {
     /// and problem.knots are set by the job from these.
     std::optional<double> start_time;
     std::optional<int> knots;
+    /// `estimate.friction`, `estimate.armature`, `estimate.torque_offsets`: nullopt = not
+    /// estimated; an empty list = all (run() resolves it against the robot: every 1-dof joint;
+    /// the armature's `all` = the friction joints when there are some) into problem.actuators.
+    std::optional<std::vector<std::string>> friction_joints, armature_joints, torque_offset_joints;
     estimation::LogProblemOptions problem;
     estimation::RiccatiOptions solver;
     /// \throws InputError naming the field.
@@ -53,11 +57,17 @@ struct EstimateJob {
     double dt = 0, start_time = 0, end_time = 0;
     double time_s = 0;  ///< whole job, log reading and problem building included
     std::vector<results::BodyEstimate> bodies;
-    std::vector<std::string> names;  ///< of `linear`: "m[base]", "hx[base]", ...
-    Eigen::VectorXd linear;          ///< pi of every estimated body, in the config's order
-    Eigen::MatrixXd covariance;      ///< of `linear`: J_pi(theta) Sigma_theta J^T
+    std::vector<std::string> names;  ///< of `linear`: "m[base]", ..., "coulomb[joint]", ...
+    /// pi of every estimated body, in the config's order, then the joint-side terms in
+    /// results::ParameterLayout's order (coulomb, viscous per friction joint; armature; offsets)
+    Eigen::VectorXd linear;
+    Eigen::MatrixXd covariance;  ///< of `linear`: J(theta) Sigma_theta J^T
     Eigen::VectorXd theta;
     Eigen::MatrixXd theta_covariance;
+    /// The joint-side terms (theta's tail) with their standard deviations (delta method through
+    /// exp for the log-parametrized friction and armature).
+    std::vector<results::JointFrictionEstimate> friction;
+    std::vector<results::JointScalarEstimate> armature, torque_offsets;
     /// The estimated trajectory at the knots as a log: joints (q, v, and tau = logged torque +
     /// the estimated generalized-force noise), the base pose and twist on a floating base, the
     /// contact flags used, and an estimates group with the parameters and their standard

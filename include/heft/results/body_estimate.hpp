@@ -59,4 +59,16 @@ struct JointFrictionEstimate {
   std::vector<double> gamma;
 };
 
+/// One joint's scalar estimate: a rotor armature [kg m^2] or a torque-sensor offset [N m] (logged
+/// = true + offset), with its standard deviation and prior mean (median for the armature).
+struct JointScalarEstimate {
+  std::string joint;
+  double value = 0, std = 0, prior = 0;
+};
+
+/// The report's lines of the joint-side terms (prior -> estimate +- std); empty without any.
+std::string actuatorTermsReport(const std::vector<JointFrictionEstimate>& friction,
+                                const std::vector<JointScalarEstimate>& armature,
+                                const std::vector<JointScalarEstimate>& torque_offsets);
+
 }  // namespace heft::results

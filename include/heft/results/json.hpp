@@ -25,6 +25,12 @@ nlohmann::json jsonArray(const Eigen::MatrixXd& m);
 nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies);
 /// result.json's "friction" object: one entry per joint.
 nlohmann::json frictionJson(const std::vector<JointFrictionEstimate>& friction);
+/// result.json's "armature" object: joint name -> armature [kg m^2] (heft predict reads it).
+nlohmann::json armatureJson(const std::vector<JointScalarEstimate>& armature);
+/// result.json's "armature_std" object: joint name -> its standard deviation [kg m^2].
+nlohmann::json armatureStdJson(const std::vector<JointScalarEstimate>& armature);
+/// result.json's "torque_offsets" object: joint name -> {"offset", "std"} [N m].
+nlohmann::json torqueOffsetsJson(const std::vector<JointScalarEstimate>& torque_offsets);
 /// result.json's "truth_errors" object.
 nlohmann::json truthErrorsJson(const TruthErrors& truth);
 /// One model's held-out prediction: {"model", "samples", "rows", "rmse_all", "relative_all",
