@@ -119,7 +119,8 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       trial(Eigen::VectorXd::Zero(model.nv())),
       scratch(Eigen::VectorXd::Zero(model.nv())),
       hessian(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
-      kj(Eigen::MatrixXd::Zero(3, model.nv())),
+      kj(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      kd(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
       llt(model.nv()),
       frame_jacobian(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
       velocity_dq(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
@@ -208,12 +209,13 @@ bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData
   data.gradient.noalias() = data.M * x;
   data.gradient -= data.momentum;
   data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
+  // H = M + J^T blockdiag(K_i) J; the products are tiny, so coefficient-wise (lazyProduct)
+  // beats the packing of a general matrix product.
+  for (int i = 0; i < model.numPoints(); ++i)
+    data.kj.middleRows<3>(3 * i).noalias() =
+        data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(data.jacobian.middleRows<3>(3 * i));
   data.hessian = data.M;
-  for (int i = 0; i < model.numPoints(); ++i) {
-    const auto J = data.jacobian.middleRows<3>(3 * i);
-    data.kj.noalias() = data.barrier_hessian.middleCols<3>(3 * i) * J;
-    data.hessian.noalias() += J.transpose() * data.kj;
-  }
+  data.hessian.noalias() += data.jacobian.transpose().lazyProduct(data.kj);
   data.llt.compute(data.hessian);
   return data.llt.info() == Eigen::Success;
 }
@@ -403,28 +405,24 @@ void computeResidualDerivatives(const SmoothedContactModel& model, SmoothedConta
     const Matrix3 turn = skew(local);
     data.velocity_dv.topRows<3>().noalias() = turn * data.frame_jacobian.bottomRows<3>();
     data.velocity_dv.bottomRows<3>().noalias() = skew(r) * data.velocity_dv.topRows<3>();
-    data.dg_dq.noalias() -= dt * data.frame_jacobian.transpose() * data.velocity_dv;
+    data.velocity_dv *= -dt;
+    data.dg_dq.noalias() += data.frame_jacobian.transpose().lazyProduct(data.velocity_dv);
     // lambda_i moves with q through (J^t_i v+, w_i): dlambda = -K_i D_i dq, and g has -J^T lambda.
-    const auto J = data.jacobian.middleRows<3>(3 * i);
-    data.kj.noalias() =
-        data.barrier_hessian.middleCols<3>(3 * i) * data.point_velocity_dq.middleRows<3>(3 * i);
-    data.dg_dq.noalias() += J.transpose() * data.kj;
+    data.kd.middleRows<3>(3 * i).noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(
+        data.point_velocity_dq.middleRows<3>(3 * i));
   }
+  data.dg_dq.noalias() += data.jacobian.transpose().lazyProduct(data.kd);
 }
 
-/// df_i/dx = -(1/dt) K_i (J_i dv+/dx + [D_i for q]).
-void computeForceDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
-                             double dt) {
-  for (int i = 0; i < model.numPoints(); ++i) {
-    const auto K = data.barrier_hessian.middleCols<3>(3 * i);
-    data.kj.noalias() = (-1 / dt) * K * data.jacobian.middleRows<3>(3 * i);
-    data.dforce_dq.middleRows<3>(3 * i).noalias() = data.kj * data.dvnext_dq;
-    data.dforce_dq.middleRows<3>(3 * i).noalias() -=
-        (1 / dt) * K * data.point_velocity_dq.middleRows<3>(3 * i);
-    data.dforce_dv.middleRows<3>(3 * i).noalias() = data.kj * data.dvnext_dv;
-    data.dforce_dtau.middleRows<3>(3 * i).noalias() = data.kj * data.dvnext_dtau;
-    data.dforce_dtheta.middleRows<3>(3 * i).noalias() = data.kj * data.dvnext_dtheta;
-  }
+/// df_i/dx = -(1/dt) K_i (J_i dv+/dx + [D_i for q]), stacked over the points: with kj =
+/// blockdiag(K_i) J and kd = blockdiag(K_i) D left by the Hessian and the q residual.
+void computeForceDerivatives(SmoothedContactData& data, double dt) {
+  data.dforce_dq.noalias() = data.kj * data.dvnext_dq;
+  data.dforce_dq += data.kd;
+  data.dforce_dq *= -1 / dt;
+  data.dforce_dv.noalias() = (-1 / dt) * data.kj * data.dvnext_dv;
+  data.dforce_dtau.noalias() = (-1 / dt) * data.kj * data.dvnext_dtau;
+  data.dforce_dtheta.noalias() = (-1 / dt) * data.kj * data.dvnext_dtheta;
 }
 
 }  // namespace
@@ -469,7 +467,7 @@ void computeSmoothedContactDerivatives(const SmoothedContactModel& model, Smooth
                                   data.dvnext_dtheta);
   data.dvnext_dtheta *= dt;
 
-  computeForceDerivatives(model, data, dt);
+  computeForceDerivatives(data, dt);
 }
 
 }  // namespace heft::dynamics

@@ -178,7 +178,8 @@ class SmoothedContactData {
   Eigen::MatrixXd barrier_hessian;  ///< 3 x 3np: K_i = -dlambda_i / d(J_i v+)
   Eigen::VectorXd gradient, newton_step, trial, scratch;  ///< nv
   Eigen::MatrixXd hessian;                                ///< nv x nv
-  Eigen::MatrixXd kj;                                     ///< 3 x nv: K_i J_i
+  Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at the last assembled iterate
+  Eigen::MatrixXd kd;  ///< 3np x nv: blockdiag(K_i) D, D the points' direct q-dependence
   Eigen::LLT<Eigen::MatrixXd> llt;
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian, velocity_dq, velocity_dv;  ///< 6 x nv
   std::vector<pinocchio::Force> external_forces;  ///< njoints: contact forces, joint frames
