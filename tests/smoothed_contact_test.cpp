@@ -82,12 +82,9 @@ std::vector<pinocchio::JointIndex> consistentBodies(const pinocchio::Model& mode
   return bodies;
 }
 
-// q with the base upright, joints at `posture` (names not listed: 0), and the base height that
-// puts the lowest contact point at `lowest` above the floor z = 0.
-VectorXd pose(const pinocchio::Model& model, const std::map<std::string, double>& posture,
-              const std::vector<ContactPoint>& points, double lowest) {
-  VectorXd q = pinocchio::neutral(model);
-  for (const auto& [joint, angle] : posture) q[model.idx_qs[model.getJointId(joint)]] = angle;
+// q with its base height changed so that the lowest contact point is `lowest` above the floor.
+VectorXd placeLowest(const pinocchio::Model& model, VectorXd q,
+                     const std::vector<ContactPoint>& points, double lowest) {
   pinocchio::Data data(model);
   pinocchio::framesForwardKinematics(model, data, q);
   double min_z = HUGE_VAL;
@@ -95,6 +92,15 @@ VectorXd pose(const pinocchio::Model& model, const std::map<std::string, double>
     min_z = std::min(min_z, data.oMf[model.getFrameId(p.frame)].act(p.offset).z());
   q[2] += lowest - min_z;
   return q;
+}
+
+// q with the base upright, joints at `posture` (names not listed: 0), and the lowest contact point
+// `lowest` above the floor z = 0.
+VectorXd pose(const pinocchio::Model& model, const std::map<std::string, double>& posture,
+              const std::vector<ContactPoint>& points, double lowest) {
+  VectorXd q = pinocchio::neutral(model);
+  for (const auto& [joint, angle] : posture) q[model.idx_qs[model.getJointId(joint)]] = angle;
+  return placeLowest(model, q, points, lowest);
 }
 
 std::map<std::string, double> go2Standing() {
@@ -216,9 +222,11 @@ Case go2Case(const std::string& name, const std::map<std::string, double>& postu
   std::mt19937 rng(seed);
   Case c;
   c.name = "go2 " + name;
-  c.q = pose(go2(), posture, go2Feet(), lowest);
-  // A small tilt and joint offsets, off any symmetric configuration.
-  c.q = pinocchio::integrate(go2(), c.q, uniform(go2().nv, 0.02, rng));
+  // A small tilt and joint offsets, off any symmetric configuration; then the lowest foot at
+  // `lowest` again.
+  c.q = pinocchio::integrate(go2(), pose(go2(), posture, go2Feet(), 0.0),
+                             uniform(go2().nv, 0.02, rng));
+  c.q = placeLowest(go2(), c.q, go2Feet(), lowest);
   c.v = uniform(go2().nv, 0.3, rng);
   c.tau = uniform(go2().nv, 5.0, rng);
   c.tau.head<6>().setZero();  // no actuator on the base
@@ -242,8 +250,9 @@ TEST(SmoothedContact, Go2SwingDerivativesMatchCentralDifferences) {
 TEST(SmoothedContact, Go2NearContactSwitchDerivativesMatchCentralDifferences) {
   const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
                                    Parametrization::LogCholesky);
-  // The swing feet's lowest point a hair above the floor, then a hair below it (the initializer
-  // lifts that start): phi / dt = +-1 mm/s, inside the barrier's transition.
+  // Two feet in the air, the lower of the two stance feet a hair above the floor, then a hair below
+  // it (the initializer lifts that start), at rest: phi / dt = +-1 mm/s, inside the barrier's
+  // transition between no force and the stance load.
   Case above = go2Case("hair above", go2Swing(), 1e-5, model, 3);
   Case below = go2Case("hair below", go2Swing(), -1e-5, model, 4);
   above.v.setZero();
