@@ -11,8 +11,10 @@
 #define PINOCCHIO_DISABLE_UNSUPPORTED_WARNINGS  // the rigid-constraint API is marked "will change"
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -21,6 +23,7 @@
 #include <pinocchio/algorithm/aba-derivatives.hpp>
 #include <pinocchio/algorithm/constrained-dynamics-derivatives.hpp>
 #include <pinocchio/algorithm/constrained-dynamics.hpp>
+#include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/regressor.hpp>
 #include <pinocchio/parsers/urdf.hpp>
@@ -29,6 +32,7 @@
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/dynamics/regressor.hpp"
+#include "heft/dynamics/smoothed_contact.hpp"
 #include "support/ratio_reporter.hpp"
 
 namespace {
@@ -172,6 +176,70 @@ void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
   }
 }
 
+// The smoothed contact step (PRIME eq. 17) from states near a stance: the robot's posture, the
+// lowest contact point 0.1 mm above the floor, then a random tangent perturbation of 0.02, random
+// v (0.3) and joint torques (5 N m), dt = 0.01.
+struct SmoothedCase {
+  std::unique_ptr<heft::dynamics::SmoothedContactModel> model;
+  std::vector<VectorXd> q, v, tau;
+};
+
+SmoothedCase makeSmoothedCase(const Robot& r, const std::vector<heft::model::ContactPoint>& points,
+                              const std::map<std::string, double>& posture) {
+  SmoothedCase c;
+  c.model = std::make_unique<heft::dynamics::SmoothedContactModel>(
+      r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky);
+  VectorXd q0 = pinocchio::neutral(r.model);
+  for (const auto& [joint, angle] : posture) q0[r.model.idx_qs[r.model.getJointId(joint)]] = angle;
+  pinocchio::Data data(r.model);
+  pinocchio::framesForwardKinematics(r.model, data, q0);
+  double lowest = 1e9;
+  for (const auto& p : points)
+    lowest = std::min(lowest, data.oMf[r.model.getFrameId(p.frame)].act(p.offset).z());
+  q0[2] += 1e-4 - lowest;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto random = [&](double scale) {
+    VectorXd x(r.model.nv);
+    for (int i = 0; i < r.model.nv; ++i) x[i] = scale * u(rng);
+    return x;
+  };
+  for (int k = 0; k < Robot::kStates; ++k) {
+    c.q.push_back(pinocchio::integrate(r.model, q0, random(0.02)));
+    c.v.push_back(random(0.3));
+    VectorXd tau = random(5.0);
+    tau.head<6>().setZero();
+    c.tau.push_back(tau);
+  }
+  return c;
+}
+
+void heftSmoothedContactStep(benchmark::State& state, const SmoothedCase& c) {
+  heft::dynamics::SmoothedContactData data(*c.model);
+  const VectorXd theta = c.model->nominalTheta();
+  int k = 0;
+  for (auto _ : state) {
+    heft::dynamics::smoothedContactStep(*c.model, data, c.q[k], c.v[k], c.tau[k], theta, 0.01);
+    benchmark::DoNotOptimize(data.v_next.data());
+    k = (k + 1) % Robot::kStates;
+  }
+}
+
+void heftSmoothedContactDerivatives(benchmark::State& state, const SmoothedCase& c) {
+  heft::dynamics::SmoothedContactData data(*c.model);
+  const VectorXd theta = c.model->nominalTheta();
+  int k = 0, iterations = 0, steps = 0;
+  for (auto _ : state) {
+    heft::dynamics::computeSmoothedContactDerivatives(*c.model, data, c.q[k], c.v[k], c.tau[k],
+                                                      theta, 0.01);
+    benchmark::DoNotOptimize(data.dforce_dtheta.data());
+    iterations += data.summary.iterations;
+    ++steps;
+    k = (k + 1) % Robot::kStates;
+  }
+  state.counters["newton_iterations"] = static_cast<double>(iterations) / std::max(steps, 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,6 +273,37 @@ int main(int argc, char** argv) {
     for (const auto& [name, fn] : cases)
       benchmark::RegisterBenchmark((r.name + "/" + name).c_str(), fn, std::cref(r))
           ->Unit(benchmark::kMicrosecond);
+  }
+
+  // Smoothed contact: go2 on its four feet standing, TALOS on four corners per sole, half-sitting.
+  std::vector<heft::model::ContactPoint> go2_feet, talos_corners;
+  for (const char* foot : {"FL_foot", "FR_foot", "RL_foot", "RR_foot"})
+    go2_feet.push_back({foot, foot, heft::Vector3::Zero()});
+  for (const std::string side : {"left", "right"})
+    for (const double x : {0.1, -0.1})
+      for (const double y : {0.065, -0.065})
+        talos_corners.push_back({side, side + "_sole_link", heft::Vector3(x, y, 0)});
+  std::map<std::string, double> go2_standing, talos_half_sitting;
+  for (const std::string leg : {"FL", "FR", "RL", "RR"}) {
+    go2_standing[leg + "_thigh_joint"] = 0.8;
+    go2_standing[leg + "_calf_joint"] = -1.6;
+  }
+  for (const std::string side : {"left", "right"}) {
+    talos_half_sitting["leg_" + side + "_3_joint"] = -0.411354;
+    talos_half_sitting["leg_" + side + "_4_joint"] = 0.859395;
+    talos_half_sitting["leg_" + side + "_5_joint"] = -0.448041;
+  }
+  std::vector<SmoothedCase> smoothed;
+  smoothed.push_back(makeSmoothedCase(*robots[0], go2_feet, go2_standing));
+  smoothed.push_back(makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting));
+  for (size_t i = 0; i < smoothed.size(); ++i) {
+    const std::string prefix = robots[i]->name + "/";
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_step").c_str(),
+                                 heftSmoothedContactStep, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives").c_str(),
+                                 heftSmoothedContactDerivatives, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
   }
 
   heft::bench::RatioReporter reporter(

@@ -1,0 +1,217 @@
+#pragma once
+/// \file One time step of smoothed, velocity-level contact dynamics between contact points and a
+/// flat floor, parametrized by the inertial parameters of an identified set S, with the
+/// derivatives of its outputs w.r.t. q, v, tau and theta_S by the implicit function theorem
+/// (PRIME paper, eqs. 1, 15-20 and 32-34; docs/smoothed-contact.md).
+///
+/// The next velocity v+ minimizes the log-barrier relaxation of Anitescu's second-order cone
+/// program (eq. 17):
+/// \f[ c(v^+) = \tfrac12 \|v^+ - v_{free}\|^2_{M(q)} - \frac{1}{\kappa} \sum_i \log s_i(v^+),
+///     \quad s_i = \frac{w_i^2}{\mu^2} - \|J^t_i v^+\|^2,\quad w_i = \frac{\phi_i}{\Delta t} +
+///     J^n_i v^+ \f]
+/// (eq. 20), with \f$ M v_{free} = M v + \Delta t\,(\tau - h(q, v)) \f$ and \f$\phi_i\f$ the height
+/// of point i above the floor. On the cone's upper nappe (w_i > mu |J^t_i v+|) c is strictly
+/// convex and, scaled by kappa, self-concordant; Newton's method with a line search finds its
+/// minimum. The impulses are the barrier's gradient (eqs. 18-19):
+/// \f[ \lambda^n_i = \frac{2 w_i}{\mu^2\kappa s_i},\qquad
+///     \lambda^t_i = -\frac{2 J^t_i v^+}{\kappa s_i}, \f]
+/// so that the optimality condition g = 0 (eq. 32) is the discrete dynamics of eq. 1,
+/// \f$ M(v^+ - v) + \Delta t\,(h - \tau) = \sum_i J_i^T\lambda_i \f$. The outputs are forces,
+/// f_i = lambda_i / dt, in world axes: (x, y) tangential, z normal, on the robot.
+///
+/// Derivatives (eq. 34): \f$ \partial v^+/\partial x = -H^{-1}\,\partial g/\partial x \f$ at the
+/// Newton solution, H = M + sum_i J_i^T K_i J_i the Hessian of c (K_i the barrier's Hessian in the
+/// point's velocity). g is written as dt (RNEA(q, v, (v+ - v)/dt; f_ext) - tau) with the contact
+/// forces as external forces, so that Pinocchio's computeRNEADerivatives gives its q- and
+/// v-derivatives; heft adds the rotation of the world-fixed forces in the joint frames, the
+/// dependence of the forces on q through J_i(q) v+ (getFrameVelocityDerivatives) and phi_i(q),
+/// and the theta columns dt Y_S(q, v, (v+ - v)/dt) dpi/dtheta.
+///
+/// Conventions: those of forward_dynamics.hpp (theta_S, tangent-space q-derivatives). The robot
+/// must have a free-flyer root: the feasibility initializer lifts the whole robot.
+///
+/// Usage: build a SmoothedContactModel once; one SmoothedContactData per thread; the compute calls
+/// do not allocate.
+#include <string>
+#include <vector>
+
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+#include <pinocchio/multibody/data.hpp>
+#include <pinocchio/multibody/model.hpp>
+#include <pinocchio/spatial/force.hpp>
+#include <pinocchio/spatial/se3.hpp>
+
+#include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/dynamics/regressor.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/model/contact_points.hpp"
+
+namespace heft::dynamics {
+
+/// The contact model and the Newton solver's settings. Defaults: the paper's kappa, a rigid
+/// floor z = 0.
+struct SmoothedContactOptions {
+  /// kappa, weight of the log barrier (eq. 17) [1/J]. Larger: stiffer contact, smaller force at a
+  /// distance (a point carrying f newtons in sticking contact rests 2 / (kappa f) above the
+  /// floor). 500 is the paper's value.
+  double kappa = 500;
+  /// mu, Coulomb friction coefficient of the second-order cone (eq. 16). 0.9: heft::sim's floor.
+  double friction_coefficient = 0.9;
+  /// z of the floor plane in the world frame [m]; its normal is +z.
+  double ground_height = 0;
+
+  // ---- Newton ----
+  /// Cap on Newton steps (Hessian factorizations). A step that reaches it is reported
+  /// (SmoothedContactStatus::MaxIterations) with its last iterate, which is feasible and finite.
+  int max_iterations = 50;
+  /// Converged when half the Newton decrement of the kappa-scaled cost, kappa g^T H^-1 g / 2
+  /// (dimensionless; for a self-concordant function it bounds the suboptimality), is at most
+  /// this; the full Newton step computed there is still taken, which squares the error.
+  double tolerance = 1e-14;
+  /// Feasibility initializer: every point starts with w_i >= mu |J^t_i v| + margin [m/s]. A start
+  /// closer to the cone's boundary makes the first Newton steps short (go2 from a foot 2 cm deep
+  /// with 2 m/s joint velocities: 2073 steps at 1e-3, 29 at 1e-2).
+  double feasibility_margin = 1e-2;
+  /// Armijo fraction of the predicted decrease that a trial step must achieve.
+  double armijo = 1e-4;
+  /// Backtracking factor of the line search, in (0, 1).
+  double backtracking = 0.5;
+
+  /// False with a reason if a field is out of range. `why` may be null.
+  bool validate(std::string* why) const;
+};
+
+/// How a step ended.
+enum class SmoothedContactStatus {
+  NotRun,            ///< no step computed yet
+  Converged,         ///< the decrement reached the tolerance
+  MaxIterations,     ///< max_iterations Newton steps without convergence
+  NumericalFailure,  ///< the Hessian lost positive definiteness or no trial step stayed feasible
+};
+
+/// "not run" / "converged" / "max iterations" / "numerical failure".
+const char* toString(SmoothedContactStatus status);
+
+/// What the Newton solve did. Plain values, so that filling it does not allocate.
+struct SmoothedContactSummary {
+  SmoothedContactStatus status = SmoothedContactStatus::NotRun;
+  int iterations = 0;       ///< Newton steps taken
+  double decrement = 0;     ///< kappa g^T H^-1 g / 2 at the last factorized iterate
+  double initial_lift = 0;  ///< vertical velocity the feasibility initializer added [m/s]
+  double cost = 0;          ///< c(v+) (eq. 17, without the constant of v_free) [J]
+  bool converged() const { return status == SmoothedContactStatus::Converged; }
+  /// One line a person can read (allocates; not for hot loops).
+  std::string report() const;
+};
+
+/// The constant part: the robot, its contact points, S, the parametrization and the options.
+class SmoothedContactModel {
+ public:
+  /// \param robot with a free-flyer root joint (copied).
+  /// \param points at least one; each frame must exist in robot, offsets finite.
+  /// \param identified S: joint indices in [1, njoints), unique; may be empty.
+  /// \throws InputError on another root joint, an unknown frame, invalid options or S.
+  SmoothedContactModel(const pinocchio::Model& robot,
+                       const std::vector<model::ContactPoint>& points,
+                       const std::vector<pinocchio::JointIndex>& identified,
+                       inertia::Parametrization parametrization,
+                       const SmoothedContactOptions& options = SmoothedContactOptions());
+
+  const RegressorModel& regressor() const { return regressor_; }
+  const pinocchio::Model& model() const { return regressor_.model(); }
+  const SupportPattern& support() const { return support_; }
+  const std::vector<model::ContactPoint>& points() const { return points_; }
+  /// The joint each point is fixed to, and the point's placement in that joint's frame.
+  const std::vector<pinocchio::JointIndex>& pointJoints() const { return joints_; }
+  const std::vector<pinocchio::SE3>& pointPlacements() const { return placements_; }
+  const SmoothedContactOptions& options() const { return options_; }
+  inertia::Parametrization parametrization() const { return parametrization_; }
+  int nq() const { return regressor_.nq(); }
+  int nv() const { return regressor_.nv(); }
+  int numPoints() const { return static_cast<int>(points_.size()); }
+  int numParameters() const { return regressor_.numParameters(); }  ///< 10|S|
+  Eigen::VectorXd nominalTheta() const {
+    return dynamics::nominalTheta(regressor_, parametrization_);
+  }
+
+ private:
+  RegressorModel regressor_;
+  SupportPattern support_;
+  std::vector<model::ContactPoint> points_;
+  std::vector<pinocchio::JointIndex> joints_;
+  std::vector<pinocchio::SE3> placements_;
+  SmoothedContactOptions options_;
+  inertia::Parametrization parametrization_;
+};
+
+/// Every buffer of the step and its derivatives. Outputs are public, valid after the call named on
+/// each member.
+class SmoothedContactData {
+ public:
+  explicit SmoothedContactData(const SmoothedContactModel& model);
+
+  // ---- smoothedContactStep and computeSmoothedContactDerivatives ----
+  Eigen::VectorXd v_next;  ///< nv: v+ [m/s, rad/s], v's frames
+  /// 3 np: force of the floor on the robot at each point, world axes, stacked (f_x, f_y, f_z) per
+  /// point [N]: f_z the normal force (eq. 18 / dt), (f_x, f_y) the friction force (eq. 19 / dt).
+  Eigen::VectorXd force;
+  Eigen::VectorXd gap;  ///< np: phi_i(q), height of each point above the floor [m]
+  SmoothedContactSummary summary;
+
+  // ---- computeSmoothedContactDerivatives (implicit function theorem, eq. 34) ----
+  Eigen::MatrixXd dvnext_dq, dvnext_dv, dvnext_dtau;  ///< nv x nv (q: tangent space)
+  Eigen::MatrixXd dvnext_dtheta;                      ///< nv x 10|S|
+  Eigen::MatrixXd dforce_dq, dforce_dv, dforce_dtau;  ///< 3np x nv
+  Eigen::MatrixXd dforce_dtheta;                      ///< 3np x 10|S|
+
+  // ---- workspaces ----
+  ParametrizedInertias inertias;
+  pinocchio::Data pin;
+  RegressorData regressor;
+  Eigen::MatrixXd M;                ///< nv x nv, full
+  Eigen::VectorXd momentum;         ///< nv: M v + dt (tau - h), the linear term of c
+  Eigen::MatrixXd jacobian;         ///< 3np x nv: world-axes linear Jacobians of the points
+  Eigen::VectorXd lift;             ///< nv: base velocity that translates the robot up at 1 m/s
+  Eigen::VectorXd point_velocity;   ///< 3np: J v+ at the current iterate
+  Eigen::VectorXd impulse;          ///< 3np: lambda at the current iterate [N s]
+  Eigen::MatrixXd barrier_hessian;  ///< 3 x 3np: K_i = -dlambda_i / d(J_i v+)
+  Eigen::VectorXd gradient, newton_step, trial, scratch;  ///< nv
+  Eigen::MatrixXd hessian;                                ///< nv x nv
+  Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at the last assembled iterate
+  Eigen::MatrixXd kd;  ///< 3np x nv: blockdiag(K_i) D, D the points' direct q-dependence
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian, velocity_dq, velocity_dv;  ///< 6 x nv
+  std::vector<pinocchio::Force> external_forces;  ///< njoints: contact forces, joint frames
+  Eigen::VectorXd mean_acceleration;              ///< nv: (v+ - v) / dt
+  Eigen::MatrixXd dg_dq, dg_dv, hessian_inverse;  ///< nv x nv
+  Eigen::MatrixXd point_velocity_dq;              ///< 3np x nv: d(J_i v+)/dq at fixed v+
+};
+
+/// One step: v+ by Newton's method on eq. 17 from the paper's feasibility initializer (the previous
+/// step's solution v, lifted along the world vertical until every point is strictly inside its
+/// velocity cone), and the forces of eqs. 18-19 divided by dt. Never returns NaN: a solve that does
+/// not converge reports it in data.summary and returns its last (feasible) iterate.
+/// \param q (nq, normalized quaternion), v (nv), tau generalized force (nv) [N, N m],
+///        theta_S (10|S|), dt > 0 [s].
+/// \return data.v_next; data.force, data.gap and data.summary are set too.
+/// \throws InputError on a wrong size, a non-finite input or dt <= 0.
+const Eigen::VectorXd& smoothedContactStep(const SmoothedContactModel& model,
+                                           SmoothedContactData& data,
+                                           const Eigen::Ref<const Eigen::VectorXd>& q,
+                                           const Eigen::Ref<const Eigen::VectorXd>& v,
+                                           const Eigen::Ref<const Eigen::VectorXd>& tau,
+                                           const Eigen::Ref<const Eigen::VectorXd>& theta_S,
+                                           double dt);
+
+/// The step and the derivatives of v+ and of the forces w.r.t. q (tangent space), v, tau and
+/// theta_S at its solution (eq. 34). The derivatives are those of the converged solution: check
+/// data.summary.converged().
+/// \throws InputError as smoothedContactStep.
+void computeSmoothedContactDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
+                                       const Eigen::Ref<const Eigen::VectorXd>& q,
+                                       const Eigen::Ref<const Eigen::VectorXd>& v,
+                                       const Eigen::Ref<const Eigen::VectorXd>& tau,
+                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt);
+
+}  // namespace heft::dynamics

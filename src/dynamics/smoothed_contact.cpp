@@ -1,0 +1,473 @@
+#include "heft/dynamics/smoothed_contact.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include <pinocchio/algorithm/crba.hpp>
+#include <pinocchio/algorithm/frames-derivatives.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
+#include <pinocchio/algorithm/kinematics-derivatives.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+
+#include "heft/common/error.hpp"
+
+namespace heft::dynamics {
+
+bool SmoothedContactOptions::validate(std::string* why) const {
+  std::string reason;
+  if (!(kappa > 0) || !std::isfinite(kappa))
+    reason = "kappa must be finite and > 0";
+  else if (!(friction_coefficient > 0) || !std::isfinite(friction_coefficient))
+    reason = "friction_coefficient must be finite and > 0";
+  else if (!std::isfinite(ground_height))
+    reason = "ground_height must be finite";
+  else if (max_iterations < 1)
+    reason = "max_iterations must be >= 1";
+  else if (!(tolerance > 0))
+    reason = "tolerance must be > 0";
+  else if (!(feasibility_margin > 0) || !std::isfinite(feasibility_margin))
+    reason = "feasibility_margin must be finite and > 0";
+  else if (!(armijo > 0 && armijo < 0.5))
+    reason = "armijo must be in (0, 0.5)";
+  else if (!(backtracking > 0 && backtracking < 1))
+    reason = "backtracking must be in (0, 1)";
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+const char* toString(SmoothedContactStatus status) {
+  switch (status) {
+    case SmoothedContactStatus::NotRun:
+      return "not run";
+    case SmoothedContactStatus::Converged:
+      return "converged";
+    case SmoothedContactStatus::MaxIterations:
+      return "max iterations";
+    case SmoothedContactStatus::NumericalFailure:
+      return "numerical failure";
+  }
+  return "unknown";
+}
+
+std::string SmoothedContactSummary::report() const {
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "smoothed contact step: %s after %d Newton steps, decrement %.3e, cost %.6e J, "
+                "initial lift %.3e m/s",
+                toString(status), iterations, decrement, cost, initial_lift);
+  return line;
+}
+
+// ---- model and data -----------------------------------------------------------------------------
+
+SmoothedContactModel::SmoothedContactModel(const pinocchio::Model& robot,
+                                           const std::vector<model::ContactPoint>& points,
+                                           const std::vector<pinocchio::JointIndex>& identified,
+                                           inertia::Parametrization parametrization,
+                                           const SmoothedContactOptions& options)
+    : regressor_(robot, identified),
+      support_(regressor_.model(), regressor_.bodies()),
+      points_(points),
+      options_(options),
+      parametrization_(parametrization) {
+  std::string why;
+  if (!options_.validate(&why)) throw InputError("smoothed contact options: " + why);
+  // The feasibility initializer translates the whole robot upwards through the root's velocity.
+  if (robot.njoints < 2 || robot.joints[1].shortname() != "JointModelFreeFlyer")
+    throw InputError("smoothed contact: expected a robot with a free-flyer root joint, got '" +
+                     (robot.njoints < 2 ? std::string("none") : robot.joints[1].shortname()) + "'");
+  if (points_.empty()) throw InputError("smoothed contact points: expected at least one, got 0");
+  for (const model::ContactPoint& p : points_) {
+    if (!robot.existFrame(p.frame))
+      throw InputError("smoothed contact point '" + p.name + "': expected a frame of model '" +
+                       robot.name + "', got '" + p.frame + "'");
+    if (!p.offset.allFinite())
+      throw InputError("smoothed contact point '" + p.name + "': expected a finite offset");
+    const pinocchio::Frame& frame = robot.frames[robot.getFrameId(p.frame)];
+    joints_.push_back(frame.parentJoint);
+    placements_.push_back(frame.placement * pinocchio::SE3(Eigen::Matrix3d::Identity(), p.offset));
+  }
+}
+
+SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
+    : v_next(Eigen::VectorXd::Zero(model.nv())),
+      force(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      gap(Eigen::VectorXd::Zero(model.numPoints())),
+      dvnext_dq(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      dvnext_dv(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      dvnext_dtau(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      dvnext_dtheta(Eigen::MatrixXd::Zero(model.nv(), model.numParameters())),
+      dforce_dq(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      dforce_dv(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      dforce_dtau(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      dforce_dtheta(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.numParameters())),
+      inertias(model.regressor()),
+      pin(model.model()),
+      regressor(model.regressor()),
+      M(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      momentum(Eigen::VectorXd::Zero(model.nv())),
+      jacobian(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      lift(Eigen::VectorXd::Zero(model.nv())),
+      point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      impulse(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      barrier_hessian(Eigen::MatrixXd::Zero(3, 3 * model.numPoints())),
+      gradient(Eigen::VectorXd::Zero(model.nv())),
+      newton_step(Eigen::VectorXd::Zero(model.nv())),
+      trial(Eigen::VectorXd::Zero(model.nv())),
+      scratch(Eigen::VectorXd::Zero(model.nv())),
+      hessian(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      kj(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      kd(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      llt(model.nv()),
+      frame_jacobian(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
+      velocity_dq(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
+      velocity_dv(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
+      external_forces(static_cast<size_t>(model.model().njoints), pinocchio::Force::Zero()),
+      mean_acceleration(Eigen::VectorXd::Zero(model.nv())),
+      dg_dq(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      dg_dv(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      hessian_inverse(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
+      point_velocity_dq(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())) {}
+
+namespace {
+
+using Matrix3 = Eigen::Matrix3d;
+
+Matrix3 skew(const Eigen::Vector3d& x) {
+  Matrix3 S;
+  S << 0, -x.z(), x.y(), x.z(), 0, -x.x(), -x.y(), x.x(), 0;
+  return S;
+}
+
+void checkInputs(const SmoothedContactModel& model, const Eigen::Ref<const Eigen::VectorXd>& q,
+                 const Eigen::Ref<const Eigen::VectorXd>& v,
+                 const Eigen::Ref<const Eigen::VectorXd>& tau,
+                 const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt) {
+  detail::checkSize("smoothed contact: q", model.nq(), q.size());
+  detail::checkSize("smoothed contact: v", model.nv(), v.size());
+  detail::checkSize("smoothed contact: tau", model.nv(), tau.size());
+  detail::checkSize("smoothed contact: theta_S", model.numParameters(), theta_S.size());
+  // A NaN input would make every output NaN: refuse it here, where the field can be named.
+  if (!q.allFinite()) throw InputError("smoothed contact: q: expected finite values");
+  if (!v.allFinite()) throw InputError("smoothed contact: v: expected finite values");
+  if (!tau.allFinite()) throw InputError("smoothed contact: tau: expected finite values");
+  if (!theta_S.allFinite()) throw InputError("smoothed contact: theta_S: expected finite values");
+  if (!(dt > 0) || !std::isfinite(dt))
+    throw InputError("smoothed contact: dt: expected a finite value > 0 [s], got " +
+                     std::to_string(dt));
+}
+
+/// lambda_i (eqs. 18-19) and, if `hessian`, K_i = -dlambda_i/du_i of every point at the point
+/// velocities data.point_velocity; the barrier's sum of log s_i in `log_sum`. False if a point is
+/// outside the cone's upper nappe (w_i <= 0 or s_i <= 0), where the barrier is undefined.
+bool evaluateBarrier(const SmoothedContactModel& model, SmoothedContactData& data, double dt,
+                     bool hessian, double& log_sum) {
+  const double kappa = model.options().kappa;
+  const double mu2 = model.options().friction_coefficient * model.options().friction_coefficient;
+  log_sum = 0;
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const auto u = data.point_velocity.segment<3>(3 * i);
+    const double w = data.gap[i] / dt + u.z();
+    const double s = w * w / mu2 - u.x() * u.x() - u.y() * u.y();
+    if (!(w > 0) || !(s > 0)) return false;
+    log_sum += std::log(s);
+    // lambda = grad(log s) / kappa, grad s = (-2 u_x, -2 u_y, 2 w / mu^2).
+    const Eigen::Vector3d grad_s(-2 * u.x(), -2 * u.y(), 2 * w / mu2);
+    data.impulse.segment<3>(3 * i) = grad_s / (kappa * s);
+    if (!hessian) continue;
+    // K = kappa lambda lambda^T - hess(s) / (kappa s), hess(s) = diag(-2, -2, 2 / mu^2).
+    auto K = data.barrier_hessian.middleCols<3>(3 * i);
+    const Eigen::Vector3d lambda = data.impulse.segment<3>(3 * i);
+    K.noalias() = kappa * lambda * lambda.transpose();
+    K.diagonal() += Eigen::Vector3d(2, 2, -2 / mu2) / (kappa * s);
+  }
+  return true;
+}
+
+/// c(x) of eq. 17 without its constant: x^T M x / 2 - momentum^T x - sum log s_i / kappa; false
+/// (and c untouched) if x is outside the barrier's domain. Overwrites point_velocity and impulse.
+bool cost(const SmoothedContactModel& model, SmoothedContactData& data, const Eigen::VectorXd& x,
+          double dt, double& c) {
+  data.point_velocity.noalias() = data.jacobian * x;
+  double log_sum = 0;
+  if (!evaluateBarrier(model, data, dt, false, log_sum)) return false;
+  data.scratch.noalias() = data.M * x;
+  c = 0.5 * x.dot(data.scratch) - data.momentum.dot(x) - log_sum / model.options().kappa;
+  return true;
+}
+
+/// Gradient g = M x - momentum - J^T lambda and Hessian H = M + sum J_i^T K_i J_i at x, and H's
+/// Cholesky factorization. False if x is infeasible or H is not positive definite.
+bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData& data,
+                          const Eigen::VectorXd& x, double dt) {
+  data.point_velocity.noalias() = data.jacobian * x;
+  double log_sum = 0;
+  if (!evaluateBarrier(model, data, dt, true, log_sum)) return false;
+  data.gradient.noalias() = data.M * x;
+  data.gradient -= data.momentum;
+  data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
+  // H = M + J^T blockdiag(K_i) J; the products are tiny, so coefficient-wise (lazyProduct)
+  // beats the packing of a general matrix product.
+  for (int i = 0; i < model.numPoints(); ++i)
+    data.kj.middleRows<3>(3 * i).noalias() =
+        data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(data.jacobian.middleRows<3>(3 * i));
+  data.hessian = data.M;
+  data.hessian.noalias() += data.jacobian.transpose().lazyProduct(data.kj);
+  data.llt.compute(data.hessian);
+  return data.llt.info() == Eigen::Success;
+}
+
+/// M, momentum = M v + dt (tau - h), the points' world-axes Jacobians, gaps, and the lift
+/// direction, all at q (they do not depend on v+).
+void computeKinematics(const SmoothedContactModel& model, SmoothedContactData& data,
+                       const Eigen::Ref<const Eigen::VectorXd>& q,
+                       const Eigen::Ref<const Eigen::VectorXd>& v,
+                       const Eigen::Ref<const Eigen::VectorXd>& tau, double dt) {
+  const pinocchio::Model& m = data.inertias.model;
+  pinocchio::crba(m, data.pin, q, pinocchio::Convention::WORLD);
+  data.M = data.pin.M.selfadjointView<Eigen::Upper>();
+  pinocchio::nonLinearEffects(m, data.pin, q, v);
+  data.momentum.noalias() = data.M * v;
+  data.momentum += dt * (tau - data.pin.nle);
+
+  pinocchio::computeJointJacobians(m, data.pin, q);
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const pinocchio::JointIndex joint = model.pointJoints()[i];
+    const pinocchio::SE3& placement = model.pointPlacements()[i];
+    data.frame_jacobian.setZero();
+    pinocchio::getFrameJacobian(m, data.pin, joint, placement, pinocchio::LOCAL_WORLD_ALIGNED,
+                                data.frame_jacobian);
+    data.jacobian.middleRows<3>(3 * i) = data.frame_jacobian.topRows<3>();
+    data.gap[i] =
+        data.pin.oMi[joint].act(placement.translation()).z() - model.options().ground_height;
+  }
+  // The free flyer's linear velocity is in the base frame: R^T e_z translates the robot up.
+  data.lift.setZero();
+  data.lift.head<3>() = data.pin.oMi[1].rotation().row(2).transpose();
+}
+
+/// The paper's feasibility initializer: the previous step's solution v, lifted along the world
+/// vertical by the least amount that puts every point strictly inside its velocity cone,
+/// w_i >= mu |J^t_i x| + margin. A vertical translation adds the same normal velocity to every
+/// point and leaves the tangential ones unchanged, so one shift satisfies all points.
+void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
+                  const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
+  const double mu = model.options().friction_coefficient;
+  data.point_velocity.noalias() = data.jacobian * v;
+  double shift = 0;
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const auto u = data.point_velocity.segment<3>(3 * i);
+    const double w = data.gap[i] / dt + u.z();
+    const double needed = mu * u.head<2>().norm() + model.options().feasibility_margin - w;
+    shift = std::max(shift, needed);
+  }
+  data.v_next = v + shift * data.lift;
+  data.summary.initial_lift = shift;
+}
+
+/// Step length along data.newton_step from x = data.v_next: the first of 1, b, b^2, ... that stays
+/// feasible and decreases c by the Armijo fraction of the predicted decrease, never shorter than
+/// the damped step 1 / (1 + delta) that self-concordance guarantees feasible and decreasing. In
+/// the quadratic region (delta < 1/4) the full step is taken without the cost test, which rounding
+/// would decide there. Returns 0 if no step is feasible.
+double lineSearch(const SmoothedContactModel& model, SmoothedContactData& data, double decrement2,
+                  double dt) {
+  const SmoothedContactOptions& o = model.options();
+  const double delta = std::sqrt(o.kappa * decrement2);
+  const double damped = 1 / (1 + delta);
+  double c0 = 0, c = 0;
+  const bool quadratic = delta < 0.25;
+  if (!quadratic && !cost(model, data, data.v_next, dt, c0)) return 0;
+  for (double alpha = 1; alpha > damped; alpha *= o.backtracking) {
+    data.trial = data.v_next + alpha * data.newton_step;
+    if (!cost(model, data, data.trial, dt, c)) continue;
+    if (quadratic || c <= c0 - o.armijo * alpha * decrement2) return alpha;
+  }
+  data.trial = data.v_next + damped * data.newton_step;
+  return cost(model, data, data.trial, dt, c) ? damped : 0;
+}
+
+/// Newton's method on eq. 17 from data.v_next; fills data.summary.
+void newton(const SmoothedContactModel& model, SmoothedContactData& data, double dt) {
+  const SmoothedContactOptions& o = model.options();
+  SmoothedContactSummary& summary = data.summary;
+  summary.status = SmoothedContactStatus::MaxIterations;
+  summary.iterations = 0;
+  while (summary.iterations < o.max_iterations) {
+    if (!assembleNewtonSystem(model, data, data.v_next, dt)) {
+      summary.status = SmoothedContactStatus::NumericalFailure;
+      return;
+    }
+    data.newton_step = -data.gradient;
+    data.llt.solveInPlace(data.newton_step);
+    const double decrement2 = -data.gradient.dot(data.newton_step);  // g^T H^-1 g
+    summary.decrement = 0.5 * o.kappa * decrement2;
+    if (!std::isfinite(decrement2)) {
+      summary.status = SmoothedContactStatus::NumericalFailure;
+      return;
+    }
+    ++summary.iterations;
+    if (summary.decrement <= o.tolerance) {
+      // The full step from inside the quadratic region squares the remaining error.
+      double c = 0;
+      data.trial = data.v_next + data.newton_step;
+      if (cost(model, data, data.trial, dt, c)) data.v_next = data.trial;
+      summary.status = SmoothedContactStatus::Converged;
+      return;
+    }
+    const double alpha = lineSearch(model, data, decrement2, dt);
+    if (alpha == 0) {
+      summary.status = SmoothedContactStatus::NumericalFailure;
+      return;
+    }
+    data.v_next = data.trial;
+  }
+}
+
+void solve(const SmoothedContactModel& model, SmoothedContactData& data,
+           const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
+           const Eigen::Ref<const Eigen::VectorXd>& tau,
+           const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt) {
+  checkInputs(model, q, v, tau, theta_S, dt);
+  data.inertias.update(model.regressor(), model.parametrization(), theta_S);
+  data.summary = SmoothedContactSummary();
+  computeKinematics(model, data, q, v, tau, dt);
+  initialGuess(model, data, v, dt);
+  newton(model, data, dt);
+  // Forces and cost at the returned iterate, which is always feasible.
+  double c = 0;
+  cost(model, data, data.v_next, dt, c);
+  data.summary.cost = c;
+  data.force = data.impulse / dt;
+}
+
+/// d(J_i v+)/dq at fixed v+ for every point, plus e_z dphi_i/dq / dt: the whole direct
+/// q-dependence of the point's argument (J^t_i v+, w_i) of the barrier. Into point_velocity_dq.
+/// From the LOCAL frame derivatives (getFrameVelocityDerivatives after
+/// computeForwardKinematicsDerivatives at (q, v+)): the world velocity is R v_local, and R turns
+/// with the frame, d(R v_local) = R (d v_local - [v_local]x J_angular dq).
+void computePointVelocityDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
+                                     const Eigen::Ref<const Eigen::VectorXd>& q, double dt) {
+  const pinocchio::Model& m = data.inertias.model;
+  data.scratch.setZero();
+  pinocchio::computeForwardKinematicsDerivatives(m, data.pin, q, data.v_next, data.scratch);
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const pinocchio::JointIndex joint = model.pointJoints()[i];
+    const pinocchio::SE3& placement = model.pointPlacements()[i];
+    data.velocity_dq.setZero();
+    data.velocity_dv.setZero();
+    pinocchio::getFrameVelocityDerivatives(m, data.pin, joint, placement, pinocchio::LOCAL,
+                                           data.velocity_dq, data.velocity_dv);
+    const Matrix3 R = data.pin.oMi[joint].rotation() * placement.rotation();
+    const Eigen::Vector3d local = R.transpose() * data.point_velocity.segment<3>(3 * i);
+    // velocity_dv is the frame's LOCAL Jacobian; reuse its top rows as scratch.
+    data.velocity_dq.topRows<3>().noalias() -= skew(local) * data.velocity_dv.bottomRows<3>();
+    auto D = data.point_velocity_dq.middleRows<3>(3 * i);
+    D.noalias() = R * data.velocity_dq.topRows<3>();
+    // dphi_i/dq is the vertical row of the point's world-axes Jacobian.
+    D.row(2) += data.jacobian.row(3 * i + 2) / dt;
+  }
+}
+
+/// dg/dq and dg/dv at fixed v+, g = dt (RNEA(q, v, (v+ - v)/dt; f_ext) - tau) with the contact
+/// forces f_ext = lambda / dt held fixed in the world (file comment).
+void computeResidualDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
+                                const Eigen::Ref<const Eigen::VectorXd>& q,
+                                const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
+  const pinocchio::Model& m = data.inertias.model;
+  // The forces in the frames of their joints (Pinocchio's f_ext convention).
+  for (pinocchio::Force& f : data.external_forces) f.setZero();
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const pinocchio::JointIndex joint = model.pointJoints()[i];
+    const Eigen::Vector3d local =
+        data.pin.oMi[joint].rotation().transpose() * data.force.segment<3>(3 * i);
+    data.external_forces[joint].linear() += local;
+    data.external_forces[joint].angular() += model.pointPlacements()[i].translation().cross(local);
+  }
+  data.mean_acceleration = (data.v_next - v) / dt;
+  pinocchio::computeRNEADerivatives(m, data.pin, q, v, data.mean_acceleration,
+                                    data.external_forces);
+  data.dg_dq = dt * data.pin.dtau_dq;
+  data.dg_dv = dt * data.pin.dtau_dv - data.M;
+
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const pinocchio::JointIndex joint = model.pointJoints()[i];
+    const Eigen::Vector3d r = model.pointPlacements()[i].translation();
+    const Eigen::Vector3d local =
+        data.pin.oMi[joint].rotation().transpose() * data.force.segment<3>(3 * i);
+    // Pinocchio holds f_ext fixed in the joint frame; a world-fixed force turns in that frame
+    // by -delta omega: d f_local = [f_local]x J_angular dq, d n_local = [r]x d f_local.
+    data.frame_jacobian.setZero();
+    pinocchio::getJointJacobian(m, data.pin, joint, pinocchio::LOCAL, data.frame_jacobian);
+    const Matrix3 turn = skew(local);
+    data.velocity_dv.topRows<3>().noalias() = turn * data.frame_jacobian.bottomRows<3>();
+    data.velocity_dv.bottomRows<3>().noalias() = skew(r) * data.velocity_dv.topRows<3>();
+    data.velocity_dv *= -dt;
+    data.dg_dq.noalias() += data.frame_jacobian.transpose().lazyProduct(data.velocity_dv);
+    // lambda_i moves with q through (J^t_i v+, w_i): dlambda = -K_i D_i dq, and g has -J^T lambda.
+    data.kd.middleRows<3>(3 * i).noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(
+        data.point_velocity_dq.middleRows<3>(3 * i));
+  }
+  data.dg_dq.noalias() += data.jacobian.transpose().lazyProduct(data.kd);
+}
+
+/// df_i/dx = -(1/dt) K_i (J_i dv+/dx + [D_i for q]), stacked over the points: with kj =
+/// blockdiag(K_i) J and kd = blockdiag(K_i) D left by the Hessian and the q residual.
+void computeForceDerivatives(SmoothedContactData& data, double dt) {
+  data.dforce_dq.noalias() = data.kj * data.dvnext_dq;
+  data.dforce_dq += data.kd;
+  data.dforce_dq *= -1 / dt;
+  data.dforce_dv.noalias() = (-1 / dt) * data.kj * data.dvnext_dv;
+  data.dforce_dtau.noalias() = (-1 / dt) * data.kj * data.dvnext_dtau;
+  data.dforce_dtheta.noalias() = (-1 / dt) * data.kj * data.dvnext_dtheta;
+}
+
+}  // namespace
+
+const Eigen::VectorXd& smoothedContactStep(const SmoothedContactModel& model,
+                                           SmoothedContactData& data,
+                                           const Eigen::Ref<const Eigen::VectorXd>& q,
+                                           const Eigen::Ref<const Eigen::VectorXd>& v,
+                                           const Eigen::Ref<const Eigen::VectorXd>& tau,
+                                           const Eigen::Ref<const Eigen::VectorXd>& theta_S,
+                                           double dt) {
+  solve(model, data, q, v, tau, theta_S, dt);
+  return data.v_next;
+}
+
+void computeSmoothedContactDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
+                                       const Eigen::Ref<const Eigen::VectorXd>& q,
+                                       const Eigen::Ref<const Eigen::VectorXd>& v,
+                                       const Eigen::Ref<const Eigen::VectorXd>& tau,
+                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S,
+                                       double dt) {
+  solve(model, data, q, v, tau, theta_S, dt);
+  // H and K_i at the returned v+ (the last Newton step moved it after the last factorization).
+  if (!assembleNewtonSystem(model, data, data.v_next, dt)) {
+    // Unreachable for a feasible v+ and a positive-definite M; keep the outputs finite.
+    data.summary.status = SmoothedContactStatus::NumericalFailure;
+    return;
+  }
+  data.hessian_inverse.setIdentity();
+  data.llt.solveInPlace(data.hessian_inverse);
+
+  computePointVelocityDerivatives(model, data, q, dt);
+  computeResidualDerivatives(model, data, q, v, dt);
+
+  // Eq. 34: dv+/dx = -H^-1 dg/dx; dg/dtau = -dt I, dg/dtheta = dt Y_S dpi/dtheta.
+  data.dvnext_dq.noalias() = -data.hessian_inverse * data.dg_dq;
+  data.dvnext_dv.noalias() = -data.hessian_inverse * data.dg_dv;
+  data.dvnext_dtau = dt * data.hessian_inverse;
+  computeRestrictedRegressor(model.regressor(), data.regressor, q, v, data.mean_acceleration);
+  computeParameterJacobian(model.regressor(), data.regressor, model.parametrization(), theta_S);
+  model.support().negativeProduct(data.hessian_inverse, data.regressor.dtau_dtheta,
+                                  data.dvnext_dtheta);
+  data.dvnext_dtheta *= dt;
+
+  computeForceDerivatives(data, dt);
+}
+
+}  // namespace heft::dynamics
