@@ -41,6 +41,7 @@
 #include "heft/dynamics/impulse_dynamics.hpp"
 
 #include "support/finite_difference.hpp"
+#include "support/free_flyer_robots.hpp"
 #include "support/malloc_counter.hpp"  // counts every heap allocation (see there why)
 
 namespace {
@@ -86,22 +87,8 @@ class NoMallocScope {
 
 // ---- robots -------------------------------------------------------------------------------------
 
-pinocchio::Model loadFreeFlyer(const std::string& relative_path) {
-  pinocchio::Model model;
-  pinocchio::urdf::buildModel(std::string(HEFT_ROBOTS_DIR_FOR_TESTS) + "/" + relative_path,
-                              pinocchio::JointModelFreeFlyer(), model);
-  return model;
-}
-
-const pinocchio::Model& go2() {
-  static const pinocchio::Model model = loadFreeFlyer("go2_description/urdf/go2.urdf");
-  return model;
-}
-
-const pinocchio::Model& talos() {
-  static const pinocchio::Model model = loadFreeFlyer("talos_data/robots/talos_reduced.urdf");
-  return model;
-}
+using heft_test::go2;
+using heft_test::talos;
 
 std::vector<ContactSpec> go2Feet(pinocchio::ReferenceFrame frame) {
   std::vector<ContactSpec> feet;

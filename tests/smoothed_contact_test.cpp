@@ -25,6 +25,7 @@
 #include "heft/dynamics/smoothed_contact.hpp"
 
 #include "support/finite_difference.hpp"
+#include "support/free_flyer_robots.hpp"
 #include "support/malloc_counter.hpp"  // counts every heap allocation of the process
 
 namespace {
@@ -40,22 +41,8 @@ using heft::model::ContactPoint;
 
 // ---- robots and poses ---------------------------------------------------------------------------
 
-pinocchio::Model loadFreeFlyer(const std::string& relative_path) {
-  pinocchio::Model model;
-  pinocchio::urdf::buildModel(std::string(HEFT_ROBOTS_DIR_FOR_TESTS) + "/" + relative_path,
-                              pinocchio::JointModelFreeFlyer(), model);
-  return model;
-}
-
-const pinocchio::Model& go2() {
-  static const pinocchio::Model model = loadFreeFlyer("go2_description/urdf/go2.urdf");
-  return model;
-}
-
-const pinocchio::Model& talos() {
-  static const pinocchio::Model model = loadFreeFlyer("talos_data/robots/talos_reduced.urdf");
-  return model;
-}
+using heft_test::go2;
+using heft_test::talos;
 
 std::vector<ContactPoint> go2Feet() {
   std::vector<ContactPoint> feet;
