@@ -679,7 +679,8 @@ TEST(MultibodyState, DifferenceJacobiansAreIdentityOutsideCurvedBlocks) {
 // A joint the model lacks, or a 6-dof one, names the list and the joint; a repeated joint and a
 // non-positive prior name their field. The prior and its layout: log medians, then offsets.
 TEST(ActuatorTerms, LayoutPriorAndBadInput) {
-  const pinocchio::Model& go2 = model::loadRobot("go2").pinocchio();
+  const model::RobotModel loaded = model::loadRobot("go2");
+  const pinocchio::Model& go2 = loaded.pinocchio();
   estimation::ActuatorTermsOptions o;
   o.friction_joints = {"FL_hip_joint"};
   o.armature_joints = {"FL_hip_joint", "RR_calf_joint"};
