@@ -31,7 +31,8 @@ echo "   TALOS with an unknown 2.9 kg box on its torso; flat feet, base state es
   --quiet | sed -n '/errors against/,/^$/p'
 echo
 echo "== heft simulate talos-forearm-step: TALOS curls its elbow; at 6 s a 5.4 kg payload appears"
-"$heft" simulate talos-forearm-step --out "$build/demo/talos-forearm-step.h5" --overwrite
+"$heft" simulate talos-forearm-step --force-torque --out "$build/demo/talos-forearm-step.h5" \
+  --overwrite
 echo
 echo "== heft filter data/examples/talos_forearm_filter.yaml: the online EKF replayed on that log"
 "$heft" filter data/examples/talos_forearm_filter.yaml --log "$build/demo/talos-forearm-step.h5" \

@@ -1,8 +1,10 @@
 // Study behind docs/filter.md (label `long`): the two example filter jobs on MuJoCo logs of several
 // seeds and both noise profiles, the EKF next to the linear-KF baseline and next to itself without
-// gating. Rewrites studies/filter/results.md with what it measured; asserts only that every run
-// completed and that the log-Cholesky estimates stayed physically consistent (the study's numbers
-// are reported, not gated: the default suite's filter_job tests hold the thresholds).
+// gating; each log twice: as the example runs (no truth input: heft's base state, F/T sensors) and
+// with the base state and contact forces from the truth group (the filter alone). Rewrites
+// studies/filter/results.md with what it measured; asserts only that every run completed and that
+// the log-Cholesky estimates stayed physically consistent (the study's numbers are reported, not
+// gated: the default suite's filter_job tests hold the thresholds).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -26,12 +28,12 @@ using jobs::FilterJob;
 namespace fs = std::filesystem;
 
 std::string simulatedLog(const std::string& scenario, std::uint64_t seed, const std::string& noise,
-                         sim::SimulationSummary& summary) {
+                         sim::SimulationSummary& summary, bool force_torque) {
   const fs::path dir = fs::path(HEFT_BINARY_DIR) / "test-scratch" / "filter_long";
   fs::create_directories(dir);
   const fs::path path = dir / (scenario + "_" + noise + "_" + std::to_string(seed) + "_" +
                                std::to_string(::getpid()) + ".h5");
-  summary = test::writeSimulatedLog(scenario, seed, noise, path.string());
+  summary = test::writeSimulatedLog(scenario, seed, noise, path.string(), force_torque);
   return path.string();
 }
 
@@ -42,65 +44,84 @@ FilterJob::Config exampleConfig(const std::string& name, const std::string& log)
   return config;
 }
 
+// The inputs a row runs with: the example as it is (no truth input), or the truth group's base
+// state and contact forces (the sole corners the example lists), which isolates the filter.
+FilterJob::Config configFor(const std::string& name, const std::string& log, bool truth_fed) {
+  FilterJob::Config config = exampleConfig(name, log);
+  if (truth_fed) {
+    config.base_state = FilterJob::BaseStateSource::Truth;
+    config.contact_forces = FilterJob::ContactForceSource::Truth;
+  }
+  return config;
+}
+
 std::string f(double x, int precision = 3) { return formatNumber(x, precision); }
 std::string pct(double x) { return formatNumber(100 * x, 3) + " %"; }
 
 TEST(Studies, Filter) {
   std::ostringstream forearm, wave;
-  forearm << "| noise | seed | EKF: settle within 3 % [s] | EKF: final mass [kg] (truth) | EKF: "
+  forearm << "| noise | seed | inputs | EKF: settle within 3 % [s] | EKF: final mass [kg] (truth) "
+             "| EKF: "
              "mass RMS | EKF: inconsistent [s] | EKF: gated / overrides | KF on pi: settle [s] | "
              "KF on pi: inconsistent [s] | update() median [us] "
-             "|\n|---|---|---|---|---|---|---|---|---|---|\n";
-  wave << "| noise | seed | gated: largest impact transient [kg] | ungated: largest impact "
-          "transient "
-          "[kg] | ratio | gated: mass RMS | ungated: mass RMS | gated: updates gated / overrides | "
-          "touchdowns | output caught up [s] | KF on pi: inconsistent [s] |\n"
-          "|---|---|---|---|---|---|---|---|---|---|---|\n";
+             "|\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  wave
+      << "| noise | seed | inputs | gated: largest impact transient [kg] | ungated: largest impact "
+         "transient "
+         "[kg] | ratio | gated: mass RMS | ungated: mass RMS | gated: updates gated / overrides | "
+         "touchdowns | output caught up [s] | KF on pi: inconsistent [s] |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const std::string noise : {"nominal", "harsh"}) {
     for (std::uint64_t seed : {0, 1, 2, 3}) {
-      sim::SimulationSummary summary;
-      {
-        const std::string log = simulatedLog("talos-forearm-step", seed, noise, summary);
-        ASSERT_TRUE(summary.ok()) << summary.report();
-        const FilterJob::Result r = FilterJob::run(exampleConfig("talos_forearm_filter.yaml", log));
-        const FilterRunSummary& ekf = r.summaries.at(0);
-        const FilterRunSummary& kf = r.summaries.at(1);
-        EXPECT_EQ(ekf.inconsistent_time, 0.0);
-        const BodyMetrics& m = ekf.bodies.at(0);
-        const BodyMetrics& mk = kf.bodies.at(0);
-        auto settle = [](const BodyMetrics& b) {
-          return b.steps.size() == 1 && b.steps[0].settle_time ? f(*b.steps[0].settle_time)
-                                                               : std::string("never");
-        };
-        forearm << "| " << noise << " | " << seed << " | " << settle(m) << " | "
-                << f(m.final.mass_estimate) << " (" << f(m.final.mass_true) << ") | "
-                << pct(m.mass_rms_relative) << " | " << f(ekf.inconsistent_time) << " | "
-                << ekf.counters.gated << " / " << ekf.counters.overridden << " | " << settle(mk)
-                << " | " << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
-        fs::remove(log);
-      }
-      {
-        const std::string log = simulatedLog("talos-step-mass-wave", seed, noise, summary);
-        ASSERT_TRUE(summary.ok()) << summary.report();
-        FilterJob::Config config = exampleConfig("talos_step_mass_wave_filter.yaml", log);
-        const FilterJob::Result gated = FilterJob::run(config);
-        config.options.gating = false;
-        config.baseline = false;
-        const FilterJob::Result ungated = FilterJob::run(config);
-        const FilterRunSummary& g = gated.summaries.at(0);
-        const FilterRunSummary& u = ungated.summaries.at(0);
-        EXPECT_EQ(g.inconsistent_time, 0.0);
-        EXPECT_EQ(u.inconsistent_time, 0.0);
-        const BodyMetrics& mg = g.bodies.at(0);
-        const BodyMetrics& mu = u.bodies.at(0);
-        wave << "| " << noise << " | " << seed << " | " << f(mg.largest_impact_transient) << " | "
-             << f(mu.largest_impact_transient) << " | "
-             << f(mg.largest_impact_transient / mu.largest_impact_transient) << " | "
-             << pct(mg.mass_rms_relative) << " | " << pct(mu.mass_rms_relative) << " | "
-             << g.counters.gated << " / " << g.counters.overridden << " | " << mg.touchdowns
-             << " | " << (g.caught_up_time ? f(*g.caught_up_time) : std::string("never")) << " | "
-             << f(gated.summaries.at(1).inconsistent_time) << " |\n";
-        fs::remove(log);
+      for (const bool truth_fed : {false, true}) {
+        const std::string inputs = truth_fed ? "truth-fed" : "no truth";
+        sim::SimulationSummary summary;
+        {
+          const std::string log =
+              simulatedLog("talos-forearm-step", seed, noise, summary, !truth_fed);
+          ASSERT_TRUE(summary.ok()) << summary.report();
+          const FilterJob::Result r =
+              FilterJob::run(configFor("talos_forearm_filter.yaml", log, truth_fed));
+          const FilterRunSummary& ekf = r.summaries.at(0);
+          const FilterRunSummary& kf = r.summaries.at(1);
+          EXPECT_EQ(ekf.inconsistent_time, 0.0);
+          const BodyMetrics& m = ekf.bodies.at(0);
+          const BodyMetrics& mk = kf.bodies.at(0);
+          auto settle = [](const BodyMetrics& b) {
+            return b.steps.size() == 1 && b.steps[0].settle_time ? f(*b.steps[0].settle_time)
+                                                                 : std::string("never");
+          };
+          forearm << "| " << noise << " | " << seed << " | " << inputs << " | " << settle(m)
+                  << " | " << f(m.final.mass_estimate) << " (" << f(m.final.mass_true) << ") | "
+                  << pct(m.mass_rms_relative) << " | " << f(ekf.inconsistent_time) << " | "
+                  << ekf.counters.gated << " / " << ekf.counters.overridden << " | " << settle(mk)
+                  << " | " << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
+          fs::remove(log);
+        }
+        {
+          const std::string log =
+              simulatedLog("talos-step-mass-wave", seed, noise, summary, !truth_fed);
+          ASSERT_TRUE(summary.ok()) << summary.report();
+          FilterJob::Config config = configFor("talos_step_mass_wave_filter.yaml", log, truth_fed);
+          const FilterJob::Result gated = FilterJob::run(config);
+          config.options.gating = false;
+          config.baseline = false;
+          const FilterJob::Result ungated = FilterJob::run(config);
+          const FilterRunSummary& g = gated.summaries.at(0);
+          const FilterRunSummary& u = ungated.summaries.at(0);
+          EXPECT_EQ(g.inconsistent_time, 0.0);
+          EXPECT_EQ(u.inconsistent_time, 0.0);
+          const BodyMetrics& mg = g.bodies.at(0);
+          const BodyMetrics& mu = u.bodies.at(0);
+          wave << "| " << noise << " | " << seed << " | " << inputs << " | "
+               << f(mg.largest_impact_transient) << " | " << f(mu.largest_impact_transient) << " | "
+               << f(mg.largest_impact_transient / mu.largest_impact_transient) << " | "
+               << pct(mg.mass_rms_relative) << " | " << pct(mu.mass_rms_relative) << " | "
+               << g.counters.gated << " / " << g.counters.overridden << " | " << mg.touchdowns
+               << " | " << (g.caught_up_time ? f(*g.caught_up_time) : std::string("never")) << " | "
+               << f(gated.summaries.at(1).inconsistent_time) << " |\n";
+          fs::remove(log);
+        }
       }
     }
   }
@@ -109,10 +130,12 @@ TEST(Studies, Filter) {
         "Written by `Studies.Filter` (tests/filter_long_test.cpp, label `long`); docs/filter.md "
         "explains the metrics, the defaults and how they were chosen. Each row: one MuJoCo run "
         "(heft::sim, the given noise profile and seed) replayed through the example config in "
-        "data/examples, default filter options, base state and contact forces from the log's "
-        "truth group (heft has no state estimator or force-sensor model yet). The defaults were "
-        "tuned on seed 0 at nominal noise; the other rows were not looked at while tuning except "
-        "for seeds 1 and 2 as a check.\n\n"
+        "data/examples with default filter options. Inputs `no truth`: the example as it is, on a "
+        "log simulated with the F/T sensors (heft's base state with the level floor, the sensors' "
+        "wrenches). Inputs `truth-fed`: base state and contact forces from the log's truth group, "
+        "which measures the filter alone. The defaults were tuned on seed 0 at nominal noise with "
+        "truth-fed inputs; the other rows were not looked at while tuning except for seeds 1 and "
+        "2 as a check.\n\n"
         "## talos-forearm-step: 5.4 kg appears on the forearm at t = 6 s (elbow curls)\n\n"
         "Settle: from the step until the estimate that is available then (40 ms differentiation "
         "delay included) is within 3 % of the truth mass for the rest of the run. Mass RMS: "

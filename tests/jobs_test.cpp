@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,6 +123,27 @@ TEST(BodyError, MetricsOfOneBody) {
   Vector10 massless = truth;
   massless[0] = 0;
   EXPECT_TRUE(std::isinf(results::bodyError("trunk", massless, truth).com_error));
+}
+
+// A real log has no truth group, so no bundled example may take an input from it (`base_state:
+// truth`, `contact_forces: truth`, `acceleration: truth`, ...); a `truth:` section that only scores
+// the result is allowed. Every value of every example config, comments left out.
+TEST(BundledExamples, ReadNoInputFromTheTruthGroup) {
+  const std::regex truth_value(R"(:\s*\[?\s*truth\s*[,}\]]?\s*$|:\s*truth\s*[,}])");
+  int configs = 0;
+  for (const auto& entry :
+       fs::directory_iterator(fs::path(HEFT_SOURCE_DIR) / "data" / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      const std::string code = line.substr(0, line.find('#'));
+      EXPECT_FALSE(std::regex_search(code, truth_value))
+          << entry.path().filename().string() << ":" << number << ": " << line;
+    }
+    ++configs;
+  }
+  EXPECT_GE(configs, 8);
 }
 
 }  // namespace

@@ -11,12 +11,15 @@
 namespace heft::test {
 
 /// Simulates `scenario` (its whole duration) with this noise profile and seed, writes the log to
-/// `path` (replacing it) and returns the simulation's summary.
+/// `path` (replacing it) and returns the simulation's summary. `force_torque`: with the simulated
+/// F/T sensors (heft simulate --force-torque).
 inline sim::SimulationSummary writeSimulatedLog(const std::string& scenario, std::uint64_t seed,
-                                                const std::string& noise, const std::string& path) {
+                                                const std::string& noise, const std::string& path,
+                                                bool force_torque = false) {
   sim::SimulationOptions options;
   options.seed = seed;
   options.noise = noise;
+  options.force_torque = force_torque;
   const sim::SimulationResult run = sim::simulate(sim::findScenario(scenario), options);
   io::WriteOptions write;
   write.overwrite = true;
