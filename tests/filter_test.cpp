@@ -23,6 +23,7 @@
 #include "heft/filter/measurement.hpp"
 #include "heft/filter/signal_window.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/inertia/margin_guard.hpp"
 #include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 #include "support/malloc_counter.hpp"
@@ -553,6 +554,43 @@ TEST(InertialEkf, OutputMassRateIsLimited) {
     last_time = filter.estimateTime();
   }
   EXPECT_TRUE(limited) << "the test should exercise the limiter";
+}
+
+// The EKF's margin guard on a body next to a line mass (principal moments about the COM 1e-12, 0.1,
+// 0.1 kg m^2): the relative margin read off theta equals checkConsistency's; the lift brings it to
+// the target exactly, adds the same amount to each principal moment, keeps mass and COM, and
+// allocates nothing; a body already inside is left bit for bit.
+TEST(InertialEkf, MarginGuardLiftsALineMassAndKeepsMassAndCom) {
+  const double target = 2 * heft::inertia::kConsistencyMargin;
+  const heft::Vector10 thin = heft::inertia::piFromMassComInertia(
+      2.0, heft::Vector3(0.1, -0.05, 0.2), heft::Vector3(1e-12, 0.1, 0.1).asDiagonal());
+  heft::Vector10 theta = heft::inertia::logCholeskyFromPi(thin);
+  const heft::inertia::ConsistencyReport before = heft::inertia::checkConsistency(thin);
+  EXPECT_NEAR(heft::inertia::logCholeskyRelativeMargin(theta), before.relative_margin, 1e-12);
+  EXPECT_FALSE(heft::inertia::checkConsistencyMargin(thin).consistent);
+  bool lifted = false;
+  const long mallocs = heft::test::countMallocs(
+      [&] { lifted = heft::inertia::liftLogCholeskyToMargin(theta, target); });
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  EXPECT_EQ(mallocs, 0);
+#endif
+  ASSERT_TRUE(lifted);
+  const heft::Vector10 pi = heft::inertia::piFromLogCholesky(theta);
+  const heft::inertia::ConsistencyReport after = heft::inertia::checkConsistencyMargin(pi);
+  EXPECT_TRUE(after.consistent);
+  EXPECT_NEAR(after.relative_margin, target, 1e-9 * target);
+  EXPECT_NEAR(heft::inertia::mass(pi), 2.0, 1e-12);
+  EXPECT_LT((heft::inertia::centerOfMass(pi) - heft::Vector3(0.1, -0.05, 0.2)).norm(), 1e-12);
+  const heft::Vector3 growth = after.principal_moments - before.principal_moments;
+  EXPECT_NEAR(growth[0], growth[1], 1e-12);
+  EXPECT_NEAR(growth[1], growth[2], 1e-12);
+  EXPECT_GT(growth[0], 0);
+
+  heft::Vector10 inside = heft::inertia::logCholeskyFromPi(heft::inertia::piFromMassComInertia(
+      1.0, heft::Vector3::Zero(), heft::Vector3(0.01, 0.02, 0.025).asDiagonal()));
+  const heft::Vector10 copy = inside;
+  EXPECT_FALSE(heft::inertia::liftLogCholeskyToMargin(inside, target));
+  EXPECT_EQ(inside, copy);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "heft/common/format.hpp"
 #include "heft/filter/chi_square.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/inertia/margin_guard.hpp"
 
 namespace heft::filter {
 namespace {
@@ -215,6 +216,20 @@ void InertialEkf::project() {
   E_ = eigen_.eigenvectors();
 }
 
+void InertialEkf::keepInsideMargin() {
+  // theta's image is consistent for every finite theta, but an update can bring a body as close to
+  // a line mass as it likes; twice the project's margin leaves room for the rounding of theta -> pi
+  bool lifted = false;
+  for (int k = 0; k < measurement_model_.numBodies(); ++k) {
+    Vector10 theta = state_.segment<10>(10 * k);
+    if (inertia::liftLogCholeskyToMargin(theta, 2 * inertia::kConsistencyMargin)) {
+      state_.segment<10>(10 * k) = theta;
+      lifted = true;
+    }
+  }
+  if (lifted) ++counters_.guarded;
+}
+
 void InertialEkf::piFromState() {
   if (options_.state == InertialEkfOptions::State::LinearPi) {
     pi_ = state_;
@@ -387,6 +402,7 @@ UpdateStatus InertialEkf::correct(double dt) {
     ++counters_.failures;
     return UpdateStatus::NumericalFailure;
   }
+  if (log_cholesky) keepInsideMargin();
   piFromState();
   ++counters_.updated;
   return status;

@@ -117,7 +117,7 @@ FilterTrace replay(InertialEkf& filter, const ReplaySamples& s,
     e.status(i, 0) = status[i];
     bool ok = true;
     for (int k = 0; k < np / 10 && ok; ++k) {
-      ok = inertia::checkConsistency(pi[i].segment<10>(10 * k)).consistent;
+      ok = inertia::checkConsistencyMargin(pi[i].segment<10>(10 * k)).consistent;
     }
     trace.consistent[i] = ok;
   }

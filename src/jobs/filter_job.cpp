@@ -440,7 +440,7 @@ std::string FilterJob::Result::report() const {
     s << "\n"
       << r.estimator << ": " << c.samples << " samples, " << c.updated << " updates, " << c.gated
       << " gated, " << c.overridden << " gate overrides, " << c.rejected << " rejected inputs, "
-      << c.failures << " numerical failures\n";
+      << c.failures << " numerical failures, " << c.guarded << " margin guards\n";
     s << "  update() " << fixed(r.update_median_us, 3) << " us median, "
       << fixed(r.update_max_us, 3) << " us max (this machine, with the log replay around it)\n";
     s << "  physically inconsistent for " << fixed(r.inconsistent_time, 4) << " s";
@@ -483,9 +483,10 @@ nlohmann::json FilterJob::Result::toJson() const {
   for (const FilterRunSummary& r : summaries) {
     nlohmann::json run;
     run["estimator"] = r.estimator;
-    run["counters"] = {{"samples", r.counters.samples},   {"updated", r.counters.updated},
-                       {"gated", r.counters.gated},       {"overridden", r.counters.overridden},
-                       {"rejected", r.counters.rejected}, {"failures", r.counters.failures}};
+    run["counters"] = {{"samples", r.counters.samples},      {"updated", r.counters.updated},
+                       {"gated", r.counters.gated},          {"overridden", r.counters.overridden},
+                       {"rejected", r.counters.rejected},    {"failures", r.counters.failures},
+                       {"margin_guards", r.counters.guarded}};
     run["update_median_us"] = r.update_median_us;
     run["update_max_us"] = r.update_max_us;
     run["inconsistent_time_s"] = r.inconsistent_time;

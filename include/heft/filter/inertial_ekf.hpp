@@ -153,12 +153,15 @@ class InertialEkf {
   const InertialEkfOptions& options() const { return options_; }
   struct Counters {
     long samples = 0, updated = 0, gated = 0, overridden = 0, rejected = 0, failures = 0;
+    /// updates after which a body was lifted back to the consistency margin (log-Cholesky state)
+    long guarded = 0;
   };
   const Counters& counters() const { return counters_; }
 
  private:
-  void piFromState();  // pi_ and G_ from state_
-  void project();      // E_ and dimension_ from the stance columns of the measurement
+  void piFromState();       // pi_ and G_ from state_
+  void keepInsideMargin();  // lifts bodies whose relative margin fell below the project's
+  void project();           // E_ and dimension_ from the stance columns of the measurement
   bool projected() const { return measurement_model_.numStanceFrames() > 0; }
   UpdateStatus correct(double dt);
 
