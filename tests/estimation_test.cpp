@@ -85,17 +85,20 @@ RobotProblem makeRandomProblem(
     const std::string& robot, std::vector<pinocchio::JointIndex> S, int horizon, double dt,
     std::mt19937& rng, bool with_contacts = false, bool with_impulse = false,
     inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky,
-    const estimation::ActuatorTermsOptions* actuator_options = nullptr, bool accelerometer = true) {
+    const estimation::ActuatorTermsOptions* actuator_options = nullptr, bool accelerometer = true,
+    pinocchio::JointIndex imu_joint = 1) {
   RobotProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
   if (loaded.hasFreeFlyer()) {
     // Sensor frames away from the base frame, rotated: every term of the IMU and motion-capture
     // Jacobians matters (go2's own imu and base frames are not rotated).
+    // imu_joint > 1: the IMU on that joint's body (a humanoid's torso IMU), the marker on the base.
     for (const char* name : {"test_imu", "test_marker"}) {
       const pinocchio::SE3 placement(randomRotation(rng, 0.8).toRotationMatrix(),
                                      Eigen::Vector3d(0.1, -0.05, 0.08));
-      model->addFrame(pinocchio::Frame(name, 1, placement, pinocchio::OP_FRAME));
+      const pinocchio::JointIndex parent = std::string(name) == "test_imu" ? imu_joint : 1;
+      model->addFrame(pinocchio::Frame(name, parent, placement, pinocchio::OP_FRAME));
     }
   }
   p.model = model;
@@ -179,6 +182,9 @@ struct StagePoint {
   RobotProblem problem;
   VectorXd x, w, theta;
 };
+// go2's FL_thigh_joint (root_joint 1, FL_hip_joint 2): a body two joints from the base.
+constexpr pinocchio::JointIndex kThighJoint = 3;
+
 StagePoint randomStagePoint(int mode, unsigned seed) {
   std::mt19937 rng(seed + mode);
   StagePoint sp;
@@ -358,6 +364,22 @@ std::vector<StageCase> stageCases() {
     add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
   }
   addActuatorCases(add);
+  // the IMU on FL_thigh's body (two joints from the base): gyro and orientation through the leg
+  for (const bool contacts : {false, true}) {
+    std::mt19937 rng(9);
+    const RobotProblem p =
+        makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, contacts, false,
+                          inertia::Parametrization::LogCholesky, nullptr, false, kThighJoint);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    VectorXd theta = p.dynamics->nominalTheta();
+    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    const std::string name = std::string("go2, IMU on the FL thigh, ") +
+                             (contacts ? "four feet in contact" : "in flight");
+    add(name, p, p.problem->running(0), x, w, theta);
+    add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
+  }
   auto spring_state = std::make_shared<estimation::EuclideanState>(2);
   const VectorXd x = Eigen::Vector2d(0.12, -0.3), w = Eigen::Vector2d(0.01, -0.02),
                  theta = Eigen::Vector2d(35, 7);
@@ -570,6 +592,16 @@ TEST(MultibodyStage, GaussNewtonTermsEqualDenseProducts) {
     expectGaussNewtonTermsEqualDense(problem.running(1), sp.x, sp.w, sp.theta);  // without
     expectGaussNewtonTermsEqualDense(problem.terminal(), sp.x, VectorXd(), sp.theta);
   }
+  // the IMU on a body: its six rows through every column of x
+  std::mt19937 rng(29);
+  const RobotProblem p =
+      makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, true, false,
+                        inertia::Parametrization::LogCholesky, nullptr, false, kThighJoint);
+  const VectorXd x = randomState(*p.state, rng, 0.4);
+  const VectorXd w = VectorXd::Constant(p.state->ndx(), 0.01);
+  const VectorXd theta = p.dynamics->nominalTheta();
+  expectGaussNewtonTermsEqualDense(p.problem->running(0), x, w, theta);
+  expectGaussNewtonTermsEqualDense(p.problem->terminal(), x, VectorXd(), theta);
 }
 
 // Datas sharing one workspace (the solver's) give the same numbers as independent ones, whatever
@@ -748,8 +780,15 @@ TEST(MultibodyStage, RejectsBadInput) {
   MultibodyNoise bad = noise;
   bad.generalized_force(1) = -1;
   EXPECT_THROW(make(z, bad, 0.01, sensors), InputError);
+  // an IMU on a link of the fixed-base pendulum: gyro and orientation rows through the joints,
+  // but no accelerometer (its rows model an IMU on a floating base); a frame the model lacks
   auto imu = std::make_shared<estimation::MultibodySensors>(*sensors);
-  imu->imu_frame = model->getFrameId("link2");  // an IMU needs a floating base
+  imu->imu_frame = model->getFrameId("link2");
+  EXPECT_NO_THROW(make(z, noise, 0.01, imu));
+  imu->accelerometer = true;
+  EXPECT_THROW(make(z, noise, 0.01, imu), InputError);
+  imu->accelerometer = false;
+  imu->imu_frame = model->frames.size();
   EXPECT_THROW(make(z, noise, 0.01, imu), InputError);
 }
 

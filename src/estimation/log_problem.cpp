@@ -161,6 +161,7 @@ class LogProblemBuilder {
   void bindMocap();
   void initialGuess();
   Eigen::VectorXd baseConfiguration(double t) const;
+  bool imuOnBase() const { return floating_ && pin_.frames[sensors_->imu_frame].parentJoint == 1; }
   void contactFlags();
   std::vector<bool> transitionKnots() const;
   MultibodyMeasurement measurementAt(int k) const;
@@ -260,6 +261,13 @@ void LogProblemBuilder::bindBaseSensors() {
     const std::string imu = log.imu->frame.empty() ? robot_.body(1).name : log.imu->frame;
     sensors_->imu_frame = frameIndex(pin_, imu, "log imu frame");
     sensors_->accelerometer = options_.use_accelerometer && log.imu->accel.rows() > 0;
+    // the accelerometer's rows model an IMU on the floating base only (the gyro and orientation
+    // rows take any body)
+    require(!sensors_->accelerometer || imuOnBase(),
+            "use_accelerometer (heft estimate: measurements.accelerometer)",
+            "false for an IMU that is not on the floating base (" + imu + " is on joint " +
+                pin_.names[pin_.frames[sensors_->imu_frame].parentJoint] + ")",
+            "true");
     imu_at_ = samplesAtKnots(log.imu->time, p_.time, p_.dt);
   }
 }
@@ -332,7 +340,7 @@ void LogProblemBuilder::initialGuess() {
       x.segment<6>(nq_) = dq.head<6>() / (p_.time(hi) - p_.time(lo));
       if (base_from_log_ && log_.joints.base_twist.rows() > 0)
         x.segment<6>(nq_) = log_.joints.base_twist.row(p_.samples[k]).transpose();
-      if (!imu_at_.empty()) {
+      if (!imu_at_.empty() && imuOnBase()) {
         const int i = nearestSample(log_.imu->time, p_.time(k));
         x.segment<3>(nq_ + 3) = pin_.frames[sensors_->imu_frame].placement.rotation() *
                                 log_.imu->gyro.row(i).transpose();

@@ -4,7 +4,11 @@
 #include <string>
 #include <type_traits>
 
+#include <pinocchio/algorithm/frames-derivatives.hpp>
+#include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics-derivatives.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
@@ -113,7 +117,13 @@ MultibodyStageModel::MultibodyStageModel(
   for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
                     s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std})
     requirePositive(sd, "multibody sensor std");
-  if (s.imu_frame > 0) requireOnFloatingBase(model, s.imu_frame, "IMU frame");
+  if (s.imu_frame > 0) {
+    require(s.imu_frame < model.frames.size(), "IMU frame",
+            "a frame index < " + std::to_string(model.frames.size()), std::to_string(s.imu_frame));
+    imu_on_base_ = model.joints.size() > 1 && model.joints[1].nv() == 6 &&
+                   model.frames[s.imu_frame].parentJoint == 1;
+    if (s.accelerometer) requireOnFloatingBase(model, s.imu_frame, "IMU frame (accelerometer)");
+  }
   if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
 
   require(measurement_.joint_q.size() == nj, "measured joint positions", std::to_string(nj),
@@ -207,6 +217,15 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   acc_dv.setZero(3, nv);
   acc_da.setZero(3, nv);
   if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
+  if (model.gyro_row_ >= 0 && !model.imu_on_base_) {
+    const pinocchio::Model& pin = dyn.model();
+    // keyed by the sensors: one kinematics scratch per horizon, read right after it is filled
+    auto create = [&pin] { return new pinocchio::Data(pin); };
+    kinematics = workspace ? workspace->get<pinocchio::Data>(model.sensors_.get(), create)
+                           : std::shared_ptr<pinocchio::Data>(create());
+    for (Eigen::MatrixXd* m : {&imu_dv_dq, &imu_dv_dv, &imu_jacobian}) m->setZero(6, nv);
+    a_zero.setZero(nv);
+  }
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
@@ -230,9 +249,10 @@ void MultibodyStageModel::sensorResiduals(StageData& d,
     if (velocity_row_ >= 0)
       d.r(velocity_row_ + i) = (v(v_index_[i]) - measurement_.joint_v(i)) / s.joint_velocity_std;
   }
-  if (gyro_row_ >= 0 || mocap_row_ >= 0) {
+  if (gyro_row_ >= 0 && !imu_on_base_) bodyImuResiduals(static_cast<MultibodyStageData&>(d), x);
+  if ((gyro_row_ >= 0 && imu_on_base_) || mocap_row_ >= 0) {
     const Eigen::Matrix3d R_wb = baseRotation(x);
-    if (gyro_row_ >= 0) {
+    if (gyro_row_ >= 0 && imu_on_base_) {
       const Eigen::Matrix3d& R_bi = model.frames[s.imu_frame].placement.rotation();
       d.r.segment<3>(gyro_row_) =
           gyro_info_ * (R_bi.transpose() * v.segment<3>(3) - measurement_.gyro);
@@ -262,11 +282,12 @@ void MultibodyStageModel::sensorJacobians(StageData& d,
     d.R_x(encoder_row_ + i, v_index_[i]) = 1 / s.encoder_std;
     if (velocity_row_ >= 0) d.R_x(velocity_row_ + i, nv + v_index_[i]) = 1 / s.joint_velocity_std;
   }
-  if (gyro_row_ < 0 && mocap_row_ < 0) return;
+  if (gyro_row_ >= 0 && !imu_on_base_) bodyImuJacobians(static_cast<MultibodyStageData&>(d), x);
+  if ((gyro_row_ < 0 || !imu_on_base_) && mocap_row_ < 0) return;
   // Free-flyer tangent: dx = (dp, domega) in the base frame, p' = p + R dp, R' = R Exp(domega).
   const Eigen::Matrix3d R_wb = baseRotation(x);
   Eigen::Matrix3d Jlog;
-  if (gyro_row_ >= 0) {
+  if (gyro_row_ >= 0 && imu_on_base_) {
     const Eigen::Matrix3d& R_bi = model.frames[s.imu_frame].placement.rotation();
     d.R_x.block<3, 3>(gyro_row_, nv + 3) = gyro_info_ * R_bi.transpose();
     const Eigen::Matrix3d E =
@@ -501,9 +522,13 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
   };
   using Three = std::integral_constant<int, 3>;
   using Six = std::integral_constant<int, 6>;
-  if (gyro_row_ >= 0) {
+  if (gyro_row_ >= 0 && imu_on_base_) {
     addRows(gyro_row_, nv + 3, Three());  // base angular velocity
     addRows(imu_row_, 3, Three());        // base orientation
+  } else if (gyro_row_ >= 0) {  // an IMU on a body: the six rows through the chain's q and v
+    const auto R = d.R_x.middleRows<6>(gyro_row_);
+    out.xx.noalias() += R.transpose() * R;
+    out.x.noalias() += R.transpose() * d.r.segment<6>(gyro_row_);
   }
   if (mocap_row_ >= 0) {
     addRows(mocap_row_, 0, Six());        // position: base position and orientation
@@ -534,10 +559,12 @@ void MultibodyStageModel::linearResidual(const StageData& d,
       e(vrow) = d.R_x(vrow, vcol) * dx(vcol);
     }
   }
-  if (gyro_row_ >= 0) {
+  if (gyro_row_ >= 0 && imu_on_base_) {
     e.segment<3>(gyro_row_).noalias() =
         d.R_x.block<3, 3>(gyro_row_, nv + 3) * dx.segment<3>(nv + 3);
     e.segment<3>(imu_row_).noalias() = d.R_x.block<3, 3>(imu_row_, 3) * dx.segment<3>(3);
+  } else if (gyro_row_ >= 0) {
+    e.segment<6>(gyro_row_).noalias() = d.R_x.middleRows<6>(gyro_row_) * dx;
   }
   if (mocap_row_ >= 0) {
     e.segment<3>(mocap_row_).noalias() = d.R_x.block<3, 6>(mocap_row_, 0) * dx.head<6>();
@@ -555,6 +582,54 @@ void MultibodyStageModel::linearResidual(const StageData& d,
     ea.noalias() += rows.middleRows(ndx(), nw()).transpose() * dw;
     ea.noalias() += rows.bottomRows(np()).transpose() * dtheta;
   }
+}
+
+// An IMU on a body other than the base: its angular velocity in its own axes (Pinocchio's LOCAL
+// frame velocity) and its orientation R_wi(q), through the joints between base and IMU.
+void MultibodyStageModel::bodyImuResiduals(MultibodyStageData& d,
+                                           const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const auto q = x.head(model.nq);
+  const auto v = x.tail(model.nv);
+  const pinocchio::FrameIndex frame = sensors_->imu_frame;
+  pinocchio::Data& kin = *d.kinematics;
+  pinocchio::forwardKinematics(model, kin, q, v);
+  const pinocchio::SE3& oMi = pinocchio::updateFramePlacement(model, kin, frame);
+  const pinocchio::Motion velocity =
+      pinocchio::getFrameVelocity(model, kin, frame, pinocchio::LOCAL);
+  d.r.segment<3>(gyro_row_) = gyro_info_ * (velocity.angular() - measurement_.gyro);
+  const Eigen::Matrix3d E =
+      measurement_.imu_orientation.toRotationMatrix().transpose() * oMi.rotation();
+  d.r.segment<3>(imu_row_) = imu_info_ * pinocchio::log3(E);
+}
+
+// d omega_i / d(q, v) from the frame velocity derivatives (the LOCAL angular rows); the
+// orientation's d log3(Z^T R_wi) / dq = Jlog3 J_ang with J the LOCAL frame Jacobian
+// (R_wi' = R_wi Exp(J_ang dq)).
+void MultibodyStageModel::bodyImuJacobians(MultibodyStageData& d,
+                                           const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nv = model.nv;
+  const auto q = x.head(model.nq);
+  const auto v = x.tail(nv);
+  const pinocchio::FrameIndex frame = sensors_->imu_frame;
+  pinocchio::Data& kin = *d.kinematics;
+  d.a_zero.setZero();
+  pinocchio::computeForwardKinematicsDerivatives(model, kin, q, v, d.a_zero);
+  d.imu_dv_dq.setZero();
+  d.imu_dv_dv.setZero();
+  pinocchio::getFrameVelocityDerivatives(model, kin, frame, pinocchio::LOCAL, d.imu_dv_dq,
+                                         d.imu_dv_dv);
+  d.R_x.block(gyro_row_, 0, 3, nv) = gyro_info_ * d.imu_dv_dq.bottomRows<3>();
+  d.R_x.block(gyro_row_, nv, 3, nv) = gyro_info_ * d.imu_dv_dv.bottomRows<3>();
+  pinocchio::updateFramePlacement(model, kin, frame);
+  d.imu_jacobian.setZero();
+  pinocchio::getFrameJacobian(model, kin, frame, pinocchio::LOCAL, d.imu_jacobian);
+  const Eigen::Matrix3d E =
+      measurement_.imu_orientation.toRotationMatrix().transpose() * kin.oMf[frame].rotation();
+  Eigen::Matrix3d Jlog;
+  pinocchio::Jlog3(E, Jlog);
+  d.R_x.block(imu_row_, 0, 3, nv) = imu_info_ * Jlog * d.imu_jacobian.bottomRows<3>();
 }
 
 // The IMU is on the floating base: with the base twist (v_lin, omega) and spatial acceleration

@@ -2,7 +2,7 @@
 # Regenerates studies/unseen/results.md: go2 and TALOS payload cases no other study uses, 3 seeds
 # each, nominal noise, `heft identify` (MAP) with the bundled go2 and TALOS example configs (only the
 # log changed; go2 also with the trunk declared a payload, TALOS also with the truth base state),
-# and `heft estimate` with the bundled go2 estimate config (only the log changed).
+# and `heft estimate` with the bundled go2 and TALOS estimate configs (only the log changed).
 #   bash studies/unseen/run.sh [build]
 set -euo pipefail
 build="${1:-build}"
@@ -38,7 +38,7 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
 done
 # TALOS: the torso example (flat feet, estimated base state), only the log changed; the same with
 # the base state from the truth group (the price of no truth input), and with the level floor as a
-# base-state measurement (preparation.level_ground)
+# base-state measurement (preparation.level_ground); and heft estimate (about 2.5 min per run)
 for scenario in talos-torso-2.9kg talos-backpack-4kg; do
   for seed in 4242 7 11; do
     log="$work/${scenario}_$seed.h5"
@@ -56,6 +56,12 @@ for scenario in talos-torso-2.9kg talos-backpack-4kg; do
       "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
         --quiet > /dev/null || true
     done
+    # heft estimate with the bundled TALOS estimate config (IMU on the torso: gyro and
+    # orientation rows, no accelerometer), only the log changed
+    config="$work/${scenario}_${seed}_estimate.yaml"
+    sed -e "s#^log: .*#log: $log#" "$root/data/examples/talos_torso_estimate.yaml" > "$config"
+    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate" --overwrite \
+      --quiet > /dev/null || true
   done
 done
 python3 "$root/studies/unseen/table.py" "$work" > "$root/studies/unseen/results.md"

@@ -21,6 +21,9 @@
 ///     (v_j - z_v) / s                         (logged joint velocities, optional)
 ///     (R_bi^T omega_b - z_gyro) / s           (IMU gyro; IMU frame on the floating base)
 ///     log3(Z_imu^T R_wb R_bi) / s             (IMU orientation)
+///       an IMU on another body (a humanoid's torso): omega_i(q, v), the frame's own angular
+///       velocity in its axes, and log3(Z_imu^T R_wi(q)), through the joints between base and IMU
+///       (Pinocchio's frame velocity derivatives and frame Jacobian); no accelerometer rows then
 ///     (R_bi^T (acc_b - R_wb^T g) - z_acc) / s (IMU accelerometer, running stages: the specific
 ///       force at the IMU, acc_b = a_lin + alpha x p + omega x (v_lin + omega x p) with the
 ///       stage's base acceleration a (after the impulse, if any) and p the IMU's position)
@@ -64,16 +67,16 @@ struct MultibodyNoise {
 struct MultibodySensors {
   std::vector<pinocchio::JointIndex> encoders;  ///< joints with nq = nv = 1
   bool joint_velocities = false;                ///< logged joint velocities as measurements
-  pinocchio::FrameIndex imu_frame = 0;          ///< on joint 1 (a free flyer)
+  pinocchio::FrameIndex imu_frame = 0;          ///< any frame (accelerometer: on the free flyer)
   pinocchio::FrameIndex mocap_frame = 0;        ///< on joint 1 (a free flyer)
   double encoder_std = 1e-3;                    ///< [rad] or [m]
   double joint_velocity_std = 1e-2;             ///< [rad/s] or [m/s]
   double gyro_std = 5e-3;                       ///< [rad/s]
   double imu_orientation_std = 5e-3;            ///< [rad]
-  bool accelerometer = false;                   ///< IMU accelerometer rows (needs imu_frame)
-  double accelerometer_std = 0.1;               ///< [m/s^2] (noise and an uncalibrated bias)
-  double mocap_position_std = 1e-3;             ///< [m]
-  double mocap_orientation_std = 5e-3;          ///< [rad]
+  bool accelerometer = false;        ///< IMU accelerometer rows (needs imu_frame on the free flyer)
+  double accelerometer_std = 0.1;    ///< [m/s^2] (noise and an uncalibrated bias)
+  double mocap_position_std = 1e-3;  ///< [m]
+  double mocap_orientation_std = 5e-3;  ///< [rad]
 };
 
 /// One knot's data: what was measured and applied at t_k.
@@ -162,6 +165,7 @@ class MultibodyStageModel final : public StageModel {
   std::shared_ptr<const MultibodySensors> sensors_;
   std::shared_ptr<const ActuatorTermsModel> actuators_;
   int num_inertial_ = 0;                ///< 10|S|: theta's head, the dynamics' theta_S
+  bool imu_on_base_ = true;             ///< the IMU frame on the free flyer (or no IMU)
   std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each encoder
   Eigen::VectorXd process_info_;        ///< ndx: 1 / sigma_w
   MultibodyMeasurement measurement_;
@@ -172,6 +176,9 @@ class MultibodyStageModel final : public StageModel {
   // Weights of this knot (0 where the sensor has no sample).
   double gyro_info_ = 0, imu_info_ = 0, mocap_position_info_ = 0, mocap_orientation_info_ = 0,
          accel_info_ = 0;
+  // Gyro and orientation rows of an IMU on a body other than the base (through the joints).
+  void bodyImuResiduals(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  void bodyImuJacobians(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
   // Accelerometer rows at the stage's acceleration (calc / calcDiff after the dynamics).
   void accelerometerResidual(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                              const Eigen::VectorXd& a) const;
@@ -201,6 +208,11 @@ struct MultibodyStageData final : StageData {
   /// The accelerometer's rows of R_x, R_w, R_theta, transposed: (ndx + nw + np) x 3, contiguous
   /// columns for gaussNewton's rank-one updates.
   Eigen::MatrixXd accel_rows;
+  /// An IMU on a body other than the base: kinematics scratch (possibly shared, as the dynamics'),
+  /// the frame velocity's derivatives and the frame Jacobian (6 x nv, LOCAL).
+  std::shared_ptr<pinocchio::Data> kinematics;
+  Eigen::MatrixXd imu_dv_dq, imu_dv_dv, imu_jacobian;
+  Eigen::VectorXd a_zero;  ///< nv zeros: the acceleration the kinematics derivatives take
 };
 
 }  // namespace heft::estimation
