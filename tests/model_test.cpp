@@ -20,6 +20,7 @@
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
 #include "heft/model/payload.hpp"
+#include "heft/model/plane.hpp"
 #include "heft/model/robots.hpp"
 
 namespace fs = std::filesystem;
@@ -762,4 +763,14 @@ TEST(ContactPoints, CornersOfASoleMakeAFlatFoot) {
   EXPECT_EQ(frames[1].offset, Vector3(0, 0, -0.02));
   EXPECT_FALSE(frames[2].flat);  // collinear: a line contact is not a flat foot
   EXPECT_NEAR(frames[2].offset.norm(), 0.0, 1e-15);
+
+  // the plane of the sole's corners: half the 0.2 x 0.12 rectangle; (b - a) x (c - a) points down
+  const LargestTriangle sole = largestTriangle({Vector3(0.1, 0.06, 0), Vector3(0.1, -0.06, 0),
+                                                Vector3(-0.1, 0.06, 0), Vector3(-0.1, -0.06, 0)});
+  EXPECT_NEAR(sole.area, 0.012, 1e-15);
+  EXPECT_NEAR((sole.normal - Vector3(0, 0, -1)).norm(), 0.0, 1e-15);
+  const LargestTriangle edge =
+      largestTriangle({Vector3(0.1, 0, 0), Vector3(-0.1, 0, 0), Vector3(0, 0, 0)});
+  EXPECT_EQ(edge.area, 0.0);
+  EXPECT_EQ(edge.normal, Vector3::UnitZ());
 }

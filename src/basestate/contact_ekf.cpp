@@ -14,6 +14,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/model/model.hpp"
+#include "heft/model/plane.hpp"
 
 namespace heft::basestate {
 
@@ -33,19 +34,9 @@ int footIndex(int k) { return kFeet + 3 * k; }
 
 // The unit normal of the plane of a flat foot's points (their largest triangle), in its frame.
 Vector3 planeNormal(const std::vector<model::ContactPoint>& points, const std::vector<int>& idx) {
-  Vector3 best = Vector3::UnitZ();
-  double area = 0;
-  for (std::size_t a = 0; a < idx.size(); ++a)
-    for (std::size_t b = a + 1; b < idx.size(); ++b)
-      for (std::size_t c = b + 1; c < idx.size(); ++c) {
-        const Vector3 cross = (points[idx[b]].offset - points[idx[a]].offset)
-                                  .cross(points[idx[c]].offset - points[idx[a]].offset);
-        if (cross.norm() > area) {
-          area = cross.norm();
-          best = cross / area;
-        }
-      }
-  return best;
+  std::vector<Vector3> offsets;
+  for (const int i : idx) offsets.push_back(points[i].offset);
+  return model::largestTriangle(offsets).normal;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "heft/common/error.hpp"
+#include "heft/model/plane.hpp"
 
 namespace heft::model {
 
@@ -63,14 +64,7 @@ namespace {
 // 1 mm x 1 mm scale (sole corners are ~0.1 m apart; a repeated or collinear point is not a sole).
 bool spansPlane(const std::vector<Vector3>& offsets) {
   constexpr double kArea = 1e-6;  // [m^2]
-  const std::size_t n = offsets.size();
-  for (std::size_t a = 0; a < n; ++a)
-    for (std::size_t b = a + 1; b < n; ++b)
-      for (std::size_t c = b + 1; c < n; ++c) {
-        const Vector3 cross = (offsets[b] - offsets[a]).cross(offsets[c] - offsets[a]);
-        if (0.5 * cross.norm() > kArea) return true;
-      }
-  return false;
+  return largestTriangle(offsets).area > kArea;
 }
 
 }  // namespace

@@ -64,5 +64,24 @@ for scenario in talos-torso-2.9kg talos-backpack-4kg; do
       --quiet > /dev/null || true
   done
 done
+# TALOS forearm (5.4 kg in the hand while the elbow curls): the same two configs with the forearm as
+# the body (identify with the level floor; estimate)
+scenario=talos-forearm-5.4kg
+for seed in 4242 7 11; do
+  log="$work/${scenario}_$seed.h5"
+  "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
+    --out "$log" --overwrite > /dev/null
+  config="$work/${scenario}_${seed}_level-ground.yaml"
+  sed -e "s#^log: .*#log: $log#" -e "s#torso_2_link\]#arm_left_4_link]#g" \
+    -e 's#^  decimation: 10#  decimation: 10\n  level_ground: true#' \
+    "$root/data/examples/talos_torso_identify.yaml" > "$config"
+  "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_level-ground" --overwrite \
+    --quiet > /dev/null || true
+  config="$work/${scenario}_${seed}_estimate.yaml"
+  sed -e "s#^log: .*#log: $log#" -e "s#\[torso_2_link\]#[arm_left_4_link]#" \
+    "$root/data/examples/talos_torso_estimate.yaml" > "$config"
+  "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate" --overwrite \
+    --quiet > /dev/null || true
+done
 python3 "$root/studies/unseen/table.py" "$work" > "$root/studies/unseen/results.md"
 cat "$root/studies/unseen/results.md"
