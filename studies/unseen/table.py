@@ -106,5 +106,6 @@ known yet. talos-forearm-5.4kg: identify with the level floor lands on the consi
 on seeds 4242 and 11 (49-52 % mass, 120 mm COM: the mass-for-inertia trade docs/basestate.md
 describes) and misses the mass on seed 7 (1.71 %, 2.9 mm); estimate, from 0.5 s of the same logs,
 is within 0.85-1.24 % and 2.1-9.8 mm on every seed: the 1 % / 10 mm target on seed 11, just over
-1 % on the other two. The batch estimate holds the trajectory to the dynamics, which removes the
-direction identify trades along.""")
+1 % on the other two. Why the estimate avoids identify's trade is not established (it fits the
+trajectory to the dynamics from the encoders' positions, with no differentiated accelerations and
+no base-state estimate; which of those matters was not isolated).""")
