@@ -154,8 +154,8 @@ TEST(Studies, PayloadEstimate) {
      << "```\ncmake --build build --target test_estimation_long && "
         "build/bin/test_estimation_long\n```\n\n"
      << "## Protocol\n\n"
-     << "- Logs: heft::sim, noise profile `nominal` without the torque bias (heft::estimation has "
-        "no actuator-bias parameter yet), seed 1.\n"
+     << "- Logs: heft::sim, noise profile `nominal` without the torque bias (this study "
+        "estimates no torque offsets: `estimate.torque_offsets` would take the bias), seed 1.\n"
      << "- Window: " << kKnots << " knots at the log's 1 kHz from t = " << kFirstSample / 1000.0
      << " s; rows marked dt 0.01 s: the coarse protocol, " << kKnots
      << " knots of 10 ms (every 10th sample, the torque held over the step) from t = "
