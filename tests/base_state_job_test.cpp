@@ -72,9 +72,15 @@ TEST(BaseStateJob, WritesTheLogWithTheBaseStateAndResultJson) {
 
 TEST(BaseStateJob, OptionsFileNamesUnknownKeys) {
   BaseStateJob::Config config;
-  BaseStateJob::parseOptions("smooth: false\nfilter:\n  gyro_noise: 0.002\n", "<test>", config);
+  BaseStateJob::parseOptions(
+      "smooth: false\nfilter:\n  gyro_noise: 0.002\n  level_ground: true\n"
+      "  ground_height_noise: 0.004\n  ground_tilt_noise: 0.02\n",
+      "<test>", config);
   EXPECT_FALSE(config.options.smooth);
   EXPECT_DOUBLE_EQ(config.options.filter.gyro_noise, 0.002);
+  EXPECT_TRUE(config.options.filter.level_ground);
+  EXPECT_DOUBLE_EQ(config.options.filter.ground_height_noise, 0.004);
+  EXPECT_DOUBLE_EQ(config.options.filter.ground_tilt_noise, 0.02);
   try {
     BaseStateJob::parseOptions("filter:\n  gyro_nois: 1\n", "<test>", config);
     FAIL() << "expected InputError";

@@ -118,6 +118,7 @@ TEST(FilterJobConfig, BundledExamplesParse) {
     // a bundled example reads nothing from the truth group: a real log has none
     EXPECT_NE(config.base_state, FilterJob::BaseStateSource::Truth) << name;
     EXPECT_NE(config.contact_forces, FilterJob::ContactForceSource::Truth) << name;
+    EXPECT_TRUE(config.level_ground) << name;
     ++found;
   }
   EXPECT_EQ(found, 2);

@@ -101,6 +101,11 @@ TEST(IdentifyJobConfig, BundledExamplesParse) {
     ++found;
   }
   EXPECT_GE(found, 1);
+  // the level floor as a base-state measurement, under preparation
+  const std::string level =
+      "robot: talos\nlog: x.h5\nidentify:\n  bodies: [torso_2_link]\n"
+      "preparation:\n  level_ground: true\n";
+  EXPECT_TRUE(IdentifyJob::parse(level, "job.yaml", ".").options.preparation.level_ground);
 }
 
 // A short panda-friction log, made once.
