@@ -13,6 +13,7 @@
 #include "heft/model/robots.hpp"
 #include "heft/sim/controller.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/malloc_counter.hpp"
 
 using namespace heft;
 using excite::FourierSeries;
@@ -208,4 +209,23 @@ TEST(Design, PandaBeatsTheSeedExcitation) {
   EXPECT_LT(result.identifiability.condition, reference.condition) << result.summary.report();
   std::cout << "condition number: seed-7 " << reference.condition << ", designed "
             << result.identifiability.condition << " (" << result.summary.briefReport() << ")\n";
+}
+
+// The objective CMA-ES calls allocates nothing: every buffer is the design's (Model/Data split).
+TEST(Design, CostAllocatesNothing) {
+  const model::RobotModel robot = model::loadRobot("panda");
+  excite::DesignOptions options;
+  options.samples = 21;
+  excite::ExcitationDesign design(robot.pinocchio(), options);
+  const Eigen::VectorXd x = 0.2 * Eigen::VectorXd::Ones(design.dimension());
+  const double first = design.cost(x);
+  double again = 0;
+  const long mallocs = test::countMallocs([&] { again = design.cost(x); });
+  EXPECT_EQ(again, first);
+  EXPECT_LT(first, excite::ExcitationDesign::kInfeasible);
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  EXPECT_EQ(mallocs, 0);
+#else
+  GTEST_SKIP() << "heap allocations cannot be counted on this platform (" << mallocs << ")";
+#endif
 }
