@@ -8,6 +8,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/excite/cmaes.hpp"
+#include "heft/excite/collision.hpp"
 #include "heft/excite/design.hpp"
 #include "heft/excite/fourier.hpp"
 #include "heft/model/robots.hpp"
@@ -228,4 +229,30 @@ TEST(Design, CostAllocatesNothing) {
 #else
   GTEST_SKIP() << "heap allocations cannot be counted on this platform (" << mallocs << ")";
 #endif
+}
+
+// The panda's collision meshes: the designed trajectory of a short design is checked at every
+// sample, and a configuration folding the arm onto itself is found in contact.
+TEST(SelfCollision, PandaMeshes) {
+  const model::RobotModel robot = model::loadRobot("panda");
+  const pinocchio::Model& model = robot.pinocchio();
+  const std::string urdf = robot.source();
+  const std::string root = urdf.substr(0, urdf.find("/example-robot-data/"));
+  const std::string srdf = root + "/example-robot-data/robots/panda_description/srdf/panda.srdf";
+  excite::TrajectorySamples samples;
+  samples.t = Eigen::Vector2d(0, 1);
+  samples.q.resize(model.nq, 2);
+  samples.q.col(0) = 0.5 * (model.lowerPositionLimit + model.upperPositionLimit);
+  // elbow fully bent and the wrist turned back towards the base
+  samples.q.col(1) = samples.q.col(0);
+  samples.q(1, 1) = model.upperPositionLimit[1];
+  samples.q(3, 1) = model.upperPositionLimit[3];
+  samples.q(5, 1) = model.lowerPositionLimit[5];
+  const excite::SelfCollision check = excite::selfCollision(model, urdf, srdf, root, samples);
+  EXPECT_GT(check.pairs, 0);
+  EXPECT_EQ(check.samples, 2);
+  std::cout << "pairs " << check.pairs << ", colliding samples " << check.colliding << ": "
+            << check.first << "\n";
+  EXPECT_NE(check.first.find("t = 1 s"), std::string::npos) << check.first;
+  EXPECT_EQ(check.colliding, 1);
 }
