@@ -84,6 +84,8 @@ TEST(ExciteJob, TheWrittenScenarioReplaysTheDesign) {
   const ExciteJob::Config config = ExciteJob::parse(kShortConfig, "short.yaml", ".");
   const ExciteJob::Result result = ExciteJob::run(config);
   ASSERT_TRUE(result.ok()) << result.report();
+  EXPECT_EQ(result.collision.samples, 601);
+  EXPECT_GT(result.collision.pairs, 0);
   EXPECT_EQ(result.after.rank, static_cast<int>(result.base_names.size())) << result.report();
   const fs::path out = scratch("replay_" + std::to_string(::getpid()));
   const std::vector<std::string> written = ExciteJob::write(result, out.string());

@@ -143,6 +143,7 @@ ExciteJob::Config ExciteJob::parse(const std::string& yaml_text, const std::stri
   if (top.has("criterion")) d.criterion = yaml::located(top, "criterion", excite::parseCriterion);
   top.read("torque_noise_std", d.torque_noise_std, yaml::positive);
   top.read("csv_rate", config.csv_rate, yaml::positive);
+  top.read("self_collision", config.self_collision);
   if (top.has("reference_scenario"))
     config.reference_scenario = yaml::located(top, "reference_scenario", [](const std::string& n) {
       if (sim::findScenario(n).motion != sim::Motion::Fourier)

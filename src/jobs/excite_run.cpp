@@ -1,6 +1,7 @@
 // ExciteJob::run and write: the design, the "before" reference, the scenario file, the CSV and
 // result.json.
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "heft/common/error.hpp"
@@ -71,6 +72,29 @@ std::string trajectoryCsv(const pinocchio::Model& model, const excite::Trajector
   return out.str();
 }
 
+// The collision check of `robot` (a URDF): meshes from the folder above the robot's package
+// (example-robot-data's package:// root) or, for other URDFs, two folders up; its SRDF when one
+// lies in ../srdf/ with the same name.
+excite::SelfCollision checkCollisions(const model::RobotModel& robot,
+                                      const excite::TrajectorySamples& samples,
+                                      const std::string& source) {
+  namespace fs = std::filesystem;
+  const std::string urdf = robot.source();
+  const std::size_t erd = urdf.find("/example-robot-data/");
+  const fs::path path(urdf);
+  const std::string package_dir =
+      erd != std::string::npos ? urdf.substr(0, erd) : path.parent_path().parent_path().string();
+  const fs::path srdf =
+      path.parent_path().parent_path() / "srdf" / (path.stem().string() + ".srdf");
+  try {
+    return excite::selfCollision(robot.pinocchio(), urdf, fs::exists(srdf) ? srdf.string() : "",
+                                 package_dir, samples);
+  } catch (const InputError& e) {
+    throw InputError(source + ": self_collision: " + e.what() +
+                     " (self_collision: false skips it)");
+  }
+}
+
 nlohmann::json identifiabilityJson(const excite::Identifiability& id,
                                    const std::vector<std::string>& names) {
   auto finite = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
@@ -115,6 +139,12 @@ ExciteJob::Result ExciteJob::run(const Config& config, Progress& progress) {
   const excite::TrajectorySamples fine =
       excite::sampleTrajectory(result.design.trajectory, config.design.duration, n);
   result.fine_limits = excite::limitUse(model, design.limits(), fine);
+  if (config.self_collision) {
+    result.collision = checkCollisions(robot, fine, config.source);
+    progress.say("self-collision: " + std::to_string(result.collision.colliding) + " of " +
+                 std::to_string(result.collision.samples) + " samples in contact (" +
+                 std::to_string(result.collision.pairs) + " pairs)");
+  }
   result.csv = trajectoryCsv(model, fine);
   result.scenario_yaml = scenarioYaml(config, model, result.design.trajectory);
   return result;
@@ -133,7 +163,14 @@ std::string ExciteJob::Result::report() const {
     << "  largest limit use at " << num(config.csv_rate, 4) << " Hz: position "
     << num(fine_limits.position, 3) << ", velocity " << num(fine_limits.velocity, 3)
     << ", acceleration " << num(fine_limits.acceleration, 3) << ", torque "
-    << num(fine_limits.torque, 3) << (ok() ? "" : " (VIOLATED: " + fine_limits.worst + ")") << "\n";
+    << num(fine_limits.torque, 3)
+    << (fine_limits.satisfied() ? "" : " (VIOLATED: " + fine_limits.worst + ")") << "\n";
+  if (config.self_collision)
+    s << "  self-collision at " << num(config.csv_rate, 4) << " Hz: "
+      << (collision.free()
+              ? "none"
+              : std::to_string(collision.colliding) + " samples, first " + collision.first)
+      << " (" << collision.pairs << " pairs)\n";
   return s.str();
 }
 
@@ -170,6 +207,10 @@ nlohmann::json ExciteJob::Result::toJson() const {
                             {"a", std::vector<double>(s.a.data(), s.a.data() + s.a.size())},
                             {"b", std::vector<double>(s.b.data(), s.b.data() + s.b.size())}});
   j["coefficients"] = coefficients;
+  const excite::SelfCollision& c = collision;
+  j["self_collision"] = {
+      {"checked", config.self_collision}, {"pairs", c.pairs}, {"samples", c.samples},
+      {"colliding_samples", c.colliding}, {"first", c.first}, {"free", c.free()}};
   j["ok"] = ok();
   return j;
 }
@@ -191,8 +232,11 @@ std::vector<std::string> ExciteJob::write(const Result& result, const std::strin
   io::writeTextFileAtomically(json_out, result.toJson().dump(2) + "\n", options.overwrite);
   written.push_back(json_out);
   if (!result.ok())
-    throw SolveError("the design violates a limit (" + result.fine_limits.worst + "); " + json_out +
-                     " holds it, no scenario written");
+    throw SolveError("the design " +
+                     (result.collision.free()
+                          ? "violates a limit (" + result.fine_limits.worst + ")"
+                          : "collides with itself (" + result.collision.first + ")") +
+                     "; " + json_out + " holds it, no scenario written");
   return written;
 }
 

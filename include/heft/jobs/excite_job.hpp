@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/excite/cmaes.hpp"
+#include "heft/excite/collision.hpp"
 #include "heft/excite/design.hpp"
 #include "heft/jobs/job.hpp"
 
@@ -24,6 +25,9 @@ struct ExciteJob {
     /// controller, gains and tracking bound the written scenario keeps.
     std::string reference_scenario = "panda";
     double csv_rate = 100;  ///< [Hz] of trajectory.csv and of the final limit check
+    /// Check the designed trajectory for self-collision at csv_rate (the URDF's collision meshes,
+    /// pairs disabled by the robot's SRDF when it has one beside the URDF: ../srdf/NAME.srdf).
+    bool self_collision = true;
     /// \throws InputError naming the field.
     void validate() const;
   };
@@ -34,9 +38,10 @@ struct ExciteJob {
     std::vector<std::string> base_names;    ///< the base parameters (independent columns)
     excite::Identifiability before, after;  ///< on the design grid
     excite::LimitUse fine_limits;           ///< the designed trajectory at csv_rate
+    excite::SelfCollision collision;        ///< at csv_rate (when config.self_collision)
     std::string scenario_yaml;              ///< for scenario.yaml
     std::string csv;                        ///< for trajectory.csv
-    bool ok() const { return design.feasible() && fine_limits.satisfied(); }
+    bool ok() const { return design.feasible() && fine_limits.satisfied() && collision.free(); }
     std::string report() const;
     nlohmann::json toJson() const;
   };
@@ -55,7 +60,7 @@ struct ExciteJob {
 
   /// Writes DIR/result.json, and when the design respects every limit DIR/scenario.yaml and
   /// DIR/trajectory.csv, atomically. Returns the paths written. \throws SolveError (after
-  /// result.json) when the design violates a limit.
+  /// result.json) when the design violates a limit or collides with itself.
   static std::vector<std::string> write(const Result& result, const std::string& out_dir,
                                         const WriteOptions& options = {});
 };
