@@ -116,6 +116,24 @@ TEST(ExciteJob, TheWrittenScenarioReplaysTheDesign) {
   EXPECT_LT(run.summary.max_tracking_error, scenario.scenario.max_tracking_error);
 }
 
+// A design that fails a final check (here: marked as colliding) writes result.json saying so and
+// no scenario, then throws SolveError (exit 1).
+TEST(ExciteJob, AFailedCheckWritesOnlyTheResult) {
+  const ExciteJob::Config config = ExciteJob::parse(kShortConfig, "short.yaml", ".");
+  ExciteJob::Result result = ExciteJob::run(config);
+  ASSERT_TRUE(result.ok()) << result.report();
+  result.collision.colliding = 1;
+  result.collision.first = "panda_link0_0 / panda_leftfinger_0 at t = 1 s";
+  const fs::path out = scratch("failed_" + std::to_string(::getpid()));
+  EXPECT_THROW(ExciteJob::write(result, out.string()), SolveError);
+  EXPECT_TRUE(fs::exists(out / "result.json"));
+  EXPECT_FALSE(fs::exists(out / "scenario.yaml"));
+  EXPECT_FALSE(fs::exists(out / "trajectory.csv"));
+  const std::string json = readFile(out / "result.json");
+  EXPECT_NE(json.find("\"ok\": false"), std::string::npos);
+  EXPECT_NE(json.find("panda_leftfinger_0"), std::string::npos);
+}
+
 // The seeded path is untouched: a file without `series` still reads as the panda scenario.
 TEST(ExciteJob, ScenarioFilesWithoutSeriesKeepTheSeed) {
   jobs::SimulateJob::Config panda = jobs::SimulateJob::builtIn("panda");
