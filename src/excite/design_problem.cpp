@@ -53,8 +53,10 @@ ExcitationDesign::ExcitationDesign(const pinocchio::Model& model, DesignOptions 
 }
 
 void ExcitationDesign::decodeInto(const Eigen::VectorXd& x, ExcitationTrajectory& t) const {
-  require(x.size() == dimension(), "x", std::to_string(dimension()) + " entries",
-          std::to_string(x.size()));
+  // checked without building the message first: this runs once per candidate
+  if (x.size() != dimension())
+    throw InputError("x: expected " + std::to_string(dimension()) + " entries, got " +
+                     std::to_string(x.size()));
   const int L = options_.harmonics;
   for (std::size_t j = 0; j < excited_.size(); ++j) {
     const int i = excited_[j];

@@ -80,6 +80,13 @@ void readOptimizer(const YAML::Node& node, const std::string& source, excite::Cm
   s.finish();
 }
 
+// The name of the joint with velocity index i.
+std::string jointOf(const pinocchio::Model& model, int i) {
+  for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j)
+    if (model.joints[j].idx_v() == i) return model.names[j];
+  return "?";
+}
+
 // The held posture (every joint at mid-range, at rest) must be within the torque limits:
 // otherwise no trajectory that starts from rest there can respect them.
 void requireHeldPostureFeasible(const Section& top, const YAML::Node& root,
@@ -94,7 +101,7 @@ void requireHeldPostureFeasible(const Section& top, const YAML::Node& root,
                                ? root["limits"]["torque_fraction"]
                                : root;
       top.fail(n, "limits.torque_fraction",
-               "the gravity torque " + num(tau[i], 4) + " N m of joint " + std::to_string(i) +
+               "the gravity torque " + num(tau[i], 4) + " N m of " + jointOf(model, i) +
                    " at rest mid-range exceeds the bound " + num(limits.torque[i], 4) +
                    " N m: no trajectory satisfies the limits");
     }
