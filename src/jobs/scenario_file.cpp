@@ -488,6 +488,26 @@ void readHumanoid(Section& m, const RobotNames& robot, sim::HumanoidMotionOption
   m.check([&] { h.validate(); });
 }
 
+// `series:` explicit Fourier coefficients by joint: {q0, a: [...], b: [...], base_frequency}.
+void readSeries(Section& m, const RobotNames& robot, sim::FourierExcitationOptions& o) {
+  m.forEachNamed("series", [&](const std::string& joint, const YAML::Node& key,
+                               const YAML::Node& value, const std::string& field) {
+    robot.joint(m, key, field, joint);
+    Section s(value, field, m.source(), {"q0", "a", "b", "base_frequency"});
+    excite::FourierSeries series;
+    series.base_frequency = o.base_frequency;
+    if (!s.has("q0")) s.fail(value, s.field("q0"), "missing (the joint's offset [rad])");
+    s.read("q0", series.q0, yaml::finite);
+    s.read("base_frequency", series.base_frequency, yaml::positive);
+    if (s.has("a")) series.a = s.vector("a");
+    if (s.has("b")) series.b = s.vector("b", static_cast<int>(series.a.size()));
+    if (series.a.size() != series.b.size())
+      s.fail(value, s.field("b"),
+             "expected as many numbers as a (" + std::to_string(series.a.size()) + ")");
+    o.series[joint] = series;
+  });
+}
+
 void readMotion(const YAML::Node& node, const std::string& source, const RobotNames& robot,
                 sim::Scenario& scenario) {
   auto failAt = [&](const YAML::Node& n, const std::string& where, const std::string& what) {
@@ -516,7 +536,7 @@ void readMotion(const YAML::Node& node, const std::string& source, const RobotNa
   std::vector<std::string> keys;
   if (type == "stance") keys = keysOf(stanceNumbers(), {"type", "posture"});
   if (type == "fourier")
-    keys = keysOf(fourierNumbers(), {"type", "harmonics", "coefficient_seed", "center"});
+    keys = keysOf(fourierNumbers(), {"type", "harmonics", "coefficient_seed", "center", "series"});
   if (type == "humanoid")
     keys = keysOf(humanoidNumbers(), {"type", "posture", "soles", "phases", "continuous"});
   Section m(node, "motion", source, keys);
@@ -534,6 +554,7 @@ void readMotion(const YAML::Node& node, const std::string& source, const RobotNa
     m.read("harmonics", o.harmonics, yaml::positiveCount);
     m.read("coefficient_seed", o.coefficient_seed);
     if (m.has("center")) o.center = m.vector("center", robot.nu());
+    readSeries(m, robot, o);
     m.check([&] { o.validate(robot.nu()); });
   } else {
     scenario.motion = sim::Motion::Humanoid;
@@ -821,6 +842,13 @@ Lines motionLines(const sim::Scenario& s) {
       add(l, "coefficient_seed", std::to_string(s.fourier.coefficient_seed));
     if (s.fourier.center.size() > 0) add(l, "center", list(s.fourier.center));
     addNumbers(l, fourierNumbers(), s.fourier);
+    Lines series;
+    for (const auto& [joint, f] : s.fourier.series) {
+      add(series, quoted(joint),
+          "{q0: " + exact(f.q0) + ", base_frequency: " + exact(f.base_frequency) +
+              ", a: " + list(f.a) + ", b: " + list(f.b) + "}");
+    }
+    addBlock(l, "series", series);
   } else {
     const sim::HumanoidMotionOptions& h = s.humanoid;
     addNumbers(l, humanoidNumbers(), h);

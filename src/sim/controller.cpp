@@ -764,6 +764,13 @@ void FourierExcitationOptions::validate(int nu) const {
           "empty or " + std::to_string(nu) + " values", std::to_string(center.size()));
   require(center.allFinite(), "center", "finite values", "non-finite values");
   requirePositive(unlimited_amplitude, "unlimited_amplitude", " rad");
+  for (const auto& [joint, s] : series) {
+    try {
+      s.validate();
+    } catch (const InputError& e) {
+      throw InputError("series." + joint + ": " + e.what());
+    }
+  }
 }
 
 Reference fourierReference(const model::RobotModel& nominal,
@@ -828,9 +835,23 @@ Reference fourierReference(const model::RobotModel& nominal,
     xdd = e2 * d + 2 * e1 * dd + e.s * ddd;
   };
 
+  // explicit coefficients: every listed joint must exist
+  const bool explicit_series = !options.series.empty();
+  for (const auto& [joint, s] : options.series) {
+    require(model.existJointName(joint), "series", "joints of " + nominal.displayName(),
+            "\"" + joint + "\"");
+  }
+  // angle, rate, acceleration of the listed joint (joints in order, one per velocity)
+  auto explicitState = [&](const JointInfo& info, double t) -> excite::JointState {
+    const auto it = options.series.find(model.names[1 + (&info - joints.data())]);
+    if (it == options.series.end()) return {info.center, 0, 0};
+    return excite::evaluate(it->second, t, options.ramp);
+  };
+
   // largest scale that respects every bound over the ramp and one full period
   const double horizon = options.ramp + 1.0 / options.base_frequency;
   for (auto& info : joints) {
+    if (explicit_series) break;
     double max_x = 0, max_v = 0, max_a = 0;
     for (double t = 0; t <= horizon; t += 1e-3) {
       double x, xd, xdd;
@@ -855,16 +876,26 @@ Reference fourierReference(const model::RobotModel& nominal,
     Eigen::VectorXd q = neutral;
     for (const auto& info : joints) {
       double x, xd, xdd;
-      evaluate(info, t, x, xd, xdd);
-      const double angle = info.center + info.scale * x;
+      double angle, rate, acceleration;
+      if (explicit_series) {
+        const excite::JointState e = explicitState(info, t);
+        angle = e.q;
+        rate = e.qd;
+        acceleration = e.qdd;
+      } else {
+        evaluate(info, t, x, xd, xdd);
+        angle = info.center + info.scale * x;
+        rate = info.scale * xd;
+        acceleration = info.scale * xdd;
+      }
       if (info.nq == 2) {
         q[info.idx_q] = std::cos(angle);
         q[info.idx_q + 1] = std::sin(angle);
       } else {
         q[info.idx_q] = angle;
       }
-      ref.v(info.idx_v, k) = info.scale * xd;
-      ref.a(info.idx_v, k) = info.scale * xdd;
+      ref.v(info.idx_v, k) = rate;
+      ref.a(info.idx_v, k) = acceleration;
     }
     ref.q.col(k) = q;
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "heft/excite/fourier.hpp"
 #include "heft/model/model.hpp"
 
 namespace heft::sim {
@@ -154,11 +155,15 @@ struct FourierExcitationOptions {
   /// Centers c_i (nu entries) for joints without limits; empty = 0. Limited joints use mid-range.
   Eigen::VectorXd center;
   double unlimited_amplitude = 1.0;  ///< [rad] bound on |q - c| for joints without limits
+  /// Explicit coefficients by joint name (a designed trajectory, `heft excite`), used instead of
+  /// the seed when not empty: a listed joint follows excite::evaluate(series, t, ramp) exactly
+  /// (no scaling, the limits are the designer's job); the others hold c_i.
+  std::map<std::string, excite::FourierSeries> series;
   void validate(int nu) const;
 };
 
 /// Reference for a fixed-base robot; feed-forward = RNEA of the nominal model.
-/// \throws InputError for a free-flyer model or bad options.
+/// \throws InputError for a free-flyer model, bad options or a series naming no joint.
 Reference fourierReference(const model::RobotModel& nominal,
                            const FourierExcitationOptions& options, double duration, double dt);
 
