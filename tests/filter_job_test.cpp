@@ -175,10 +175,11 @@ TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
 }
 
 // The forearm example as a user runs it, reading no truth: heft's base state (IMU, legs, contact
-// flags, level floor) and the ankle F/T sensors, on a log simulated with --force-torque and a seed
-// the defaults were not tuned on. Every estimate consistent and the final mass within 3 %. The
-// 1 s settle of the truth-fed case is not claimed here: the gyro's roll-rate noise, differentiated
-// into the base acceleration, keeps the mass within about 4 % after the step (docs/filter.md).
+// flags, level floor; causal, as in a control loop) and the ankle F/T sensors, on a log simulated
+// with --force-torque and a seed the defaults were not tuned on. Every estimate consistent and the
+// final mass within 3 %. The 1 s settle of the truth-fed case is not claimed here: the gyro's
+// roll-rate noise, differentiated into the base acceleration, keeps the mass within about 4 %
+// after the step (docs/filter.md).
 TEST(FilterJob, ForearmExampleWithNoTruthInputStaysConsistentAndEndsWithinThreePercent) {
   sim::SimulationOptions options;
   options.seed = 1;

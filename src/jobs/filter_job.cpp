@@ -212,6 +212,8 @@ void setBaseState(const pinocchio::Model& model, const io::Log& log,
     if (estimate) {
       basestate::BaseStateOptions base_options;
       base_options.filter.level_ground = config.level_ground;
+      // the causal filter only: a control loop has no later samples to smooth with
+      base_options.smooth = false;
       const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
           model, log, basestate::logContactPoints(model, log, config.contacts), base_options);
       estimated_pose = e.base_pose;
