@@ -34,6 +34,22 @@ void requireOnFloatingBase(const pinocchio::Model& model, pinocchio::FrameIndex 
       "a frame on joint " + std::to_string(model.frames[frame].parentJoint));
 }
 
+// The sensors' noise and frames; returns whether the IMU (if any) is on the free flyer.
+bool validateImuAndMocap(const pinocchio::Model& model, const MultibodySensors& s) {
+  require(!s.accelerometer || s.imu_frame > 0, "multibody sensors accelerometer",
+          "an IMU frame (imu_frame)", "none");
+  for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
+                    s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std})
+    requirePositive(sd, "multibody sensor std");
+  if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
+  if (s.imu_frame == 0) return true;
+  require(s.imu_frame < model.frames.size(), "IMU frame",
+          "a frame index < " + std::to_string(model.frames.size()), std::to_string(s.imu_frame));
+  if (s.accelerometer) requireOnFloatingBase(model, s.imu_frame, "IMU frame (accelerometer)");
+  return model.joints.size() > 1 && model.joints[1].nv() == 6 &&
+         model.frames[s.imu_frame].parentJoint == 1;
+}
+
 Eigen::Matrix3d baseRotation(const Eigen::Ref<const Eigen::VectorXd>& x) {
   // Pinocchio's free-flyer quaternion is stored x, y, z, w at q[3..6].
   return Eigen::Quaterniond(x(6), x(3), x(4), x(5)).normalized().toRotationMatrix();
@@ -112,19 +128,7 @@ MultibodyStageModel::MultibodyStageModel(
     q_index_.push_back(model.joints[j].idx_q());
     v_index_.push_back(model.joints[j].idx_v());
   }
-  require(!s.accelerometer || s.imu_frame > 0, "multibody sensors accelerometer",
-          "an IMU frame (imu_frame)", "none");
-  for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
-                    s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std})
-    requirePositive(sd, "multibody sensor std");
-  if (s.imu_frame > 0) {
-    require(s.imu_frame < model.frames.size(), "IMU frame",
-            "a frame index < " + std::to_string(model.frames.size()), std::to_string(s.imu_frame));
-    imu_on_base_ = model.joints.size() > 1 && model.joints[1].nv() == 6 &&
-                   model.frames[s.imu_frame].parentJoint == 1;
-    if (s.accelerometer) requireOnFloatingBase(model, s.imu_frame, "IMU frame (accelerometer)");
-  }
-  if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
+  imu_on_base_ = validateImuAndMocap(model, s);
 
   require(measurement_.joint_q.size() == nj, "measured joint positions", std::to_string(nj),
           std::to_string(measurement_.joint_q.size()));
