@@ -21,30 +21,13 @@
 #include "heft/model/robots.hpp"
 #include "heft/sim/controller.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/perturbed_prior.hpp"
 
 namespace heft {
 namespace {
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// The perturbed prior of studies/noise-sweep (seed 11): the start of the least squares and the
-// value of the directions no data sees.
-model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
-      shift(-0.01, 0.01);
-  for (auto& b : set.bodies) {
-    const double m = inertia::mass(b.prior_mean);
-    const Eigen::Vector3d c = inertia::centerOfMass(b.prior_mean);
-    const Eigen::Matrix3d Ic = inertia::rotationalInertiaAtCom(b.prior_mean);
-    const Eigen::Vector3d dc(shift(rng), shift(rng), shift(rng));
-    const double sm = mass_scale(rng), si = inertia_scale(rng);
-    b.prior_mean = inertia::piFromMassComInertia(sm * m, c + dc, si * Ic);
-    b.prior_covariance = model::defaultBodyCovariance(b.prior_mean);
-  }
-  return set;
 }
 
 io::Log simulate(const sim::Scenario& scenario, const std::string& noise, std::uint64_t seed) {
@@ -136,7 +119,7 @@ TEST(Studies, Excitation) {
   seeded.duration = config.design.duration;
 
   const model::RobotModel panda = model::loadRobot("panda");
-  const model::IdentifiedSet set = perturbedPrior(model::IdentifiedSet::build(panda, {}), 11);
+  const model::IdentifiedSet set = test::perturbedPrior(model::IdentifiedSet::build(panda, {}), 11);
   // one base map K for both trajectories: the noise-free seeded log's torque system
   const io::Log clean = simulate(seeded, "none", 1);
   const identify::LinearSystem clean_system = torqueSystem(panda, clean, set, true);

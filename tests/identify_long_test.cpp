@@ -22,6 +22,7 @@
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/perturbed_prior.hpp"
 
 namespace heft::identify {
 namespace {
@@ -59,24 +60,6 @@ std::vector<std::string> pandaArmJoints() {
   std::vector<std::string> j;
   for (int i = 1; i <= 7; ++i) j.push_back("panda_joint" + std::to_string(i));
   return j;
-}
-
-// The perturbed prior of tests/identify_test.cpp (same distributions, same seed 11): mass x
-// U(0.9, 1.1), COM +-1 cm per axis, inertia about the COM x U(0.8, 1.2).
-model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
-      shift(-0.01, 0.01);
-  for (auto& b : set.bodies) {
-    const double m = inertia::mass(b.prior_mean);
-    const Eigen::Vector3d c = inertia::centerOfMass(b.prior_mean);
-    const Eigen::Matrix3d Ic = inertia::rotationalInertiaAtCom(b.prior_mean);
-    const Eigen::Vector3d dc(shift(rng), shift(rng), shift(rng));
-    const double sm = mass_scale(rng), si = inertia_scale(rng);
-    b.prior_mean = inertia::piFromMassComInertia(sm * m, c + dc, si * Ic);
-    b.prior_covariance = model::defaultBodyCovariance(b.prior_mean);
-  }
-  return set;
 }
 
 void writeFile(const std::string& relative, const std::string& text) {
@@ -127,7 +110,7 @@ TEST(Studies, NoiseSweep) {
   model::IdentifiedSetOptions so;
   so.identify_friction = true;
   so.friction_joints = pandaArmJoints();
-  const model::IdentifiedSet set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  const model::IdentifiedSet set = test::perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
   ProblemOptions po;
   po.identify_armature = true;
   po.min_speed = min_speed;

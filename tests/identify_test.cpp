@@ -20,6 +20,7 @@
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/finite_difference.hpp"
+#include "support/perturbed_prior.hpp"
 
 namespace heft::identify {
 namespace {
@@ -65,27 +66,6 @@ std::vector<std::string> pandaArmJoints() {
   std::vector<std::string> j;
   for (int i = 1; i <= 7; ++i) j.push_back("panda_joint" + std::to_string(i));
   return j;
-}
-
-// A wrong nominal model (the prior the estimators start from), within about two prior standard
-// deviations: every body's mass scaled by U(0.9, 1.1), its COM shifted by up to 1 cm per axis,
-// its inertia about the COM scaled by U(0.8, 1.2); still physically consistent. The sim scenarios
-// "panda" and "panda-friction" use the nominal inertias, so without this the estimators would start
-// at the truth.
-model::IdentifiedSet perturbedPrior(model::IdentifiedSet set, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> mass_scale(0.9, 1.1), inertia_scale(0.8, 1.2),
-      shift(-0.01, 0.01);
-  for (auto& b : set.bodies) {
-    const double m = inertia::mass(b.prior_mean);
-    const Eigen::Vector3d c = inertia::centerOfMass(b.prior_mean);
-    const Eigen::Matrix3d Ic = inertia::rotationalInertiaAtCom(b.prior_mean);
-    const Eigen::Vector3d dc(shift(rng), shift(rng), shift(rng));
-    const double sm = mass_scale(rng), si = inertia_scale(rng);
-    b.prior_mean = inertia::piFromMassComInertia(sm * m, c + dc, si * Ic);
-    b.prior_covariance = model::defaultBodyCovariance(b.prior_mean);
-  }
-  return set;
 }
 
 // ---- data preparation ---------------------------------------------------------------------------
@@ -156,7 +136,7 @@ PandaSetup pandaSetup(const std::string& scenario, const std::string& noise, boo
   model::IdentifiedSetOptions so;
   so.identify_friction = friction;
   if (friction) so.friction_joints = pandaArmJoints();
-  s.set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  s.set = test::perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
   s.problem.identify_armature = friction;
   s.problem.min_speed = min_speed;
   s.samples = prepareSamples(panda, simLog(scenario, noise), prep);
@@ -611,7 +591,7 @@ TEST(Identify, IdentifyRunsEveryMethodEndToEnd) {
   model::IdentifiedSetOptions so;
   so.identify_friction = true;
   so.friction_joints = pandaArmJoints();
-  const auto set = perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
+  const auto set = test::perturbedPrior(model::IdentifiedSet::build(panda, so), 11);
   for (auto method :
        {Method::LeastSquares, Method::WeightedLeastSquares, Method::Energy, Method::Map}) {
     IdentifyOptions o;
