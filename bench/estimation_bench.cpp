@@ -20,6 +20,12 @@
 //    iterations instead of charged to the first. Counters: the solver's time split per iteration
 //    and kB_per_knot, the heap the solver took when it was constructed (buffers and stage datas).
 //
+// Contact-implicit (prefix go2_implicit/): the same log simulated for 11.1 s, PRIME's smoothed
+// contact dynamics instead of rigid contacts (no flags), derivatives_N and mean_iteration_N at 1000
+// and 2000 knots of 1 ms (ratios: _2000 over _1000, target at most 2.1; _1000 over the rigid
+// problem's go2/ benchmark of the same name: the price of the smoothed step), and
+// solve_1000_at_10ms: a whole solve of 1000 knots of 10 ms (10 s, PRIME's horizon; target 20 s).
+//
 // And the reference ratio: heft's time to convergence over Crocoddyl's augmented-state
 // FDDP on the same problem (target at most 0.5), on two MuJoCo problems of
 // tests/reference_test.cpp: the double pendulum with a payload (link 2 identified, encoders, 1 kHz
@@ -57,6 +63,7 @@
 #include <malloc.h>
 
 #include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/reference_export.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -90,8 +97,35 @@ const heft::estimation::LogProblem& problem(int knots) {
   return it->second;
 }
 
-void derivatives(benchmark::State& state, int knots) {
-  const auto& lp = problem(knots);
+// Contact-implicit (smoothed contact dynamics, no contact flags; the feet's spheres of 0.022 m):
+// the same go2 log simulated for 11.1 s, knots of 1 ms or 10 ms (stride 10) from t = 1 s.
+const heft::estimation::LogProblem& implicitProblem(int knots, int stride) {
+  static std::map<std::pair<int, int>, heft::estimation::LogProblem> cache;
+  auto it = cache.find({knots, stride});
+  if (it == cache.end()) {
+    static const heft::io::Log long_log = [] {
+      heft::sim::SimulationOptions options;
+      options.duration = 11.1;
+      return heft::sim::simulate(heft::sim::findScenario("go2-payload-3kg"), options).log;
+    }();
+    static const heft::model::RobotModel robot = heft::model::loadRobot("go2");
+    heft::estimation::LogProblemOptions options;
+    options.identified_bodies = {robot.body(1).name};
+    options.first_sample = 1000;
+    options.knots = knots;
+    options.stride = stride;
+    options.contact_source = heft::estimation::ContactSource::Implicit;
+    options.implicit.ground_height = 0.022;
+    it = cache
+             .emplace(std::make_pair(knots, stride),
+                      heft::estimation::buildLogProblem(robot, long_log, options))
+             .first;
+  }
+  return it->second;
+}
+
+void derivativesOf(benchmark::State& state, const heft::estimation::LogProblem& lp) {
+  const int knots = lp.problem->horizon();
   const heft::estimation::Problem& p = *lp.problem;
   // The solver's data layout: per-stage outputs, the dynamics' scratch shared per contact set.
   heft::estimation::StageWorkspace workspace;
@@ -104,7 +138,18 @@ void derivatives(benchmark::State& state, int knots) {
     }
     benchmark::DoNotOptimize(datas.back()->F_x.data());
   }
+  // contact-implicit: Newton steps per smoothed contact step, over the horizon (untimed pass; the
+  // datas share the step's scratch, so each is read right after its calc)
+  long newton = 0, steps = 0;
+  for (int k = 0; k < knots; ++k) {
+    p.running(k).calc(*datas[k], lp.xs[k], lp.ws[k], lp.theta);
+    const auto& d = static_cast<const heft::estimation::MultibodyStageData&>(*datas[k]);
+    if (d.smoothed) newton += d.smoothed->summary.iterations, ++steps;
+  }
+  if (steps > 0) state.counters["newton_steps"] = static_cast<double>(newton) / steps;
 }
+
+void derivatives(benchmark::State& state, int knots) { derivativesOf(state, problem(knots)); }
 
 void direction(benchmark::State& state, int knots) {
   const auto& lp = problem(knots);
@@ -141,8 +186,8 @@ double heapInUseKilobytes() {
 // The mean time of an iteration in a real solve: solve() for at most 10 iterations from the same
 // guess, manual time = its wall time over the iterations it took (every line-search trial
 // included, solve()'s one initial evaluation spread over them).
-void meanIteration(benchmark::State& state, int knots) {
-  const auto& lp = problem(knots);
+void meanIterationOf(benchmark::State& state, const heft::estimation::LogProblem& lp) {
+  const int knots = lp.problem->horizon();
   heft::estimation::RiccatiOptions options;
   options.max_iterations = 10;
   options.posterior_covariance = false;
@@ -169,6 +214,25 @@ void meanIteration(benchmark::State& state, int knots) {
   state.counters["deriv_ms"] = summary.derivative_seconds * per_iteration_ms;
   state.counters["backward_ms"] = summary.backward_seconds * per_iteration_ms;
   state.counters["forward_ms"] = summary.forward_seconds * per_iteration_ms;
+}
+
+void meanIteration(benchmark::State& state, int knots) { meanIterationOf(state, problem(knots)); }
+
+// A whole contact-implicit solve (default options, the covariance pass included: what heft estimate
+// runs), manual time = solve() alone; counters: iterations, converged.
+void implicitSolve(benchmark::State& state, int knots, int stride) {
+  const auto& lp = implicitProblem(knots, stride);
+  heft::estimation::RiccatiSolver solver(lp.problem);
+  for (auto _ : state) {
+    solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+    const auto t0 = std::chrono::steady_clock::now();
+    solver.solve();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  state.counters["iterations"] = solver.summary().iterations;
+  state.counters["converged"] =
+      solver.summary().status == heft::estimation::RiccatiSummary::Status::Converged;
 }
 
 // Simulates and builds the go2 problems before the first go2 benchmark runs (outside timing).
@@ -409,6 +473,23 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
+  // Contact-implicit go2: derivatives and mean iteration at 1000 and 2000 knots of 1 ms, and a
+  // whole solve of 1000 knots of 10 ms (10 s of log, PRIME's horizon and step).
+  for (int knots : {1000, 2000}) {
+    const std::string n = std::to_string(knots);
+    benchmark::RegisterBenchmark(
+        ("go2_implicit/derivatives_" + n).c_str(),
+        [knots](benchmark::State& s) { derivativesOf(s, implicitProblem(knots, 1)); })
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("go2_implicit/mean_iteration_" + n).c_str(),
+        [knots](benchmark::State& s) { meanIterationOf(s, implicitProblem(knots, 1)); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark("go2_implicit/solve_1000_at_10ms", implicitSolve, 1000, 10)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   // The reference comparisons: the pendulum at 1000 and 2000 knots, go2 trotting at 300.
   for (const auto& [c, knots] : {std::make_pair(&kPendulum, 1000), std::make_pair(&kPendulum, 2000),
                                  std::make_pair(&kTrot, 300)}) {
@@ -426,7 +507,8 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond);
   }
   PendulumReporter reporter(
-      "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; pendulum, "
+      "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; "
+      "go2_implicit: _2000 over _1000, _1000 over go2 (rigid contacts); pendulum, "
       "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
       [](const std::string& name) {
         if (name == "go2/direction_1000" || name == "go2/iteration_1000" ||
@@ -435,6 +517,13 @@ int main(int argc, char** argv) {
         for (const char* what : {"derivatives", "direction", "iteration", "mean_iteration"})
           if (name == std::string("go2/") + what + "_2000")
             return std::string("go2/") + what + "_1000";
+        // contact-implicit: 2000 over 1000 knots, and 1000 over the rigid-contact problem's
+        for (const char* what : {"derivatives", "mean_iteration"}) {
+          if (name == std::string("go2_implicit/") + what + "_2000")
+            return std::string("go2_implicit/") + what + "_1000";
+          if (name == std::string("go2_implicit/") + what + "_1000")
+            return std::string("go2/") + what + "_1000";
+        }
         for (const std::string prefix : {"pendulum/", "go2_trot/"})
           if (name.rfind(prefix + "heft_solve_", 0) == 0)
             return prefix + "crocoddyl_fddp_" + name.substr(prefix.size() + 11);

@@ -14,6 +14,7 @@
 #include <random>
 
 #include <Eigen/Dense>
+#include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 
 #include "heft/common/error.hpp"
@@ -86,7 +87,7 @@ RobotProblem makeRandomProblem(
     std::mt19937& rng, bool with_contacts = false, bool with_impulse = false,
     inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky,
     const estimation::ActuatorTermsOptions* actuator_options = nullptr, bool accelerometer = true,
-    pinocchio::JointIndex imu_joint = 1) {
+    pinocchio::JointIndex imu_joint = 1, bool implicit_contacts = false) {
   RobotProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -136,6 +137,12 @@ RobotProblem makeRandomProblem(
       impulse =
           std::make_shared<dynamics::ImpulseDynamicsModel>(*p.model, feet, S, parametrization);
   }
+  std::shared_ptr<const dynamics::SmoothedContactModel> smoothed;  // contact-implicit: every foot
+  if (implicit_contacts) {
+    std::vector<model::ContactPoint> feet;
+    for (const auto& frame : loaded.contactFrames()) feet.push_back({frame, frame, {0, 0, 0}});
+    smoothed = std::make_shared<dynamics::SmoothedContactModel>(*p.model, feet, S, parametrization);
+  }
   const int nv = p.model->nv, nj = static_cast<int>(p.joints.size());
   std::normal_distribution<double> n(0, 1);
   MultibodyNoise noise;
@@ -157,9 +164,9 @@ RobotProblem makeRandomProblem(
       z.mocap_position = Eigen::Vector3d(n(rng), n(rng), n(rng)) * 0.1;
       z.mocap_orientation = randomRotation(rng, 0.3);
     }
-    auto stage = std::make_shared<MultibodyStageModel>(p.dynamics, contact, p.state, sensors, noise,
-                                                       z, dt, k == horizon,
-                                                       k == horizon ? nullptr : impulse, actuators);
+    auto stage = std::make_shared<MultibodyStageModel>(
+        p.dynamics, contact, p.state, sensors, noise, z, dt, k == horizon,
+        k == horizon ? nullptr : impulse, actuators, smoothed);
     running.push_back(stage);
   }
   auto terminal = running.back();
@@ -424,6 +431,125 @@ TEST(StageModelNumDiff, MatchesTheAnalyticalDerivativesOfEveryStage) {
     expectNear(analytic->F_x, numeric->F_x, "F_x");
     expectNear(analytic->F_w, numeric->F_w, "F_w");
     expectNear(analytic->F_theta, numeric->F_theta, "F_theta");
+  }
+}
+
+// go2 with contact-implicit (smoothed) dynamics: the lowest foot 1 mm above the floor, so that the
+// step's barrier forces matter; with and without actuator terms (friction, offsets; no armature
+// there), with the accelerometer.
+std::vector<StageCase> contactImplicitCases() {
+  std::vector<StageCase> cases;
+  estimation::ActuatorTermsOptions legs;
+  legs.friction_joints = {"FL_hip_joint", "FR_thigh_joint", "RL_calf_joint"};
+  legs.torque_offset_joints = {"RL_calf_joint", "FL_thigh_joint"};
+  legs.coulomb_rate = 3;
+  for (const bool terms : {false, true}) {
+    std::mt19937 rng(11);
+    const RobotProblem p = makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, false, false,
+                                             inertia::Parametrization::ExponentialEigenvalue,
+                                             terms ? &legs : nullptr, true, 1, true);
+    std::normal_distribution<double> n(0, 1);
+    VectorXd x = randomState(*p.state, rng, 0.2);
+    x.tail(p.model->nv) *= 0.5;
+    {  // base height: the lowest foot 1 mm above the floor z = 0
+      pinocchio::Data data(*p.model);
+      pinocchio::framesForwardKinematics(*p.model, data, x.head(p.model->nq));
+      double lowest = HUGE_VAL;
+      for (const char* foot : {"FL_foot", "FR_foot", "RL_foot", "RR_foot"})
+        lowest = std::min(lowest, data.oMf[p.model->getFrameId(foot)].translation().z());
+      x(2) += 1e-3 - lowest;
+    }
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    const VectorXd theta = randomTheta(p, rng, 0.05);
+    const std::string name =
+        std::string("go2 contact-implicit") + (terms ? ", actuator terms" : "");
+    const StageModel& stage = p.problem->running(0);
+    cases.push_back(
+        {name, std::shared_ptr<const StageModel>(p.problem, &stage), p.state, x, w, theta});
+  }
+  return cases;
+}
+
+// The contact-implicit stage's Jacobians against central differences on the manifold, with the
+// tolerance model of smoothed_contact_test.cpp. The suite's a-priori bound on |g'''| does not hold
+// here: the barrier's length scale is a loaded foot's gap, 2 / (kappa f) ~ 1e-4 m, so the stiff
+// q-directions have third derivatives orders above it (the suite's bound failed on the base's y
+// and z columns by 300x with relative differences of 2e-5). h = 1e-5, |g'''| from the 4-point
+// stencil at H = 1e-4 (safety 2), the rounding measured at t = 1e-9 (safety 4). Every block, for
+// x, w and theta; the point carries a contact force.
+TEST(MultibodyStage, ContactImplicitJacobiansMatchCentralDifferences) {
+  test::FiniteDifferenceOptions options;
+  options.step = 1e-5;
+  options.noise_step = 1e-9;
+  options.third_step = 1e-4;
+  for (const StageCase& c : contactImplicitCases()) {
+    SCOPED_TRACE(c.name);
+    const auto& stage = static_cast<const MultibodyStageModel&>(*c.stage);
+    auto data = stage.createData(), probe = stage.createData();
+    stage.calc(*data, c.x, c.w, c.theta);
+    stage.calcDiff(*data, c.x, c.w, c.theta);
+    const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
+    ASSERT_TRUE(d.smoothed->summary.converged()) << d.smoothed->summary.report();
+    EXPECT_GT(d.smoothed->force.maxCoeff(), 1.0);  // a foot pushes
+    const int ndx = c.state->ndx();
+    VectorXd xnext_diff(ndx);
+    // outputs: r, then xnext as its difference to the nominal xnext (tangent space there)
+    auto outputs = [&](const VectorXd& x, const VectorXd& w, const VectorXd& theta) {
+      stage.calc(*probe, x, w, theta);
+      c.state->difference(data->xnext, probe->xnext, xnext_diff);
+      VectorXd out(stage.nr() + ndx);
+      out << probe->r, xnext_diff;
+      return out;
+    };
+    auto expectBlocks = [&](const test::NumericalJacobian& n, const MatrixXd& R, const MatrixXd& F,
+                            const std::string& what) {
+      test::expectJacobianNear(R, n.rows(0, stage.nr()), c.name + ": R_" + what);
+      test::expectJacobianNear(F, n.rows(stage.nr(), ndx), c.name + ": F_" + what);
+    };
+    VectorXd moved(c.x.size());
+    expectBlocks(test::centralDifferences(
+                     [&](const VectorXd& dx) {
+                       c.state->integrate(c.x, dx, moved);
+                       return outputs(moved, c.w, c.theta);
+                     },
+                     ndx, options),
+                 d.R_x, d.F_x, "x");
+    expectBlocks(test::centralDifferences(
+                     [&](const VectorXd& dw) { return outputs(c.x, c.w + dw, c.theta); },
+                     stage.nw(), options),
+                 d.R_w, d.F_w, "w");
+    expectBlocks(test::centralDifferences(
+                     [&](const VectorXd& dt) { return outputs(c.x, c.w, c.theta + dt); },
+                     stage.np(), options),
+                 d.R_theta, d.F_theta, "theta");
+  }
+}
+
+// The contact-implicit stage's calc, calcDiff, gaussNewton and linearResidual allocate nothing
+// once its data exists (the smoothed step's own workspaces included), as the solver requires.
+TEST(MultibodyStage, ContactImplicitStageAllocatesNothing) {
+#if !defined(HEFT_CAN_COUNT_MALLOCS)
+  GTEST_SKIP() << "allocations cannot be counted on this platform";
+#endif
+  for (const StageCase& c : contactImplicitCases()) {
+    SCOPED_TRACE(c.name);
+    const StageModel& stage = *c.stage;
+    auto data = stage.createData();
+    const int ndx = stage.ndx(), nw = stage.nw(), np = stage.np();
+    MatrixXd xx(ndx, ndx), xw(ndx, nw), ww(nw, nw), xt(ndx, np), wt(nw, np), tt(np, np);
+    VectorXd gx(ndx), gw(nw), gt(np), e(stage.nr());
+    const VectorXd dx = VectorXd::Constant(ndx, 1e-3), dw = VectorXd::Constant(nw, 1e-3),
+                   dtheta = VectorXd::Constant(np, 1e-3);
+    estimation::GaussNewtonTerms terms{xx, xw, ww, xt, wt, tt, gx, gw, gt};
+    stage.calc(*data, c.x, c.w, c.theta);  // warm-up
+    stage.calcDiff(*data, c.x, c.w, c.theta);
+    const long count = test::countMallocs([&] {
+      stage.calc(*data, c.x, c.w, c.theta);
+      stage.calcDiff(*data, c.x, c.w, c.theta);
+      stage.gaussNewton(*data, terms);
+      stage.linearResidual(*data, dx, dw, dtheta, e);
+    });
+    EXPECT_EQ(count, 0);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "heft/io/urdf_writer.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/body_estimate.hpp"
+#include "heft/results/truth.hpp"
 #include "heft/results/urdf.hpp"
 #include "support/scratch.hpp"
 
@@ -188,6 +190,57 @@ TEST(BodyEstimate, NearTheBoundaryIsAWarningAndWithoutTheMarginIsNotConsistent) 
   appendNearBoundaryWarnings(bodies, warnings);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("body plate: near the boundary"), std::string::npos) << warnings[0];
+}
+
+}  // namespace
+}  // namespace heft::results
+
+namespace heft::results {
+namespace {
+
+// Reconstructed contact forces against a truth group: a point by its name, a flat foot (a frame)
+// against the sum of the truth's corners on it (the log's contacts group puts them there), each
+// step's force against the mean of the truth's samples in the step, the last knot (no step) not
+// scored; errors, relative error and contact-state agreement by hand.
+TEST(ContactForceErrors, PointsByNameFlatFeetAgainstTheSumOfTheirCornersOverEachStep) {
+  io::Log log;
+  io::TruthSeries truth;
+  truth.time = Eigen::Vector4d(0.0, 0.005, 0.01, 0.015);
+  truth.contact_names = {"foot", "sole_a", "sole_b"};
+  truth.contact_forces.resize(4, 9);
+  truth.contact_forces << 0, 0, 10, 1, 0, 20, -1, 0, 30,  //
+      0, 0, 12, 1, 0, 20, -1, 0, 30,                      //
+      0, 0, 12, 0, 0, 25, 0, 0, 25,                       //
+      0, 0, 12, 0, 0, 25, 0, 0, 25;
+  log.truth = truth;
+  io::ContactSeries contacts;
+  contacts.time = truth.time;
+  contacts.names = {"foot", "sole_a", "sole_b"};
+  contacts.flags = io::FlagMatrix::Zero(4, 3);
+  contacts.frames = {"foot", "sole", "sole"};
+  contacts.offsets = Eigen::MatrixXd::Zero(3, 3);
+  log.contacts = contacts;
+  // steps of 10 ms: the truth's means over them are foot (0, 0, 11), (0, 0, 12) and sole
+  // (0, 0, 50), (0, 0, 50); the knot at 0.02 s has no step
+  const Eigen::Vector3d time(0.0, 0.01, 0.02);
+  Eigen::MatrixXd force(3, 6);
+  force << 0, 0, 11, 0, 0, 50,  //
+      0, 0, 13, 0, 3, 46,       //
+      9, 9, 9, 9, 9, 9;
+  const auto e = contactForceErrors(log, time, {"foot", "sole"}, force, 1.0);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->knots, 2);
+  EXPECT_EQ(e->points, 2);
+  // differences: foot (0,0,0), (0,0,1); sole (0,0,0), (0,3,-4): squared 1 + 25 over 4 pairs
+  EXPECT_NEAR(e->rmse, std::sqrt(26.0 / 4), 1e-12);
+  const double reference = 121 + 2500 + 144 + 2500;
+  EXPECT_NEAR(e->relative, std::sqrt(26.0 / reference), 1e-12);
+  EXPECT_EQ(e->state_agreement, 1.0);
+  EXPECT_FALSE(contactForceErrors(log, time, {"hand"}, force.leftCols(3), 1.0).has_value());
+  log.truth->contact_forces.setZero();  // the truth pushes nowhere while the estimate does
+  const auto idle = contactForceErrors(log, time, {"foot"}, force.leftCols(3), 1.0);
+  ASSERT_TRUE(idle.has_value());
+  EXPECT_EQ(idle->state_agreement, 0.0);
 }
 
 }  // namespace

@@ -62,14 +62,18 @@ std::string toString(ContactSource source) {
       return "flags";
     case ContactSource::Kinematic:
       return "kinematic";
+    case ContactSource::Implicit:
+      return "implicit";
   }
   return "?";
 }
 
 ContactSource parseContactSource(const std::string& name) {
-  for (ContactSource s : {ContactSource::Auto, ContactSource::Flags, ContactSource::Kinematic})
+  for (ContactSource s : {ContactSource::Auto, ContactSource::Flags, ContactSource::Kinematic,
+                          ContactSource::Implicit})
     if (toString(s) == name) return s;
-  throw InputError("contact source: expected auto, flags or kinematic, got \"" + name + "\"");
+  throw InputError("contact source: expected auto, flags, kinematic or implicit, got \"" + name +
+                   "\"");
 }
 
 void LogProblemOptions::validate() const {
@@ -84,6 +88,7 @@ void LogProblemOptions::validate() const {
   requirePositive(contact_configuration_rate_std, "contact_configuration_rate_std", " [rad/s]");
   requireNonNegative(contact_damping, "contact_damping", " [1/s]");
   contact_detection.validate();
+  if (std::string why; !implicit.validate(&why)) throw InputError("implicit contacts: " + why);
   requireNonNegative(transition_window, "transition_window", " [s]");
   requirePositive(transition_noise_scale, "transition_noise_scale");
   requirePositive(encoder_std, "encoder_std", " [rad]");
@@ -163,6 +168,7 @@ class LogProblemBuilder {
   Eigen::VectorXd baseConfiguration(double t) const;
   bool imuOnBase() const { return floating_ && pin_.frames[sensors_->imu_frame].parentJoint == 1; }
   void contactFlags();
+  void implicitContacts();
   std::vector<bool> transitionKnots() const;
   MultibodyMeasurement measurementAt(int k) const;
   std::shared_ptr<const dynamics::ContactDynamicsModel> contactAt(int k);
@@ -358,12 +364,18 @@ void LogProblemBuilder::contactFlags() {
   flags_at_.assign(N_ + 1, {});
   const io::Log& log = log_;
   const bool have_flags = log.contacts.has_value() && log.contacts->time.size() > 0;
+  require(floating_ || options_.contact_source != ContactSource::Implicit,
+          "contacts source implicit",
+          "a robot with a floating base (the smoothed contact step lifts the whole robot)",
+          "a fixed base");
   if (floating_) {
     const ContactSource source =
         options_.contact_source == ContactSource::Auto
             ? (have_flags ? ContactSource::Flags : ContactSource::Kinematic)
             : options_.contact_source;
-    if (source == ContactSource::Flags) {
+    if (source == ContactSource::Implicit) {
+      implicitContacts();
+    } else if (source == ContactSource::Flags) {
       require(have_flags, "log contacts group", "contact flags (contact_source flags)", "none");
       const io::ContactSeries& c = *log.contacts;
       const std::vector<model::ContactFrame> groups =
@@ -413,6 +425,28 @@ void LogProblemBuilder::contactFlags() {
   for (int k = 0; k <= N_ && floating_; ++k)
     for (std::size_t j = 0; j < contact_names.size(); ++j)
       if (flags_at_[k][j]) frames_at_[k].push_back(contact_names[j]);
+}
+
+// Contact-implicit: no flags; the contact points are the log's named points (its contacts group's
+// names, resolved through the config's and the log's point definitions, as for flags) when it
+// has them, else the config's points, else the robot's contact frames.
+void LogProblemBuilder::implicitContacts() {
+  std::vector<std::string> names;
+  std::vector<model::ContactPoint> defined = options_.contact_points;
+  if (log_.contacts.has_value() && !log_.contacts->names.empty()) {
+    names = log_.contacts->names;
+    defined = model::configOverLogPoints(options_.contact_points, log_.contacts->definedPoints());
+  } else if (!options_.contact_points.empty()) {
+    for (const auto& p : options_.contact_points) names.push_back(p.name);
+  } else {
+    names = robot_.contactFrames();
+  }
+  require(!names.empty(), "robot " + robot_.displayName(),
+          "contact points for contacts implicit (the log's, the config's or the robot's)", "none");
+  const std::vector<model::ContactPoint> points =
+      model::resolveContactPoints(pin_, names, defined, "contact points");
+  p_.smoothed = std::make_shared<dynamics::SmoothedContactModel>(
+      *p_.model, points, p_.identified, options_.parametrization, options_.implicit);
 }
 
 std::vector<dynamics::ContactSpec> LogProblemBuilder::specsOf(
@@ -558,6 +592,8 @@ void LogProblemBuilder::createStages() {
   std::vector<std::shared_ptr<const StageModel>> running;
   running.reserve(N_);
   const dynamics::ContactDynamicsModel* previous = nullptr;
+  // contact-implicit: any knot may be in contact, so every knot gets the contact knots' slack
+  if (p_.smoothed) noise = contact_noise;
   for (int k = 0; k <= N_; ++k) {
     const int s = p_.samples[k];
     MultibodyMeasurement z = measurementAt(k);
@@ -581,7 +617,7 @@ void LogProblemBuilder::createStages() {
         p_.dynamics, contact, p_.state, sensors_,
         contact ? (transition[k] ? contact_transition_noise : contact_noise)
                 : (transition[k] ? transition_noise : noise),
-        std::move(z), p_.dt, terminal, impulse, p_.actuators);
+        std::move(z), p_.dt, terminal, impulse, p_.actuators, p_.smoothed);
     if (transition[k] && !terminal) ++p_.transition_knots;
     if (terminal)
       p_.problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());

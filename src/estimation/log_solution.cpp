@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/spatial.hpp>
+
+#include "heft/common/error.hpp"
 
 #include "heft/io/signal.hpp"
 
@@ -77,6 +80,130 @@ io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, cons
     }
   }
   return out;
+}
+
+ContactForces reconstructContactForces(const LogProblem& lp, const std::vector<Eigen::VectorXd>& xs,
+                                       const std::vector<Eigen::VectorXd>& ws,
+                                       const Eigen::VectorXd& theta) {
+  const int N = static_cast<int>(lp.time.size()) - 1;
+  ContactForces out;
+  // the points: the smoothed model's, else every point contact any stage's contact set holds
+  if (lp.smoothed) {
+    for (const auto& p : lp.smoothed->points()) {
+      out.names.push_back(p.name);
+      out.frames.push_back(p.frame);
+      out.offsets.push_back(p.offset);
+    }
+  } else {
+    for (int k = 0; k < N; ++k) {
+      const auto& stage = dynamic_cast<const MultibodyStageModel&>(lp.problem->running(k));
+      if (!stage.contact()) continue;
+      for (const auto& spec : stage.contact()->contacts())
+        if (std::find(out.names.begin(), out.names.end(), spec.frame) == out.names.end()) {
+          out.names.push_back(spec.frame);
+          out.frames.push_back(spec.frame);
+          out.offsets.push_back(Eigen::Vector3d::Zero());
+        }
+    }
+  }
+  const int P = static_cast<int>(out.names.size());
+  out.force.setZero(N + 1, 3 * P);
+  out.moment.setZero(N + 1, 3 * P);
+  // each stage's own calc at the solution: the forces its dynamics applied over the step
+  StageWorkspace workspace;
+  for (int k = 0; k < N; ++k) {
+    const auto& stage = dynamic_cast<const MultibodyStageModel&>(lp.problem->running(k));
+    const auto data = stage.createDataSharing(workspace);
+    stage.calc(*data, xs[k], ws[k], theta);
+    const auto& d = static_cast<const MultibodyStageData&>(*data);
+    if (d.smoothed) {
+      if (!d.smoothed->summary.converged()) ++out.unconverged;
+      out.force.row(k) = d.smoothed->force.transpose();
+      continue;
+    }
+    if (!stage.contact()) continue;
+    int row = 0;  // lambda: the contacts' rows in order, world axes (LOCAL_WORLD_ALIGNED)
+    for (const auto& spec : stage.contact()->contacts()) {
+      const auto i = std::find(out.names.begin(), out.names.end(), spec.frame) - out.names.begin();
+      out.force.row(k).segment<3>(3 * i) = d.contact->lambda.segment<3>(row).transpose();
+      if (spec.dimension() == 6)
+        out.moment.row(k).segment<3>(3 * i) = d.contact->lambda.segment<3>(row + 3).transpose();
+      row += spec.dimension();
+    }
+  }
+  if (N > 0) {
+    out.force.row(N) = out.force.row(N - 1);
+    out.moment.row(N) = out.moment.row(N - 1);
+  }
+  return out;
+}
+
+ContactForces forcesPerFrame(const LogProblem& lp, const std::vector<Eigen::VectorXd>& xs,
+                             const ContactForces& forces) {
+  const pinocchio::Model& pin = *lp.model;
+  ContactForces out;
+  out.unconverged = forces.unconverged;
+  std::vector<int> frame_of;  // each point's index in out
+  for (const std::string& frame : forces.frames) {
+    auto it = std::find(out.frames.begin(), out.frames.end(), frame);
+    if (it == out.frames.end()) {
+      out.names.push_back(frame);
+      out.frames.push_back(frame);
+      out.offsets.push_back(Eigen::Vector3d::Zero());
+      it = out.frames.end() - 1;
+    }
+    frame_of.push_back(static_cast<int>(it - out.frames.begin()));
+  }
+  const int K = static_cast<int>(forces.force.rows()), F = static_cast<int>(out.frames.size());
+  out.force.setZero(K, 3 * F);
+  out.moment.setZero(K, 3 * F);
+  pinocchio::Data data(pin);
+  for (int k = 0; k < K; ++k) {
+    pinocchio::framesForwardKinematics(pin, data, xs[k].head(pin.nq));
+    for (std::size_t i = 0; i < frame_of.size(); ++i) {
+      const pinocchio::SE3& oMf = data.oMf[pin.getFrameId(forces.frames[i])];
+      const Eigen::Vector3d f = forces.force.row(k).segment<3>(3 * i).transpose();
+      const Eigen::Vector3d r = oMf.rotation() * forces.offsets[i];  // point from the origin
+      const int j = frame_of[i];
+      out.force.row(k).segment<3>(3 * j) += f.transpose();
+      out.moment.row(k).segment<3>(3 * j) +=
+          (forces.moment.row(k).segment<3>(3 * i).transpose() + r.cross(f)).transpose();
+    }
+  }
+  return out;
+}
+
+void addContactForces(io::Log& log, const LogProblem& lp, const std::vector<Eigen::VectorXd>& xs,
+                      const ContactForces& forces, double threshold) {
+  const pinocchio::Model& pin = *lp.model;
+  const int K = static_cast<int>(forces.force.rows()), P = static_cast<int>(forces.names.size());
+  io::ForceTorqueSeries ft;
+  ft.time = lp.time;
+  ft.names = forces.names;
+  ft.frames = forces.frames;
+  ft.wrench.setZero(K, 6 * P);
+  io::ContactSeries contacts;
+  contacts.time = lp.time;
+  contacts.names = forces.names;
+  contacts.frames = forces.frames;
+  contacts.offsets.resize(P, 3);
+  for (int i = 0; i < P; ++i) contacts.offsets.row(i) = forces.offsets[i].transpose();
+  contacts.flags = io::FlagMatrix::Zero(K, P);
+  pinocchio::Data data(pin);
+  for (int k = 0; k < K; ++k) {
+    pinocchio::framesForwardKinematics(pin, data, xs[k].head(pin.nq));
+    for (int i = 0; i < P; ++i) {
+      const Eigen::Vector3d f_world = forces.force.row(k).segment<3>(3 * i).transpose();
+      const Eigen::Matrix3d R = data.oMf[pin.getFrameId(forces.frames[i])].rotation();
+      const Eigen::Vector3d f = R.transpose() * f_world;
+      const Eigen::Vector3d m = R.transpose() * forces.moment.row(k).segment<3>(3 * i).transpose();
+      ft.wrench.row(k).segment<3>(6 * i) = f.transpose();
+      ft.wrench.row(k).segment<3>(6 * i + 3) = (m + forces.offsets[i].cross(f)).transpose();
+      contacts.flags(k, i) = f_world.z() > threshold;
+    }
+  }
+  log.force_torque = ft;
+  if (lp.smoothed) log.contacts = contacts;  // else the stages' contact sets stay the flags
 }
 
 std::optional<results::TrajectoryErrors> trajectoryErrors(const model::RobotModel& robot,

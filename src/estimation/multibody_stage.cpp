@@ -76,7 +76,8 @@ MultibodyStageModel::MultibodyStageModel(
     std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
     const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt, bool terminal,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse,
-    std::shared_ptr<const ActuatorTermsModel> actuators)
+    std::shared_ptr<const ActuatorTermsModel> actuators,
+    std::shared_ptr<const dynamics::SmoothedContactModel> smoothed)
     : StageModel(
           state ? state->nx() : 1, state ? state->ndx() : 1,
           terminal ? 0 : (state ? state->ndx() : 1),
@@ -89,6 +90,7 @@ MultibodyStageModel::MultibodyStageModel(
       state_(std::move(state)),
       sensors_(std::move(sensors)),
       actuators_(std::move(actuators)),
+      smoothed_(std::move(smoothed)),
       measurement_(std::move(measurement)),
       dt_(dt) {
   require(dynamics_ != nullptr && state_ != nullptr && sensors_ != nullptr, "multibody stage",
@@ -102,20 +104,7 @@ MultibodyStageModel::MultibodyStageModel(
   require(state_->nq() == model.nq && state_->nv() == model.nv, "multibody stage state",
           "the dynamics model's nq, nv",
           std::to_string(state_->nq()) + ", " + std::to_string(state_->nv()));
-  if (contact_) {
-    require(contact_->nv() == model.nv && contact_->numParameters() == dynamics_->numParameters() &&
-                contact_->parametrization() == dynamics_->parametrization(),
-            "multibody stage contact model", "the dynamics' robot, S and parametrization",
-            "a different one");
-  }
-  if (impulse_) {
-    require(contact_ != nullptr && !terminal, "multibody stage impulse",
-            "a running stage with a contact set (a touchdown)", "none");
-    require(impulse_->nv() == model.nv && impulse_->numParameters() == dynamics_->numParameters() &&
-                impulse_->parametrization() == dynamics_->parametrization(),
-            "multibody stage impulse model", "the dynamics' robot, S and parametrization",
-            "a different one");
-  }
+  validateContactModels(terminal);
   noise.validate(ndx());
   const MultibodySensors& s = *sensors_;
   const int nj = static_cast<int>(s.encoders.size());
@@ -178,6 +167,30 @@ MultibodyStageModel::MultibodyStageModel(
   }
 }
 
+// The contact set, impulse or smoothed step beside the forward dynamics: the same robot, S and
+// parametrization; an impulse only on a running stage with a contact set; the smoothed step alone.
+void MultibodyStageModel::validateContactModels(bool terminal) const {
+  auto requireSameDynamics = [this](const auto& other, const std::string& what) {
+    require(other.nv() == dynamics_->nv() && other.numParameters() == dynamics_->numParameters() &&
+                other.parametrization() == dynamics_->parametrization(),
+            what, "the dynamics' robot, S and parametrization", "a different one");
+  };
+  if (contact_) requireSameDynamics(*contact_, "multibody stage contact model");
+  if (impulse_) {
+    require(contact_ != nullptr && !terminal, "multibody stage impulse",
+            "a running stage with a contact set (a touchdown)", "none");
+    requireSameDynamics(*impulse_, "multibody stage impulse model");
+  }
+  if (smoothed_) {
+    require(contact_ == nullptr && impulse_ == nullptr, "multibody stage smoothed contact",
+            "no rigid contact set or impulse beside it (contact-implicit)", "both");
+    requireSameDynamics(*smoothed_, "multibody stage smoothed contact model");
+    require(!actuators_ || actuators_->numArmature() == 0, "armature with contacts implicit",
+            "no armature terms (the smoothed contact step takes the model's armature as fixed)",
+            std::to_string(actuators_ ? actuators_->numArmature() : 0) + " armature joints");
+  }
+}
+
 MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWorkspace* workspace)
     : StageData(model.nx(), model.ndx(), model.nw(), model.nr(), model.np(), model.hasDynamics()) {
   const dynamics::ForwardDynamicsModel& dyn = *model.dynamics_;
@@ -190,11 +203,14 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   };
   if (model.contact_)
     make(*model.contact_, contact);
+  else if (model.smoothed_)
+    make(*model.smoothed_, smoothed);
   else
     make(dyn, free);
   if (model.impulse_) make(*model.impulse_, impulse);
   const int nv = dyn.nv(), nq = dyn.nq(), ndx = model.ndx(), np = model.np();
   tau.setZero(nv);
+  if (model.smoothed_) implicit_a.setZero(nv);
   v_start.setZero(nv);
   v_next.setZero(nv);
   q_next.setZero(nq);
@@ -330,10 +346,16 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
     d.tau = measurement_.tau + w.tail(nv);
     if (actuators_)
       actuators_->subtractFrom(theta.tail(actuators_->numParameters()), d.v_start, d.tau);
-    const Eigen::VectorXd& a =
-        contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, d.v_start, d.tau, theta_S)
-                 : dynamics::forwardDynamics(*dynamics_, *d.free, q, d.v_start, d.tau, theta_S);
-    d.v_next = d.v_start + dt_ * a;
+    if (smoothed_) {
+      d.v_next =
+          dynamics::smoothedContactStep(*smoothed_, *d.smoothed, q, d.v_start, d.tau, theta_S, dt_);
+      d.implicit_a = (d.v_next - d.v_start) / dt_;
+    } else {
+      const Eigen::VectorXd& a =
+          contact_ ? dynamics::contactDynamics(*contact_, *d.contact, q, d.v_start, d.tau, theta_S)
+                   : dynamics::forwardDynamics(*dynamics_, *d.free, q, d.v_start, d.tau, theta_S);
+      d.v_next = d.v_start + dt_ * a;
+    }
     d.dq = dt_ * d.v_next;
     pinocchio::integrate(model, q, d.dq, d.q_next);
     pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
@@ -343,7 +365,7 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
   sensorResiduals(d, x);
   if (accel_row_ >= 0) {
     if (hasDynamics())
-      accelerometerResidual(d, x, contact_ ? d.contact->a : d.free->a);
+      accelerometerResidual(d, x, smoothed_ ? d.implicit_a : (contact_ ? d.contact->a : d.free->a));
     else
       d.r.segment<3>(accel_row_).setZero();
   }
@@ -362,12 +384,16 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.R_w.setZero();
   d.R_w.topRows(ndx()).diagonal() = process_info_;
 
-  chainDynamicsDerivatives(d, x, theta);
-  const Eigen::MatrixXd& da_dtau = contact_ ? d.contact->da_dtau : d.free->da_dtau;
-  // v' = v_start + dt a
-  d.dv_dx = d.dvs_dx + dt_ * d.da_dx;
-  d.dv_dtheta = d.dvs_dtheta + dt_ * d.da_dtheta;
-  d.dv_dw = dt_ * da_dtau;
+  if (smoothed_) {
+    chainSmoothedDerivatives(d, x, theta);
+  } else {
+    chainDynamicsDerivatives(d, x, theta);
+    const Eigen::MatrixXd& da_dtau = contact_ ? d.contact->da_dtau : d.free->da_dtau;
+    // v' = v_start + dt a
+    d.dv_dx = d.dvs_dx + dt_ * d.da_dx;
+    d.dv_dtheta = d.dvs_dtheta + dt_ * d.da_dtheta;
+    d.dv_dw = dt_ * da_dtau;
+  }
   // q' = q ⊕ dt v'
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
@@ -400,6 +426,35 @@ void MultibodyStageModel::applyArmature(MultibodyStageData& d,
   actuators_->applyArmature(theta_act,
                             contact_ ? d.contact->inertias.model : d.free->inertias.model);
   if (impulse_) actuators_->applyArmature(theta_act, d.impulse->inertias.model);
+}
+
+// v' = V+(q, v, tau_eff(v); theta_S) (eq. 34's derivatives), tau_eff = tau + w_tau minus the
+// actuator terms at v; the accelerometer's a = (v' - v) / dt. Without armature the terms enter
+// through tau alone, so their columns and the friction's share of dv'/dv are a forward step's
+// with K = dv'/dtau (ActuatorTermsModel::accelerationDerivatives; its a is read by armature only).
+void MultibodyStageModel::chainSmoothedDerivatives(
+    MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const int nq = dynamics_->model().nq, nv = dynamics_->model().nv, ns = num_inertial_;
+  const auto q = x.head(nq);
+  const auto theta_S = theta.head(ns);
+  dynamics::computeSmoothedContactDerivatives(*smoothed_, *d.smoothed, q, d.v_start, d.tau, theta_S,
+                                              dt_);
+  const dynamics::SmoothedContactData& S = *d.smoothed;
+  d.dv_dx.leftCols(nv) = S.dvnext_dq;
+  d.dv_dx.rightCols(nv) = S.dvnext_dv;
+  d.dv_dtheta.leftCols(ns) = S.dvnext_dtheta;
+  d.dv_dw = S.dvnext_dtau;
+  if (actuators_) {
+    const int na = actuators_->numParameters();
+    auto dv_dv = d.dv_dx.rightCols(nv);
+    actuators_->accelerationDerivatives(theta.tail(na), d.v_start, d.implicit_a, S.dvnext_dtau,
+                                        d.dv_dtheta.rightCols(na), dv_dv);
+  }
+  // a = (v' - v) / dt; v_start = v here (dvs_dx = [0 I], dvs_dtheta = 0, set once)
+  d.da_dx = d.dv_dx / dt_;
+  d.da_dx.rightCols(nv).diagonal().array() -= 1 / dt_;
+  d.da_dtheta = d.dv_dtheta / dt_;
 }
 
 // a = a(q, v_s, tau_eff(v_s); theta) with v_s = v^+(q, v; theta) at a touchdown, else v.

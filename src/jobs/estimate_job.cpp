@@ -42,6 +42,10 @@ void EstimateJob::Config::validate() const {
     require(std::isfinite(*start_time), source + ": window.start_time", "a finite time [s]",
             formatNumber(*start_time));
   if (knots) require(*knots >= 1, source + ": window.knots", ">= 1", std::to_string(*knots));
+  if (kappa_start)
+    require(problem.contact_source == ContactSource::Implicit && *kappa_start > 0,
+            source + ": contacts.kappa_start", "a kappa > 0 with contacts.source implicit",
+            formatNumber(*kappa_start) + " with source " + toString(problem.contact_source));
   LogProblemOptions p = problem;  // the window's two fields are the job's to set
   p.first_sample = 0;
   p.knots = 1;
@@ -162,6 +166,17 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("transition_noise_scale", p.transition_noise_scale, yaml::positive);
     s.read("damping", p.contact_damping, yaml::nonNegative);
     p.contact_points = yaml::readContactPoints(s, "points");
+    s.read("kappa", p.implicit.kappa, yaml::positive);
+    s.read("friction_coefficient", p.implicit.friction_coefficient, yaml::positive);
+    s.read("radius", config.contact_radius, yaml::nonNegative);
+    s.read("force_threshold", config.contact_force_threshold, yaml::nonNegative);
+    if (s.has("kappa_start")) {
+      double kappa_start = 0;
+      s.read("kappa_start", kappa_start, yaml::positive);
+      config.kappa_start = kappa_start;
+    }
+    s.read("continuation_steps", config.continuation_steps, yaml::positiveCount);
+    s.read("continuation_iterations", config.continuation_iterations, yaml::positiveCount);
     s.finish();
   }
   {
@@ -282,6 +297,57 @@ void actuatorEstimates(const ActuatorTermsModel& act, int ns, EstimateJob::Resul
   }
 }
 
+// Contact-implicit kappa continuation: solves at kappa_start and kappa raised geometrically
+// towards the target, each from the last one's solution, which then starts `solver` (the target's).
+template <class Say>
+void continueKappa(const EstimateJob::Config& config, const model::RobotModel& robot,
+                   const io::Log& log, const LogProblemOptions& options, const LogProblem& lp,
+                   const RiccatiOptions& solver_options, RiccatiSolver& solver, Say say) {
+  std::vector<Eigen::VectorXd> xs = lp.xs, ws = lp.ws;
+  Eigen::VectorXd theta = lp.theta;
+  const double ratio = options.implicit.kappa / *config.kappa_start;
+  for (int i = 0; i < config.continuation_steps; ++i) {
+    LogProblemOptions stage_options = options;
+    stage_options.implicit.kappa =
+        *config.kappa_start * std::pow(ratio, static_cast<double>(i) / config.continuation_steps);
+    const LogProblem step = buildLogProblem(robot, log, stage_options);
+    RiccatiOptions o = solver_options;
+    o.max_iterations = config.continuation_iterations;
+    o.posterior_covariance = false;
+    RiccatiSolver continuation(step.problem, o);
+    continuation.setInitialGuess(xs, ws, theta);
+    const RiccatiSummary& summary = continuation.solve();
+    say("kappa " + formatNumber(stage_options.implicit.kappa) + ": " + toString(summary.status) +
+        " after " + std::to_string(summary.iterations) + " iteration(s), cost " +
+        formatNumber(summary.cost));
+    xs = continuation.xs();
+    ws = continuation.ws();
+    theta = continuation.theta();
+  }
+  solver.setInitialGuess(xs, ws, theta);
+}
+
+// The contact forces the solution's stages applied (floating base): into the trajectory log, and
+// against the truth per point and, where frames hold several points, per frame.
+void contactForceResults(const LogProblem& lp, const RiccatiSolver& solver, const io::Log& log,
+                         double threshold, EstimateJob::Result& result) {
+  result.contacts_implicit = lp.smoothed != nullptr;
+  const ContactForces forces = reconstructContactForces(lp, solver.xs(), solver.ws(), result.theta);
+  if (forces.names.empty()) return;  // no contact anywhere (a fixed base)
+  addContactForces(result.trajectory, lp, solver.xs(), forces, threshold);
+  result.contact_force_errors =
+      results::contactForceErrors(log, lp.time, forces.names, forces.force, threshold);
+  result.unconverged_contact_steps = forces.unconverged;
+  const ContactForces per_frame = forcesPerFrame(lp, solver.xs(), forces);
+  if (per_frame.names.size() < forces.names.size())
+    result.contact_force_errors_per_frame =
+        results::contactForceErrors(log, lp.time, per_frame.names, per_frame.force, threshold);
+  if (forces.unconverged > 0)
+    result.warnings.push_back(std::to_string(forces.unconverged) +
+                              " contact step(s) at the solution did not converge: their forces "
+                              "are the Newton solve's last iterate");
+}
+
 }  // namespace
 
 bool EstimateJob::Result::writable() const {
@@ -308,6 +374,8 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
 
   // The window, in joint samples.
   LogProblemOptions options = config.problem;
+  // the implicit step's floor: the ground plane, raised by the radius of sphere-shaped points
+  options.implicit.ground_height = options.contact_detection.ground_height + config.contact_radius;
   const Eigen::VectorXd& time = log.joints.time;
   require(time.size() >= 2, config.log + ": joints/time", "at least 2 samples",
           std::to_string(time.size()));
@@ -341,6 +409,8 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   solver_options.progress = progress.stream();
   RiccatiSolver solver(lp.problem, solver_options);
   solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+  if (config.kappa_start)
+    continueKappa(config, robot, log, options, lp, solver_options, solver, say);
   say("solving: " + std::to_string(lp.problem->horizon()) + " stages, " +
       std::to_string(lp.problem->np()) + " parameters, " + std::to_string(lp.contact_phases) +
       " contact-set changes, rollout " + toString(solver_options.rollout));
@@ -430,6 +500,7 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   result.trajectory_errors = trajectoryErrors(robot, log, lp, solver.xs());
   result.trajectory = trajectoryLog(robot, log, lp, solver.xs(), solver.ws());
   result.trajectory.estimates = estimatesGroup(lp, result.bodies);
+  contactForceResults(lp, solver, log, config.contact_force_threshold, result);
   appendDataQualityWarnings(data_quality, result.warnings);
   result.data_quality = data_quality;
   result.time_s = progress.seconds();
@@ -453,7 +524,10 @@ std::string EstimateJob::Result::report() const {
     << "window    " << knots << " knots of " << fixed(dt, 3) << " s from t = " << fixed(start_time)
     << " s to " << fixed(end_time) << " s, " << contact_phases << " contact-set changes ("
     << touchdowns << " touchdowns with an impulse; contacts "
-    << (contacts_detected ? "detected kinematically" : "from the log's flags") << ")\n"
+    << (contacts_implicit   ? "implicit: smoothed contact dynamics, no schedule"
+        : contacts_detected ? "detected kinematically"
+                            : "from the log's flags")
+    << ")\n"
     << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
     << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
     << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
@@ -465,6 +539,12 @@ std::string EstimateJob::Result::report() const {
   if (trajectory_errors)
     s << "\ntrajectory against the log's truth (raw measurements in brackets)\n"
       << trajectory_errors->report();
+  if (contact_force_errors)
+    s << "\nreconstructed contact forces against the log's truth\n"
+      << contact_force_errors->report();
+  if (contact_force_errors_per_frame)
+    s << "per contact frame (each frame's points summed)\n"
+      << contact_force_errors_per_frame->report();
   if (!warnings.empty()) {
     s << "\nwarnings\n";
     for (const std::string& w : warnings) s << "  - " << w << "\n";
@@ -515,6 +595,13 @@ nlohmann::json EstimateJob::Result::toJson() const {
                      {"total", summary.total_seconds}}}};
   if (trajectory_errors)
     est["trajectory_errors"] = results::trajectoryErrorsJson(*trajectory_errors);
+  est["contacts_implicit"] = contacts_implicit;
+  if (contacts_implicit) est["unconverged_contact_steps"] = unconverged_contact_steps;
+  if (contact_force_errors)
+    est["contact_force_errors"] = results::contactForceErrorsJson(*contact_force_errors);
+  if (contact_force_errors_per_frame)
+    est["contact_force_errors_per_frame"] =
+        results::contactForceErrorsJson(*contact_force_errors_per_frame);
   j["estimation"] = est;
   return j;
 }

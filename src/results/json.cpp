@@ -93,6 +93,16 @@ nlohmann::json predictionJson(const TorquePrediction& p) {
           {"rmse_all", p.rmse_all}, {"relative_all", p.relative_all}, {"channels", channels}};
 }
 
+nlohmann::json contactForceErrorsJson(const ContactForceErrors& e) {
+  return {
+      {"force_rmse_n", e.rmse},
+      {"relative_error", std::isfinite(e.relative) ? nlohmann::json(e.relative) : nlohmann::json()},
+      {"state_agreement", e.state_agreement},
+      {"contact_threshold_n", e.threshold},
+      {"points", e.points},
+      {"knots", e.knots}};
+}
+
 nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& e) {
   nlohmann::json out = {{"joint_position_rad", e.joint_position},
                         {"joint_position_raw_rad", e.joint_position_raw},

@@ -5,10 +5,12 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/io/signal.hpp"
 
 namespace heft::results {
 namespace {
@@ -142,6 +144,71 @@ std::string TruthErrors::report() const {
       << num(j.viscous_relative, 3) << "), armature " << num(j.armature_estimate) << " / "
       << num(j.armature_true) << " (" << num(j.armature_relative, 3) << ")\n";
   }
+  return s.str();
+}
+
+std::optional<ContactForceErrors> contactForceErrors(const io::Log& log,
+                                                     const Eigen::VectorXd& time,
+                                                     const std::vector<std::string>& names,
+                                                     const Eigen::MatrixXd& force,
+                                                     double threshold) {
+  if (!log.truth || log.truth->time.size() == 0 || log.truth->contact_forces.size() == 0)
+    return std::nullopt;
+  const io::TruthSeries& truth = *log.truth;
+  // (estimate point, the truth points it stands for): the one of its name, else those the log's
+  // contact points put on the frame of that name (a flat foot's corners)
+  std::vector<std::pair<int, std::vector<int>>> pairs;
+  const std::vector<model::ContactPoint> defined =
+      log.contacts ? log.contacts->definedPoints() : std::vector<model::ContactPoint>();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::vector<int> points;
+    for (std::size_t j = 0; j < truth.contact_names.size(); ++j)
+      if (truth.contact_names[j] == names[i]) points.push_back(static_cast<int>(j));
+    const bool by_name = !points.empty();
+    for (std::size_t j = 0; j < truth.contact_names.size() && !by_name; ++j)
+      for (const model::ContactPoint& p : defined)
+        if (p.name == truth.contact_names[j] && p.frame == names[i])
+          points.push_back(static_cast<int>(j));
+    if (!points.empty()) pairs.emplace_back(static_cast<int>(i), points);
+  }
+  ContactForceErrors e;
+  e.threshold = threshold;
+  e.points = static_cast<int>(pairs.size());
+  double squared = 0, reference = 0;
+  long agree = 0;
+  // the step [t_k, t_k+1): the estimate is its impulse over dt, the truth its samples' mean
+  for (Eigen::Index k = 0; k + 1 < time.size() && !pairs.empty(); ++k) {
+    const int first = io::nearestSample(truth.time, time(k));
+    if (std::abs(truth.time(first) - time(k)) > 1e-6) continue;
+    int end = first + 1;
+    while (end < truth.time.size() && truth.time(end) < time(k + 1) - 1e-6) ++end;
+    ++e.knots;
+    for (const auto& [i, points] : pairs) {
+      const Eigen::Vector3d f = force.row(k).segment<3>(3 * i).transpose();
+      Eigen::Vector3d f_true = Eigen::Vector3d::Zero();
+      for (int t = first; t < end; ++t)
+        for (const int j : points)
+          f_true += truth.contact_forces.row(t).segment<3>(3 * j).transpose();
+      f_true /= end - first;
+      squared += (f - f_true).squaredNorm();
+      reference += f_true.squaredNorm();
+      agree += (f.z() > threshold) == (f_true.z() > threshold);
+    }
+  }
+  if (e.knots == 0) return std::nullopt;
+  const double n = static_cast<double>(e.knots) * e.points;
+  e.rmse = std::sqrt(squared / n);
+  e.relative =
+      reference > 0 ? std::sqrt(squared / reference) : std::numeric_limits<double>::infinity();
+  e.state_agreement = agree / n;
+  return e;
+}
+
+std::string ContactForceErrors::report() const {
+  std::ostringstream s;
+  s << "  contact force RMSE " << num(rmse, 3) << " N, relative error " << num(100 * relative, 3)
+    << " %, contact state agreement " << num(100 * state_agreement, 3) << " % (" << points
+    << " points, " << knots << " knots, in contact above " << num(threshold, 3) << " N)\n";
   return s.str();
 }
 

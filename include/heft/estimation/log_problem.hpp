@@ -12,6 +12,7 @@
 
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/dynamics/smoothed_contact.hpp"
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/problem.hpp"
@@ -28,9 +29,12 @@ enum class ContactSource {
   Auto,       ///< the log's contact flags when it has a contacts group, else Kinematic
   Flags,      ///< the log's contacts group (required)
   Kinematic,  ///< thresholds on the initial guess: foot height and speed (ContactDetectionOptions)
+  /// No contact schedule: every contact point may touch the floor at every knot, through the
+  /// smoothed contact step (PRIME; dynamics::SmoothedContactModel, LogProblemOptions::implicit).
+  Implicit,
 };
 std::string toString(ContactSource source);
-/// "auto" / "flags" / "kinematic"; throws InputError naming the accepted values.
+/// "auto" / "flags" / "kinematic" / "implicit"; throws InputError naming the accepted values.
 ContactSource parseContactSource(const std::string& name);
 
 struct LogProblemOptions {
@@ -51,6 +55,9 @@ struct LogProblemOptions {
   /// contacts are soft; rigid contacts keep any initial foot velocity forever without it.
   double contact_damping = 0;
   ContactSource contact_source = ContactSource::Auto;
+  /// The smoothed contact model of ContactSource::Implicit: kappa (500), the friction coefficient
+  /// and the floor's height (a foot sphere's radius when the points are the spheres' centres).
+  dynamics::SmoothedContactOptions implicit;
   /// Kinematic contact detection: the robot's contact frames (model::RobotModel::contactFrames)
   /// on the initial guess (encoders, motion capture, their differences).
   state::ContactDetectionOptions contact_detection;
@@ -118,6 +125,8 @@ struct LogProblem {
   int touchdowns = 0;              ///< stages that start with an impulse (a contact closes)
   int transition_knots = 0;        ///< running stages with inflated noise (near a contact change)
   bool contacts_detected = false;  ///< contact sets from kinematic thresholds, not the log's flags
+  /// Contact-implicit: the smoothed contact model every running stage steps with (null otherwise).
+  std::shared_ptr<const dynamics::SmoothedContactModel> smoothed;
   // Initial guess: encoders (and the motion capture for the base), central-difference
   // velocities, w = 0, nominal theta_S and the actuator terms' prior mean.
   std::vector<Eigen::VectorXd> xs, ws;

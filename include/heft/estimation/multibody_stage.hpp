@@ -36,6 +36,12 @@
 ///   da/db_j = -K e_j,  da/dlog f_v = -K e_j f_v v_j,  da/dlog f_c = -K e_j f_c tanh(r v_j),
 ///   da/dlog I_a = -K e_j I_a a_j,  da/dv_s += -K E diag(f_v + f_c r (1 - tanh^2)) E^T,
 ///   dv^+/dlog I_a = -K_imp e_j I_a (v^+_j - v^-_j)  (dynamics::ImpulseDynamicsData).
+/// Contact-implicit (PRIME, dynamics::SmoothedContactModel): no contact set and no reset map;
+/// v' is the smoothed contact step's solution, through which every contact point may touch the
+/// floor, and impulses at touchdown come out of the same step:
+///   v'  = V+(q, v, tau_k + w_tau - E(b + f_v v + f_c tanh(r v)); theta_S),   q' = q ⊕ dt v',
+/// with dv'/d(q, v, tau, theta_S) from the implicit function theorem (eq. 34); the accelerometer
+/// reads a = (v' - v) / dt. Armature is not among its terms (an InputError).
 /// Touchdown: a stage whose contact set closes a contact that was open at the previous knot may
 /// carry the reset map of that set (dynamics::ImpulseDynamics): v^+ = IMPULSE(q, v; theta) first,
 /// then the step above from (q, v^+), all within the stage (every stage keeps the same size):
@@ -49,6 +55,7 @@
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
+#include "heft/dynamics/smoothed_contact.hpp"
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
@@ -108,6 +115,8 @@ class MultibodyStageModel final : public StageModel {
   ///        with a contact set; its model, S and parametrization must be the dynamics'.
   /// \param actuators the joint-side terms of theta's tail (file comment), or null: theta =
   ///        theta_S.
+  /// \param smoothed contact-implicit dynamics (file comment) in place of `contact` and `impulse`
+  ///        (both null then), or null; its robot, S and parametrization must be the dynamics'.
   /// \throws InputError naming the field on a size or value that does not fit.
   MultibodyStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
                       std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
@@ -115,7 +124,8 @@ class MultibodyStageModel final : public StageModel {
                       std::shared_ptr<const MultibodySensors> sensors, const MultibodyNoise& noise,
                       MultibodyMeasurement measurement, double dt, bool terminal,
                       std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr,
-                      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr);
+                      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
+                      std::shared_ptr<const dynamics::SmoothedContactModel> smoothed = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
   /// The dynamics workspaces (Pinocchio data, constraint Cholesky, regressor) come from
@@ -139,12 +149,14 @@ class MultibodyStageModel final : public StageModel {
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
   const dynamics::ImpulseDynamicsModel* impulse() const { return impulse_.get(); }
   const ActuatorTermsModel* actuators() const { return actuators_.get(); }
+  const dynamics::SmoothedContactModel* smoothed() const { return smoothed_.get(); }
   double dt() const { return dt_; }
   /// 1 / sigma of w = (w_q, w_tau) at this stage (its process-noise rows' weights), ndx.
   const Eigen::VectorXd& processInfo() const { return process_info_; }
 
  private:
   friend struct MultibodyStageData;
+  void validateContactModels(bool terminal) const;  // constructor: the models beside dynamics_
   // Sensor rows of the residual at x (no dynamics).
   void sensorResiduals(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
   void sensorJacobians(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x) const;
@@ -152,6 +164,11 @@ class MultibodyStageModel final : public StageModel {
   // between stages: every calc and calcDiff writes it before its dynamics call).
   void applyArmature(MultibodyStageData& data,
                      const Eigen::Ref<const Eigen::VectorXd>& theta) const;
+  // The contact-implicit step's derivatives, chained through the actuator terms, into dv_dx,
+  // dv_dw, dv_dtheta and the accelerometer's da_dx, da_dtheta (calcDiff).
+  void chainSmoothedDerivatives(MultibodyStageData& data,
+                                const Eigen::Ref<const Eigen::VectorXd>& x,
+                                const Eigen::Ref<const Eigen::VectorXd>& theta) const;
   // The dynamics' derivatives chained through v^+ and the actuator terms into da_dx, da_dtheta,
   // dvs_dx, dvs_dtheta (calcDiff).
   void chainDynamicsDerivatives(MultibodyStageData& data,
@@ -164,6 +181,7 @@ class MultibodyStageModel final : public StageModel {
   std::shared_ptr<const MultibodyState> state_;
   std::shared_ptr<const MultibodySensors> sensors_;
   std::shared_ptr<const ActuatorTermsModel> actuators_;
+  std::shared_ptr<const dynamics::SmoothedContactModel> smoothed_;
   int num_inertial_ = 0;                ///< 10|S|: theta's head, the dynamics' theta_S
   bool imu_on_base_ = true;             ///< the IMU frame on the free flyer (or no IMU)
   std::vector<int> q_index_, v_index_;  ///< configuration / velocity index of each encoder
@@ -192,10 +210,12 @@ struct MultibodyStageData final : StageData {
   MultibodyStageData(const MultibodyStageModel& model, StageWorkspace* workspace);
   // Scratch of the dynamics calls, possibly shared with other stages' datas (createDataSharing):
   // read only right after the call that filled it.
-  std::shared_ptr<dynamics::ForwardDynamicsData> free;     ///< when the stage has no contact
-  std::shared_ptr<dynamics::ContactDynamicsData> contact;  ///< when it has
-  std::shared_ptr<dynamics::ImpulseDynamicsData> impulse;  ///< at a touchdown
-  Eigen::VectorXd tau, v_next, q_next, dq;                 ///< tau + w_tau, v', q', dt v'
+  std::shared_ptr<dynamics::ForwardDynamicsData> free;      ///< when the stage has no contact
+  std::shared_ptr<dynamics::ContactDynamicsData> contact;   ///< when it has
+  std::shared_ptr<dynamics::ImpulseDynamicsData> impulse;   ///< at a touchdown
+  std::shared_ptr<dynamics::SmoothedContactData> smoothed;  ///< contact-implicit stages
+  Eigen::VectorXd implicit_a;               ///< nv: (v' - v) / dt of a contact-implicit step
+  Eigen::VectorXd tau, v_next, q_next, dq;  ///< tau + w_tau, v', q', dt v'
   Eigen::VectorXd v_start;       ///< v^+ at a touchdown, else v: the velocity the step starts from
   Eigen::MatrixXd dv_dx, dq_dx;  ///< nv x ndx
   Eigen::MatrixXd dv_dw, dq_dw;  ///< nv x nv: w.r.t. w_tau

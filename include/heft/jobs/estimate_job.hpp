@@ -43,6 +43,19 @@ struct EstimateJob {
     std::optional<std::vector<std::string>> friction_joints, armature_joints, torque_offset_joints;
     estimation::LogProblemOptions problem;
     estimation::RiccatiOptions solver;
+    /// Contact-implicit (`contacts.source: implicit`): a point whose reconstructed normal force
+    /// exceeds this is in contact (trajectory.h5's contacts group, the state agreement) [N].
+    double contact_force_threshold = 1.0;
+    /// `contacts.radius`: the points are the centres of spheres of this radius (go2's feet), so
+    /// the implicit step's floor is raised by it [m].
+    double contact_radius = 0;
+    /// Contact-implicit kappa continuation (`contacts.kappa_start`, PRIME sec. V-F): solve first
+    /// with kappa_start (smoother contacts), then with kappa raised geometrically over
+    /// `continuation_steps` solves of at most `continuation_iterations` iterations each, each
+    /// started from the last, before the final solve at `contacts.kappa`. nullopt: none.
+    std::optional<double> kappa_start;
+    int continuation_steps = 3;
+    int continuation_iterations = 10;
     /// \throws InputError naming the field.
     void validate() const;
   };
@@ -75,6 +88,14 @@ struct EstimateJob {
     io::Log trajectory;
     std::optional<results::TruthErrors> truth;
     std::optional<results::TrajectoryErrors> trajectory_errors;
+    /// Contact-implicit: the reconstructed contact forces against the truth's (simulated logs),
+    /// and the steps whose Newton solve did not converge at the solution.
+    bool contacts_implicit = false;
+    std::optional<results::ContactForceErrors> contact_force_errors;
+    /// The same per contact frame (points on one frame summed: a sole's corners against the sum
+    /// of the truth's), when some frame holds several points.
+    std::optional<results::ContactForceErrors> contact_force_errors_per_frame;
+    int unconverged_contact_steps = 0;
     std::vector<std::string> warnings;  ///< the data-quality warnings among them
     /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
     std::optional<io::DataQualityReport> data_quality;

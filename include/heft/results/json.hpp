@@ -38,6 +38,7 @@ nlohmann::json truthErrorsJson(const TruthErrors& truth);
 nlohmann::json predictionJson(const TorquePrediction& prediction);
 /// The "trajectory_errors" object of an estimated trajectory.
 nlohmann::json trajectoryErrorsJson(const TrajectoryErrors& errors);
+nlohmann::json contactForceErrorsJson(const ContactForceErrors& errors);
 
 /// The "data_quality" object of a job's result (io::assessDataQuality of its log); a number that
 /// could not be computed (a clock factor without motion) is null.

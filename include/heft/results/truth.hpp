@@ -2,6 +2,7 @@
 /// \file Errors of an estimate against the truth group of a simulated log (docs/design.md,
 /// "Truth and benchmarks"): per body relative mass error, COM error [m], relative Frobenius error
 /// of the rotational inertia about the COM; per joint relative friction and armature errors.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,32 @@ struct TrajectoryErrors {
   double base_rotation = 0, base_rotation_raw = 0;  ///< [rad], angle of R_true^T R
   std::string report() const;
 };
+
+/// Contact forces a contact-implicit estimate reconstructed, against the truth's (simulated logs).
+struct ContactForceErrors {
+  int knots = 0;    ///< steps scored (their start time in the truth)
+  int points = 0;   ///< contact points (or flat feet) the truth has too
+  double rmse = 0;  ///< [N] sqrt(mean over knots and points of |f - f_true|^2), world axes
+  /// sqrt(sum |f - f_true|^2 / sum |f_true|^2) over the same pairs: the error relative to the
+  /// forces' size (PRIME's relative force error)
+  double relative = 0;
+  double threshold = 0;        ///< [N] normal force above which a point counts as in contact
+  double state_agreement = 0;  ///< share of (knot, point) pairs whose contact state agrees
+  std::string report() const;
+};
+
+/// Errors of `force` (K x 3P: (f_x, f_y, f_z) per point, world axes, at `time`, points `names`)
+/// against the log's truth contact forces, per step [time_k, time_k+1) whose start the truth has
+/// (within a microsecond): row k is the force over the step (an impulse over dt), so the truth's
+/// is the mean of its samples in the step (at 1 kHz on a 1 kHz log: the sample at time_k); the
+/// last row has no step and is not scored. Points by name, or a name that is a frame against the
+/// sum of the truth points the log's contacts group puts on that frame (a flat foot's corners);
+/// nullopt when no pair matches.
+std::optional<ContactForceErrors> contactForceErrors(const io::Log& log,
+                                                     const Eigen::VectorXd& time,
+                                                     const std::vector<std::string>& names,
+                                                     const Eigen::MatrixXd& force,
+                                                     double threshold);
 
 /// True pi of body `joint` from the log's truth group, whichever name (link or joint) the truth
 /// gives it; `name` is for the error message (default: the body's name).
