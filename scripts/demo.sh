@@ -24,6 +24,13 @@ echo "   the trunk's inertia jointly (batch MAP, parametrized Riccati), without 
 echo
 echo "Outputs: $build/demo/go2-estimate/{result.json,trajectory.h5,robot.urdf}"
 echo
+echo "== heft simulate go2-belly-4.6kg, then heft estimate data/examples/go2_hops_implicit_estimate.yaml:"
+echo "   go2 pronking with an unknown 4.6 kg box under its belly, contact-implicit (no contact flags):"
+echo "   the flights, touchdowns and contact forces come out of the estimate"
+"$heft" simulate go2-belly-4.6kg --out "$build/demo/go2-belly-4.6kg.h5" --overwrite > /dev/null
+"$heft" estimate data/examples/go2_hops_implicit_estimate.yaml --out "$build/demo/go2-hops" \
+  --overwrite --quiet | sed -n '/errors against/,/^$/p;/reconstructed contact/,/^$/p'
+echo
 echo "== heft simulate talos-torso-2.9kg, then heft identify data/examples/talos_torso_identify.yaml:"
 echo "   TALOS with an unknown 2.9 kg box on its torso; flat feet, base state estimated, no truth input"
 "$heft" simulate talos-torso-2.9kg --out "$build/demo/talos-torso-2.9kg.h5" --overwrite > /dev/null
