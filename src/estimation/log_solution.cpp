@@ -157,11 +157,13 @@ ContactForces forcesPerFrame(const LogProblem& lp, const std::vector<Eigen::Vect
   const int K = static_cast<int>(forces.force.rows()), F = static_cast<int>(out.frames.size());
   out.force.setZero(K, 3 * F);
   out.moment.setZero(K, 3 * F);
+  std::vector<pinocchio::FrameIndex> frame_ids;
+  for (const std::string& frame : forces.frames) frame_ids.push_back(pin.getFrameId(frame));
   pinocchio::Data data(pin);
   for (int k = 0; k < K; ++k) {
     pinocchio::framesForwardKinematics(pin, data, xs[k].head(pin.nq));
     for (std::size_t i = 0; i < frame_of.size(); ++i) {
-      const pinocchio::SE3& oMf = data.oMf[pin.getFrameId(forces.frames[i])];
+      const pinocchio::SE3& oMf = data.oMf[frame_ids[i]];
       const Eigen::Vector3d f = forces.force.row(k).segment<3>(3 * i).transpose();
       const Eigen::Vector3d r = oMf.rotation() * forces.offsets[i];  // point from the origin
       const int j = frame_of[i];
@@ -189,12 +191,14 @@ void addContactForces(io::Log& log, const LogProblem& lp, const std::vector<Eige
   contacts.offsets.resize(P, 3);
   for (int i = 0; i < P; ++i) contacts.offsets.row(i) = forces.offsets[i].transpose();
   contacts.flags = io::FlagMatrix::Zero(K, P);
+  std::vector<pinocchio::FrameIndex> frame_ids;
+  for (const std::string& frame : forces.frames) frame_ids.push_back(pin.getFrameId(frame));
   pinocchio::Data data(pin);
   for (int k = 0; k < K; ++k) {
     pinocchio::framesForwardKinematics(pin, data, xs[k].head(pin.nq));
     for (int i = 0; i < P; ++i) {
       const Eigen::Vector3d f_world = forces.force.row(k).segment<3>(3 * i).transpose();
-      const Eigen::Matrix3d R = data.oMf[pin.getFrameId(forces.frames[i])].rotation();
+      const Eigen::Matrix3d R = data.oMf[frame_ids[i]].rotation();
       const Eigen::Vector3d f = R.transpose() * f_world;
       const Eigen::Vector3d m = R.transpose() * forces.moment.row(k).segment<3>(3 * i).transpose();
       ft.wrench.row(k).segment<3>(6 * i) = f.transpose();

@@ -500,7 +500,11 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   result.trajectory_errors = trajectoryErrors(robot, log, lp, solver.xs());
   result.trajectory = trajectoryLog(robot, log, lp, solver.xs(), solver.ws());
   result.trajectory.estimates = estimatesGroup(lp, result.bodies);
-  contactForceResults(lp, solver, log, config.contact_force_threshold, result);
+  try {  // the estimate stands without them: a failure here is a warning, never a lost result
+    contactForceResults(lp, solver, log, config.contact_force_threshold, result);
+  } catch (const std::exception& e) {
+    result.warnings.push_back(std::string("contact forces not reconstructed: ") + e.what());
+  }
   appendDataQualityWarnings(data_quality, result.warnings);
   result.data_quality = data_quality;
   result.time_s = progress.seconds();
