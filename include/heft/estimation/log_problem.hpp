@@ -2,7 +2,8 @@
 /// \file An estimation problem from a log: one knot per joint sample (every `stride`-th), the
 /// logged torque as the dynamics input, encoders (and, on a floating base, the IMU's gyro and
 /// orientation and the motion capture) as measurements, the contact set of each knot from the
-/// log's contact flags, the nominal model as the prior and the initial guess
+/// log's contact flags or kinematic thresholds (or, contact-implicit, no schedule: every contact
+/// point on the smoothed contact step), the nominal model as the prior and the initial guess
 /// (docs/estimation.md, "From a log").
 #include <memory>
 #include <string>
