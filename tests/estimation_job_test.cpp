@@ -219,6 +219,22 @@ TEST(EstimateJobConfig, BundledActuatorExampleParses) {
       << e;
 }
 
+// The TALOS contact-implicit example: four corners per sole from the log, the corner spheres'
+// radius, PRIME's dt of 0.01 over 10 s (the example's measured run: its comment).
+TEST(EstimateJobConfig, BundledTalosImplicitExampleParses) {
+  const EstimateJob::Config config = EstimateJob::load(
+      (fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "talos_torso_implicit_estimate.yaml")
+          .string());
+  EXPECT_EQ(config.robot, "talos");
+  EXPECT_EQ(config.problem.contact_source, ContactSource::Implicit);
+  EXPECT_EQ(config.contact_radius, 0.01);
+  EXPECT_EQ(config.problem.implicit.kappa, 500);
+  EXPECT_EQ(config.problem.stride, 10);
+  ASSERT_TRUE(config.knots.has_value());
+  EXPECT_EQ(*config.knots, 1000);
+  EXPECT_FALSE(config.problem.use_accelerometer);  // the IMU is on the torso, not the base
+}
+
 // The whole job on a log the estimator's model did not generate: the payload's mass within three
 // posterior standard deviations, the trajectory closer to the truth than the encoders, and every
 // output readable: result.json in identify's schema, a trajectory log that validates, a URDF that
