@@ -23,6 +23,7 @@
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/riccati_solver.hpp"
+#include "heft/estimation/segments.hpp"
 #include "heft/estimation/stage_numdiff.hpp"
 #include "heft/estimation/state.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -49,6 +50,7 @@ using estimation::RiccatiSolver;
 using estimation::RiccatiSummary;
 using estimation::StageData;
 using estimation::StageModel;
+using heft::RobustLoss;
 
 // ---------------------------------------------------------------------------------------------
 // A robot problem with random data (the derivative and KKT tests need states, not physics).
@@ -87,7 +89,8 @@ RobotProblem makeRandomProblem(
     std::mt19937& rng, bool with_contacts = false, bool with_impulse = false,
     inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky,
     const estimation::ActuatorTermsOptions* actuator_options = nullptr, bool accelerometer = true,
-    pinocchio::JointIndex imu_joint = 1, bool implicit_contacts = false) {
+    pinocchio::JointIndex imu_joint = 1, bool implicit_contacts = false,
+    RobustLoss loss = RobustLoss::None) {
   RobotProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -112,6 +115,8 @@ RobotProblem makeRandomProblem(
   sensors->joint_velocities = true;
   sensors->encoder_std = 0.01;
   sensors->joint_velocity_std = 0.1;
+  sensors->loss = loss;
+  sensors->loss_scale = 2;  // the random readings put most rows beyond it
   const bool floating = loaded.hasFreeFlyer();
   if (floating) {
     sensors->imu_frame = p.model->getFrameId("test_imu");
@@ -386,6 +391,36 @@ std::vector<StageCase> stageCases() {
                              (contacts ? "four feet in contact" : "in flight");
     add(name, p, p.problem->running(0), x, w, theta);
     add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
+  }
+  // a robust loss on the sensor rows: most of the random readings' rows beyond k
+  for (const RobustLoss loss : {RobustLoss::Huber, RobustLoss::Cauchy}) {
+    std::mt19937 rng(17);
+    const bool contacts = loss == RobustLoss::Huber;
+    const RobotProblem p =
+        makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, contacts, false,
+                          inertia::Parametrization::LogCholesky, nullptr, true, 1, false, loss);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    VectorXd theta = p.dynamics->nominalTheta();
+    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    const std::string name = "go2, " + toString(loss) + " loss on the sensor rows";
+    add(name, p, p.problem->running(0), x, w, theta);
+    add(name + ", terminal", p, p.problem->terminal(), x, w, theta);
+  }
+  {  // two go2 segments joined: the first's terminal stage (feet in contact), the second's arrival
+    std::mt19937 rng(21);
+    const RobotProblem a = makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, true);
+    const RobotProblem b = makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, true);
+    const auto joined = estimation::joinProblems({a.problem, b.problem});
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*a.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(a.state->ndx(), [&] { return 0.3 * n(rng); });
+    VectorXd theta = a.dynamics->nominalTheta();
+    theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+    cases.push_back({"go2, two segments' join",
+                     std::shared_ptr<const StageModel>(joined.problem, &joined.problem->running(2)),
+                     a.state, x, w, theta});
   }
   auto spring_state = std::make_shared<estimation::EuclideanState>(2);
   const VectorXd x = Eigen::Vector2d(0.12, -0.3), w = Eigen::Vector2d(0.01, -0.02),
@@ -1057,6 +1092,115 @@ TEST(RiccatiSolver, StepEqualsDenseKktInContact) {
   std::mt19937 rng(13);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true), rng);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true, true), rng);
+}
+
+// The robust loss's rows cost rho of the whitened residual: a stage's cost is the process-noise
+// rows' 0.5 |r|^2 plus sum rho(e_i) over the same stage's sensor rows without the loss.
+TEST(MultibodyStage, RobustSensorRowsCostTheirLoss) {
+  for (const RobustLoss loss : {RobustLoss::Huber, RobustLoss::Cauchy}) {
+    SCOPED_TRACE(toString(loss));
+    std::mt19937 a(41), b(41);
+    const RobotProblem plain = makeRandomProblem("go2", {1}, 1, 0.005, a, true);
+    const RobotProblem robust =
+        makeRandomProblem("go2", {1}, 1, 0.005, b, true, false,
+                          inertia::Parametrization::LogCholesky, nullptr, true, 1, false, loss);
+    const VectorXd x = randomState(*plain.state, a, 0.3);
+    const VectorXd w = VectorXd::Constant(plain.state->ndx(), 0.01);
+    const VectorXd theta = plain.dynamics->nominalTheta();
+    const StageModel& s0 = plain.problem->running(0);
+    const StageModel& s1 = robust.problem->running(0);
+    auto d0 = s0.createData(), d1 = s1.createData();
+    s0.calc(*d0, x, w, theta);
+    s1.calc(*d1, x, w, theta);
+    const int ndx = plain.state->ndx(), k = 2;  // makeRandomProblem's loss_scale
+    double expected = 0.5 * d0->r.head(ndx).squaredNorm();
+    int beyond = 0;
+    for (int i = ndx; i < s0.nr(); ++i) {
+      const double e = d0->r(i), ae = std::abs(e);
+      beyond += ae > k;
+      expected += loss == RobustLoss::Huber ? (ae <= k ? 0.5 * e * e : k * ae - 0.5 * k * k)
+                                            : 0.5 * k * k * std::log1p(e * e / (k * k));
+    }
+    EXPECT_GT(beyond, 5);
+    EXPECT_NEAR(d1->cost, expected, 1e-12 * expected);
+    EXPECT_LT(d1->cost, d0->cost);
+  }
+}
+
+// Two segments with a shared theta: the joined problem's step is the dense KKT solution of the
+// summed cost, and its information on theta is the sum of the segments' with the prior once.
+TEST(Segments, JoinedProblemStepEqualsDenseKktAndAddsTheSegmentsInformation) {
+  for (const char* robot : {"double_pendulum", "go2"}) {
+    SCOPED_TRACE(robot);
+    std::mt19937 rng(31);
+    const bool floating = std::string(robot) == "go2";
+    const RobotProblem a = makeRandomProblem(robot, {1, 2}, 3, 0.005, rng, floating);
+    const RobotProblem b = makeRandomProblem(robot, {1, 2}, 4, 0.005, rng, floating, floating);
+    const estimation::JoinedProblem joined = estimation::joinProblems({a.problem, b.problem});
+    ASSERT_EQ(joined.problem->horizon(), 3 + 1 + 4);
+    EXPECT_EQ(joined.layout.first_knot, (std::vector<int>{0, 4}));
+    RobotProblem j = a;
+    j.problem = joined.problem;
+    expectRiccatiEqualsKkt(j, rng);
+
+    std::normal_distribution<double> n(0, 1);
+    const int ndx = a.problem->ndx();
+    std::vector<std::vector<VectorXd>> xs(2), ws(2);
+    for (int s = 0; s < 2; ++s) {
+      const RobotProblem& p = s == 0 ? a : b;
+      for (int k = 0; k <= p.problem->horizon(); ++k)
+        xs[s].push_back(randomState(*p.state, rng, 0.3));
+      for (int k = 0; k < p.problem->horizon(); ++k)
+        ws[s].push_back(VectorXd::NullaryExpr(ndx, [&] { return 0.01 * n(rng); }));
+    }
+    std::vector<VectorXd> xs_joined, ws_joined;
+    estimation::joinGuesses(joined, xs, ws, xs_joined, ws_joined);
+    const VectorXd theta = a.dynamics->nominalTheta() +
+                           VectorXd::NullaryExpr(a.problem->np(), [&] { return 0.1 * n(rng); });
+    RiccatiOptions options;
+    options.theta_trust_radius = options.max_theta_trust_radius;
+    std::vector<MatrixXd> information;
+    std::vector<double> costs;
+    struct Case {
+      std::shared_ptr<const Problem> problem;
+      const std::vector<VectorXd>& xs;
+      const std::vector<VectorXd>& ws;
+    };
+    for (const Case& c : {Case{a.problem, xs[0], ws[0]}, Case{b.problem, xs[1], ws[1]},
+                          Case{j.problem, xs_joined, ws_joined}}) {
+      RiccatiSolver solver(c.problem, options);
+      solver.setInitialGuess(c.xs, c.ws, theta);
+      ASSERT_TRUE(solver.computeDirection());
+      information.push_back(solver.thetaCovariance().inverse());
+      costs.push_back(solver.cost());
+      if (c.problem == j.problem) {  // the joins' decisions close their gaps
+        EXPECT_LE(solver.gaps()[joined.layout.first_knot[1]].cwiseAbs().maxCoeff(), 1e-12);
+        EXPECT_EQ(estimation::segmentStates(joined.layout, 1, solver.xs()).front(), xs[1].front());
+        EXPECT_EQ(estimation::segmentDecisions(joined.layout, 1, solver.ws()).back(), ws[1].back());
+      }
+    }
+    const auto& prior = a.problem->arrival();
+    const MatrixXd P = prior.theta_sqrt_info.transpose() * prior.theta_sqrt_info;
+    const MatrixXd expected = information[0] + information[1] - P;
+    EXPECT_LE((information[2] - expected).cwiseAbs().maxCoeff(),
+              1e-8 * expected.cwiseAbs().maxCoeff());
+    const double prior_cost =
+        0.5 * (prior.theta_sqrt_info * (theta - prior.theta_mean)).squaredNorm();
+    EXPECT_NEAR(costs[2], costs[0] + costs[1] - prior_cost, 1e-10 * costs[2]);
+  }
+}
+
+TEST(Segments, JoiningRefusesProblemsThatDoNotShareTheta) {
+  std::mt19937 rng(32);
+  const RobotProblem a = makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng);
+  const RobotProblem b = makeRandomProblem("double_pendulum", {1}, 2, 0.01, rng);
+  try {
+    estimation::joinProblems({a.problem, b.problem});
+    FAIL() << "joined problems of different theta";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("segment 2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(estimation::joinProblems({}), InputError);
 }
 
 // The nonlinear rollouts apply the policy to the actual state deviation, at a fraction of the

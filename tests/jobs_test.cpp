@@ -59,23 +59,28 @@ TEST(Progress, ToAStreamWritesThere) {
 
 TEST(OutputFolder, CreatesTheFolderAndRefusesExistingOutputsAndTheInput) {
   const fs::path dir = test::scratchPath("jobs", "output-folder-" + std::to_string(::getpid()));
-  const OutputFolder folder(dir.string(), {"result.json"}, "", WriteOptions{});
+  const OutputFolder folder(dir.string(), {"result.json"}, {}, WriteOptions{});
   EXPECT_TRUE(fs::is_directory(dir));
   EXPECT_EQ(folder.path("result.json"), (dir / "result.json").string());
   std::ofstream(dir / "result.json") << "{}";
   try {
-    OutputFolder again(dir.string(), {"result.json"}, "", WriteOptions{});
+    OutputFolder again(dir.string(), {"result.json"}, {}, WriteOptions{});
     FAIL() << "an existing output was accepted without overwrite";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--overwrite"), std::string::npos) << e.what();
   }
   WriteOptions overwrite;
   overwrite.overwrite = true;
-  EXPECT_NO_THROW(OutputFolder(dir.string(), {"result.json"}, "", overwrite));
+  EXPECT_NO_THROW(OutputFolder(dir.string(), {"result.json"}, {}, overwrite));
   // an output that is the input log is refused even with overwrite
   const std::string log = (dir / "log.h5").string();
   std::ofstream(log) << "not really a log";
-  EXPECT_THROW(OutputFolder(dir.string(), {"log.h5"}, log, overwrite), InputError);
+  EXPECT_THROW(OutputFolder(dir.string(), {"log.h5"}, {log}, overwrite), InputError);
+  // any of several inputs (a job's list of recordings)
+  const std::string other = (dir / "other.h5").string();
+  std::ofstream(other) << "not really a log either";
+  EXPECT_THROW(OutputFolder(dir.string(), {"other.h5"}, {log, other}, overwrite), InputError);
+  EXPECT_NO_THROW(OutputFolder(dir.string(), {"result.json"}, {log, other}, overwrite));
 }
 
 TEST(JointBinding, BindsEveryOneDofJointInModelOrderAndNamesAMissingOne) {

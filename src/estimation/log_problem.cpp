@@ -1,6 +1,7 @@
 #include "heft/estimation/log_problem.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -82,6 +83,8 @@ void LogProblemOptions::validate() const {
   require(knots >= 1, "knots", ">= 1", std::to_string(knots));
   require(stride >= 1, "stride", ">= 1", std::to_string(stride));
   requirePositive(torque_std, "torque_std", " [N m]");
+  require(std::isfinite(loss_scale) && loss_scale >= 0, "loss_scale",
+          "a finite value >= 0 (0: the loss's default)", std::to_string(loss_scale));
   requirePositive(base_force_std, "base_force_std", " [N]");
   requirePositive(base_moment_std, "base_moment_std", " [N m]");
   requirePositive(configuration_std, "configuration_std", " [rad]");
@@ -226,6 +229,8 @@ void LogProblemBuilder::createSensors() {
   sensors_->accelerometer_std = options_.accelerometer_std;
   sensors_->mocap_position_std = options_.mocap_position_std;
   sensors_->mocap_orientation_std = options_.mocap_orientation_std;
+  sensors_->loss = options_.loss;
+  sensors_->loss_scale = options_.loss_scale;
 }
 
 // Knot times and samples: every stride-th joint sample, uniformly sampled.
@@ -314,9 +319,27 @@ Eigen::VectorXd LogProblemBuilder::baseConfiguration(double t) const {
   return q;
 }
 
-// Initial guess: configurations, then central-difference velocities on the manifold.
+// Initial guess: configurations, then central-difference velocities on the manifold. With a robust
+// loss each encoder's guess is the median of the five nearest knots' readings: a glitch the loss
+// is meant to ignore must not start the solve bent towards it (its velocities by differences
+// would be a hundred times the motion's).
 void LogProblemBuilder::initialGuess() {
   std::vector<Eigen::VectorXd> qs(N_ + 1, Eigen::VectorXd::Zero(nq_));
+  Eigen::MatrixXd encoders(N_ + 1, nj_);
+  for (int k = 0; k <= N_; ++k)
+    encoders.row(k) = jointRow(log_.joints.q, p_.samples[k], column_).transpose();
+  if (options_.loss != RobustLoss::None && N_ >= 4) {
+    const Eigen::MatrixXd raw = encoders;
+    std::array<double, 5> window{};
+    for (int k = 0; k <= N_; ++k) {
+      const int first = std::clamp(k - 2, 0, N_ - 4);
+      for (int i = 0; i < nj_; ++i) {
+        for (int m = 0; m < 5; ++m) window[m] = raw(first + m, i);
+        std::nth_element(window.begin(), window.begin() + 2, window.end());
+        encoders(k, i) = window[2];
+      }
+    }
+  }
   for (int k = 0; k <= N_; ++k) {
     Eigen::VectorXd& q = qs[k];
     if (floating_ && base_from_log_) {
@@ -325,8 +348,7 @@ void LogProblemBuilder::initialGuess() {
     } else if (floating_) {
       q.head<7>() = baseConfiguration(p_.time(k));
     }
-    const Eigen::VectorXd encoders = jointRow(log_.joints.q, p_.samples[k], column_);
-    for (int i = 0; i < nj_; ++i) q(pin_.joints[sensors_->encoders[i]].idx_q()) = encoders(i);
+    for (int i = 0; i < nj_; ++i) q(pin_.joints[sensors_->encoders[i]].idx_q()) = encoders(k, i);
   }
   // Joint velocities by central differences over one knot; the base's linear velocity over
   // +-20 ms (differencing the motion capture's 0.5 mm noise over 5 ms would give 0.1 m/s) and its

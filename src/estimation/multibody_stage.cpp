@@ -118,6 +118,9 @@ MultibodyStageModel::MultibodyStageModel(
     v_index_.push_back(model.joints[j].idx_v());
   }
   imu_on_base_ = validateImuAndMocap(model, s);
+  require(std::isfinite(s.loss_scale) && s.loss_scale >= 0, "sensor loss_scale",
+          "a finite value >= 0 (0: the loss's default)", std::to_string(s.loss_scale));
+  loss_scale_ = s.loss_scale > 0 ? s.loss_scale : defaultLossScale(s.loss);
 
   require(measurement_.joint_q.size() == nj, "measured joint positions", std::to_string(nj),
           std::to_string(measurement_.joint_q.size()));
@@ -237,6 +240,7 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   acc_dv.setZero(3, nv);
   acc_da.setZero(3, nv);
   if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
+  robust_slope.setOnes(model.nr());
   if (model.gyro_row_ >= 0 && !model.imu_on_base_) {
     const pinocchio::Model& pin = dyn.model();
     // keyed by the sensors: one kinematics scratch per horizon, read right after it is filled
@@ -369,7 +373,27 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
     else
       d.r.segment<3>(accel_row_).setZero();
   }
+  robustResiduals(d);
   d.cost = 0.5 * d.r.squaredNorm();
+}
+
+void MultibodyStageModel::robustResiduals(MultibodyStageData& d) const {
+  if (sensors_->loss == RobustLoss::None) return;
+  for (int i = encoder_row_; i < nr(); ++i)
+    d.r(i) = robustResidual(sensors_->loss, loss_scale_, d.r(i), &d.robust_slope(i));
+}
+
+void MultibodyStageModel::robustJacobians(MultibodyStageData& d) const {
+  if (sensors_->loss == RobustLoss::None) return;
+  for (int i = encoder_row_; i < nr(); ++i) {
+    const double slope = d.robust_slope(i);
+    if (slope == 1) continue;
+    d.R_x.row(i) *= slope;
+    if (hasDynamics()) d.R_w.row(i) *= slope;
+    d.R_theta.row(i) *= slope;
+  }
+  if (accel_row_ >= 0 && hasDynamics())
+    for (int c = 0; c < 3; ++c) d.accel_rows.col(c) *= d.robust_slope(accel_row_ + c);
 }
 
 void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -380,7 +404,10 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   const int nq = model.nq, nv = model.nv;
   const auto q = x.head(nq);
   sensorJacobians(d, x);
-  if (!hasDynamics()) return;
+  if (!hasDynamics()) {
+    robustJacobians(d);
+    return;
+  }
   d.R_w.setZero();
   d.R_w.topRows(ndx()).diagonal() = process_info_;
 
@@ -417,6 +444,7 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.B_q = d.B2;
   d.S_q.noalias() = dt_ * d.A2 * d.B1;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
+  robustJacobians(d);
 }
 
 void MultibodyStageModel::applyArmature(MultibodyStageData& d,

@@ -87,39 +87,6 @@ LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::st
   return c;
 }
 
-std::string toString(RobustLoss loss) {
-  return loss == RobustLoss::Huber ? "huber" : loss == RobustLoss::Cauchy ? "cauchy" : "none";
-}
-
-RobustLoss parseRobustLoss(const std::string& name) {
-  if (name == "none") return RobustLoss::None;
-  if (name == "huber") return RobustLoss::Huber;
-  if (name == "cauchy") return RobustLoss::Cauchy;
-  throw InputError("expected none, huber or cauchy, got \"" + name + "\"");
-}
-
-namespace {
-
-// sign(r) sqrt(2 rho(r)) and its derivative, for the robust losses of RobustLoss.
-double robustResidual(RobustLoss loss, double k, double r, double* derivative) {
-  const double a = std::abs(r);
-  if (loss == RobustLoss::Huber && a > k) {
-    const double s = std::sqrt(2 * k * a - k * k);
-    if (derivative) *derivative = k / s;
-    return r > 0 ? s : -s;
-  }
-  if (loss == RobustLoss::Cauchy && a > 0) {
-    const double u = r / k;
-    const double s = k * std::sqrt(std::log1p(u * u));
-    if (derivative) *derivative = (r / (1 + u * u)) / (r > 0 ? s : -s);
-    return r > 0 ? s : -s;
-  }
-  if (derivative) *derivative = 1;
-  return r;
-}
-
-}  // namespace
-
 void MapOptions::validate() const {
   require(max_iterations >= 1, "max_iterations", ">= 1", std::to_string(max_iterations));
   for (double t : {function_tolerance, step_tolerance, gradient_tolerance, initial_lambda}) {
@@ -147,9 +114,7 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
       rate_(p.coulomb_rate) {
   options.validate();
   loss_ = options.loss;
-  loss_scale_ = options.loss_scale > 0               ? options.loss_scale
-                : options.loss == RobustLoss::Cauchy ? 2.385
-                                                     : 1.345;
+  loss_scale_ = options.loss_scale > 0 ? options.loss_scale : defaultLossScale(options.loss);
   nb_ = layout_.numBodies();
   nf_ = layout_.numFriction();
   na_ = layout_.numArmature();

@@ -164,7 +164,7 @@ std::vector<std::string> BaseStateJob::write(const Result& result, const std::st
                                              const WriteOptions& options) {
   const fs::path out(out_log);
   const std::string folder = out.has_parent_path() ? out.parent_path().string() : ".";
-  const OutputFolder outputs(folder, {out.filename().string(), "result.json"}, result.config.log,
+  const OutputFolder outputs(folder, {out.filename().string(), "result.json"}, {result.config.log},
                              options);
   io::WriteOptions log_options;
   log_options.overwrite = true;  // checked above for both outputs

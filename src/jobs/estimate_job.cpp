@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/estimation/log_solution.hpp"
+#include "heft/estimation/segments.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
@@ -90,7 +92,8 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
   config.source = source;
 
   Section top(root, "", source);
-  std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
+  std::tie(config.robot, config.log, config.more_logs) =
+      yaml::readRobotAndLogs(top, root, base_dir);
   config.locked_joints = yaml::readLockedJoints(top);
   if (top.has("base")) {
     config.base = located(top, "base", model::parseBaseType);
@@ -125,6 +128,8 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("start_time", config.start_time, yaml::finite);
     s.read("knots", config.knots, yaml::positiveCount);
     s.read("stride", p.stride, yaml::positiveCount);
+    config.exclude = s.timeRanges("exclude");
+    s.read("min_knots", config.min_segment_knots, yaml::positiveCount);
     s.finish();
   }
   {
@@ -133,6 +138,8 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("imu", p.use_imu);
     s.read("accelerometer", p.use_accelerometer);
     s.read("mocap", p.use_mocap);
+    if (s.has("loss")) p.loss = located(s, "loss", parseRobustLoss);
+    s.read("loss_scale", p.loss_scale, yaml::positive);
     s.finish();
   }
   {
@@ -297,29 +304,68 @@ void actuatorEstimates(const ActuatorTermsModel& act, int ns, EstimateJob::Resul
   }
 }
 
+// One stretch of one log: the window of LogProblemOptions (first_sample, knots) on `log`.
+struct Segment {
+  const io::Log* log = nullptr;
+  std::string path;
+  LogProblemOptions options;
+};
+
+// The segments' problems at one kappa (contact-implicit; otherwise as configured), joined into one
+// with a shared theta, and the joined initial guess.
+struct SegmentProblems {
+  std::vector<LogProblem> parts;
+  JoinedProblem joined;
+  std::vector<Eigen::VectorXd> xs, ws;
+};
+
+SegmentProblems buildSegments(const model::RobotModel& robot, const std::vector<Segment>& segments,
+                              std::optional<double> kappa = std::nullopt) {
+  SegmentProblems built;
+  std::vector<std::shared_ptr<const Problem>> problems;
+  std::vector<std::vector<Eigen::VectorXd>> xs, ws;
+  for (const Segment& segment : segments) {
+    LogProblemOptions options = segment.options;
+    if (kappa) options.implicit.kappa = *kappa;
+    try {
+      built.parts.push_back(buildLogProblem(robot, *segment.log, options));
+    } catch (const InputError& e) {
+      if (segments.size() == 1) throw;
+      throw InputError(segment.path + " (the segment from t = " +
+                       formatNumber(segment.log->joints.time(options.first_sample), 4) +
+                       " s): " + e.what());
+    }
+    problems.push_back(built.parts.back().problem);
+    xs.push_back(built.parts.back().xs);
+    ws.push_back(built.parts.back().ws);
+  }
+  built.joined = joinProblems(problems);
+  joinGuesses(built.joined, xs, ws, built.xs, built.ws);
+  return built;
+}
+
 // Contact-implicit kappa continuation: solves at kappa_start and kappa raised geometrically
 // towards the target, each from the last one's solution, which then starts `solver` (the target's).
 template <class Say>
 void continueKappa(const EstimateJob::Config& config, const model::RobotModel& robot,
-                   const io::Log& log, const LogProblemOptions& options, const LogProblem& lp,
+                   const std::vector<Segment>& segments, const SegmentProblems& target,
                    const RiccatiOptions& solver_options, RiccatiSolver& solver, Say say) {
-  std::vector<Eigen::VectorXd> xs = lp.xs, ws = lp.ws;
-  Eigen::VectorXd theta = lp.theta;
-  const double ratio = options.implicit.kappa / *config.kappa_start;
+  std::vector<Eigen::VectorXd> xs = target.xs, ws = target.ws;
+  Eigen::VectorXd theta = target.parts.front().theta;
+  const double kappa = config.problem.implicit.kappa;
+  const double ratio = kappa / *config.kappa_start;
   for (int i = 0; i < config.continuation_steps; ++i) {
-    LogProblemOptions stage_options = options;
-    stage_options.implicit.kappa =
+    const double step_kappa =
         *config.kappa_start * std::pow(ratio, static_cast<double>(i) / config.continuation_steps);
-    const LogProblem step = buildLogProblem(robot, log, stage_options);
+    const SegmentProblems step = buildSegments(robot, segments, step_kappa);
     RiccatiOptions o = solver_options;
     o.max_iterations = config.continuation_iterations;
     o.posterior_covariance = false;
-    RiccatiSolver continuation(step.problem, o);
+    RiccatiSolver continuation(step.joined.problem, o);
     continuation.setInitialGuess(xs, ws, theta);
     const RiccatiSummary& summary = continuation.solve();
-    say("kappa " + formatNumber(stage_options.implicit.kappa) + ": " + toString(summary.status) +
-        " after " + std::to_string(summary.iterations) + " iteration(s), cost " +
-        formatNumber(summary.cost));
+    say("kappa " + formatNumber(step_kappa) + ": " + toString(summary.status) + " after " +
+        std::to_string(summary.iterations) + " iteration(s), cost " + formatNumber(summary.cost));
     xs = continuation.xs();
     ws = continuation.ws();
     theta = continuation.theta();
@@ -327,116 +373,105 @@ void continueKappa(const EstimateJob::Config& config, const model::RobotModel& r
   solver.setInitialGuess(xs, ws, theta);
 }
 
-// The contact forces the solution's stages applied (floating base): into the trajectory log, and
-// against the truth per point and, where frames hold several points, per frame.
-void contactForceResults(const LogProblem& lp, const RiccatiSolver& solver, const io::Log& log,
-                         double threshold, EstimateJob::Result& result) {
-  result.contacts_implicit = lp.smoothed != nullptr;
-  const ContactForces forces = reconstructContactForces(lp, solver.xs(), solver.ws(), result.theta);
+// The contact forces the solution's stages applied (floating base): into the window's trajectory
+// log, and against the truth per point and, where frames hold several points, per frame.
+void contactForceResults(const LogProblem& lp, const std::vector<Eigen::VectorXd>& xs,
+                         const std::vector<Eigen::VectorXd>& ws, const Eigen::VectorXd& theta,
+                         const io::Log& log, double threshold, EstimateJob::Window& window,
+                         std::vector<std::string>& warnings) {
+  const ContactForces forces = reconstructContactForces(lp, xs, ws, theta);
   if (forces.names.empty()) return;  // no contact anywhere (a fixed base)
-  addContactForces(result.trajectory, lp, solver.xs(), forces, threshold);
-  result.contact_force_errors =
+  addContactForces(window.trajectory, lp, xs, forces, threshold);
+  window.contact_force_errors =
       results::contactForceErrors(log, lp.time, forces.names, forces.force, threshold);
-  result.unconverged_contact_steps = forces.unconverged;
-  const ContactForces per_frame = forcesPerFrame(lp, solver.xs(), forces);
+  window.unconverged_contact_steps = forces.unconverged;
+  const ContactForces per_frame = forcesPerFrame(lp, xs, forces);
   if (per_frame.names.size() < forces.names.size())
-    result.contact_force_errors_per_frame =
+    window.contact_force_errors_per_frame =
         results::contactForceErrors(log, lp.time, per_frame.names, per_frame.force, threshold);
   if (forces.unconverged > 0)
-    result.warnings.push_back(std::to_string(forces.unconverged) +
-                              " contact step(s) at the solution did not converge: their forces "
-                              "are the Newton solve's last iterate");
+    warnings.push_back(std::to_string(forces.unconverged) +
+                       " contact step(s) at the solution did not converge: their forces are the "
+                       "Newton solve's last iterate");
 }
 
-}  // namespace
-
-bool EstimateJob::Result::writable() const {
-  using S = RiccatiSummary::Status;
-  if (summary.status != S::Converged && summary.status != S::MaxIterations) return false;
-  for (const results::BodyEstimate& b : bodies)
-    if (!b.consistent) return false;
-  return !bodies.empty();
-}
-
-EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
-  config.validate();
-  progress.start();
-  auto say = [&](const std::string& line) { progress.say(line); };
-  model::LoadOptions load;
-  load.base = config.base;
-  say("reading " + config.log);
-  io::Log log = io::readLog(config.log);
-  const model::RobotModel robot =
-      robotForLog(model::loadRobot(config.robot, load), config.locked_joints, log, config.source);
-  say("robot " + robot.displayName());
-  io::requireValid(io::validateLog(log, robot.pinocchio()), config.log);
-  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
-
-  // The window, in joint samples.
-  LogProblemOptions options = config.problem;
-  // the implicit step's floor: the ground plane, raised by the radius of sphere-shaped points
-  options.implicit.ground_height = options.contact_detection.ground_height + config.contact_radius;
-  const Eigen::VectorXd& time = log.joints.time;
-  require(time.size() >= 2, config.log + ": joints/time", "at least 2 samples",
-          std::to_string(time.size()));
-  if (config.start_time) {
-    require(*config.start_time >= time(0) && *config.start_time <= time(time.size() - 1),
-            config.source + ": window.start_time",
-            "a time within the log's joints/time [" + fixed(time(0)) + ", " +
-                fixed(time(time.size() - 1)) + "] s",
-            fixed(*config.start_time));
-    options.first_sample = io::nearestSample(time, *config.start_time);
-  }
-  const int available = (static_cast<int>(time.size()) - 1 - options.first_sample) / options.stride;
-  options.knots = config.knots.value_or(available);
-  require(options.knots >= 1 && options.knots <= available, config.source + ": window.knots",
-          "between 1 and " + std::to_string(available) +
-              " (the log's samples after start_time, divided by the stride)",
-          std::to_string(options.knots));
-  for (const std::string& body : options.identified_bodies) {
-    try {
-      robot.bodyIndex(body);
-    } catch (const InputError& e) {
-      throw InputError(config.source + ": estimate.bodies: " + e.what());
+// The window of every log (start_time, knots) cut at the excluded ranges into runs of steps none
+// of whose samples is excluded; runs shorter than min_segment_knots are dropped with a warning.
+std::vector<Segment> planSegments(const EstimateJob::Config& config,
+                                  const std::vector<const io::Log*>& logs,
+                                  const std::vector<std::string>& paths,
+                                  const LogProblemOptions& options,
+                                  std::vector<std::string>& warnings) {
+  std::vector<Segment> segments;
+  const int stride = options.stride;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    const Eigen::VectorXd& time = logs[i]->joints.time;
+    const std::string& path = paths[i];
+    require(time.size() >= 2, path + ": joints/time", "at least 2 samples",
+            std::to_string(time.size()));
+    int first = 0;
+    if (config.start_time) {
+      require(*config.start_time >= time(0) && *config.start_time <= time(time.size() - 1),
+              config.source + ": window.start_time",
+              "a time within the log's joints/time [" + fixed(time(0)) + ", " +
+                  fixed(time(time.size() - 1)) + "] s" +
+                  (logs.size() > 1 ? " (of every log; " + path + "'s)" : ""),
+              fixed(*config.start_time));
+      first = io::nearestSample(time, *config.start_time);
     }
+    const int available = (static_cast<int>(time.size()) - 1 - first) / stride;
+    const int knots = config.knots.value_or(available);
+    require(knots >= 1 && knots <= available, config.source + ": window.knots",
+            "between 1 and " + std::to_string(available) +
+                " (the log's samples after start_time, divided by the stride" +
+                (logs.size() > 1 ? ", in " + path : "") + ")",
+            std::to_string(knots));
+    auto excluded = [&](int sample) {
+      const double t = time(sample) - time(0);
+      for (const auto& [a, b] : config.exclude)
+        if (t >= a && t <= b) return true;
+      return false;
+    };
+    // step k uses samples first + k stride .. first + (k + 1) stride
+    int run_start = -1;
+    auto close = [&](int end_step) {  // steps run_start .. end_step - 1
+      if (run_start < 0) return;
+      const int n = end_step - run_start;
+      const int sample = first + run_start * stride;
+      if (n >= config.min_segment_knots) {
+        Segment segment{logs[i], path, options};
+        segment.options.first_sample = sample;
+        segment.options.knots = n;
+        segments.push_back(segment);
+      } else {
+        warnings.push_back(path + ": " + std::to_string(n) +
+                           " step(s) from t = " + fixed(time(sample)) +
+                           " s between excluded ranges dropped (fewer than "
+                           "window.min_knots = " +
+                           std::to_string(config.min_segment_knots) + ")");
+      }
+      run_start = -1;
+    };
+    for (int k = 0; k < knots; ++k) {
+      bool usable = true;
+      for (int sample = first + k * stride; sample <= first + (k + 1) * stride; ++sample)
+        usable = usable && !excluded(sample);
+      if (usable && run_start < 0) run_start = k;
+      if (!usable) close(k);
+    }
+    close(knots);
   }
-  options.actuators = resolveActuators(config, robot);
+  require(!segments.empty(), config.source + ": window.exclude",
+          "ranges that leave at least one stretch of window.min_knots steps",
+          "every stretch excluded or too short");
+  return segments;
+}
 
-  say("building the problem: " + std::to_string(options.knots) + " knots from t = " +
-      fixed(time(options.first_sample)) + " s, stride " + std::to_string(options.stride));
-  const LogProblem lp = buildLogProblem(robot, log, options);
-  RiccatiOptions solver_options = config.solver;
-  solver_options.progress = progress.stream();
-  RiccatiSolver solver(lp.problem, solver_options);
-  solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
-  if (config.kappa_start)
-    continueKappa(config, robot, log, options, lp, solver_options, solver, say);
-  say("solving: " + std::to_string(lp.problem->horizon()) + " stages, " +
-      std::to_string(lp.problem->np()) + " parameters, " + std::to_string(lp.contact_phases) +
-      " contact-set changes, rollout " + toString(solver_options.rollout));
-  Result result;
-  result.config = config;
-  result.summary = solver.solve();
-  say("done: " + toString(result.summary.status) +
-      (result.summary.message.empty() ? "" : " (" + result.summary.message + ")"));
-
-  result.robot = robot.displayName();
-  result.log = config.log;
-  result.scenario = log.meta.scenario;
-  result.parametrization = inertia::toString(options.parametrization);
-  result.knots = options.knots;
-  result.stride = options.stride;
-  result.contact_phases = lp.contact_phases;
-  result.touchdowns = lp.touchdowns;
-  result.contacts_detected = lp.contacts_detected;
-  result.dt = lp.dt;
-  result.start_time = lp.time(0);
-  result.end_time = lp.time(lp.time.size() - 1);
-  result.theta = solver.theta();
-  result.theta_covariance = solver.thetaCovariance();
-
-  // pi and its covariance by the delta method through d pi / d theta (the nullspace directions,
-  // if any, are excluded from Sigma_theta and named in a warning).
+// pi and its covariance by the delta method through d pi / d theta (the nullspace directions,
+// if any, are excluded from Sigma_theta and named in a warning), the joint-side terms, and the
+// solver's warnings: from result.theta and result.theta_covariance.
+void estimateParameters(const model::RobotModel& robot, const LogProblem& lp,
+                        const LogProblemOptions& options, EstimateJob::Result& result) {
   const int nb = static_cast<int>(lp.identified.size()), ns = 10 * nb;
   const Eigen::MatrixXd J =
       linearJacobian(options.parametrization, result.theta, lp.actuators.get());
@@ -467,7 +502,6 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
                                 "every iterate of theta maps to a consistent pi)");
   }
   results::appendNearBoundaryWarnings(result.bodies, result.warnings);
-  results::ParameterLayout body_layout = layout;  // truth errors: the bodies only
   if (lp.actuators) {
     const ActuatorTermsOptions& a = lp.actuators->options();
     // friction and armature are exp(theta), the offsets theta itself
@@ -489,24 +523,145 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
         "the solver stopped at the iteration limit: the estimate is the last accepted iterate, "
         "not a converged one (max gap " +
         fixed(result.summary.max_gap, 2) + ")");
+}
 
-  if (log.truth && log.truth->body_pi.rows() > 0) {
+}  // namespace
+
+bool EstimateJob::Result::writable() const {
+  using S = RiccatiSummary::Status;
+  if (summary.status != S::Converged && summary.status != S::MaxIterations) return false;
+  for (const results::BodyEstimate& b : bodies)
+    if (!b.consistent) return false;
+  return !bodies.empty();
+}
+
+int EstimateJob::Result::totalKnots() const {
+  int n = 0;
+  for (const Window& w : windows) n += w.knots;
+  return n;
+}
+
+EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
+  config.validate();
+  progress.start();
+  auto say = [&](const std::string& line) { progress.say(line); };
+  model::LoadOptions load;
+  load.base = config.base;
+  Result result;
+  result.config = config;
+
+  // The logs: the first, then the others that share the parameters.
+  std::vector<std::string> paths{config.log};
+  paths.insert(paths.end(), config.more_logs.begin(), config.more_logs.end());
+  std::vector<io::Log> logs(paths.size());
+  std::optional<model::RobotModel> loaded;
+  std::vector<io::DataQualityReport> quality;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    say("reading " + paths[i]);
+    logs[i] = io::readLog(paths[i]);
+    const model::RobotModel robot_for_log = robotForLog(
+        model::loadRobot(config.robot, load), config.locked_joints, logs[i], config.source);
+    if (!loaded) loaded = robot_for_log;
+    io::requireValid(io::validateLog(logs[i], loaded->pinocchio()), paths[i]);
+    quality.push_back(io::assessDataQuality(logs[i], loaded->pinocchio()));
+  }
+  const model::RobotModel& robot = *loaded;
+  say("robot " + robot.displayName());
+  std::vector<const io::Log*> log_pointers;
+  for (const io::Log& log : logs) log_pointers.push_back(&log);
+
+  LogProblemOptions options = config.problem;
+  // the implicit step's floor: the ground plane, raised by the radius of sphere-shaped points
+  options.implicit.ground_height = options.contact_detection.ground_height + config.contact_radius;
+  for (const std::string& body : options.identified_bodies) {
     try {
-      result.truth = results::truthErrors(robot, log, body_layout, result.linear.head(ns));
+      robot.bodyIndex(body);
+    } catch (const InputError& e) {
+      throw InputError(config.source + ": estimate.bodies: " + e.what());
+    }
+  }
+  options.actuators = resolveActuators(config, robot);
+  const std::vector<Segment> segments =
+      planSegments(config, log_pointers, paths, options, result.warnings);
+  int total_knots = 0;
+  for (const Segment& segment : segments) total_knots += segment.options.knots;
+  say("building the problem: " + std::to_string(segments.size()) + " segment(s), " +
+      std::to_string(total_knots) + " knots from t = " +
+      fixed(segments.front().log->joints.time(segments.front().options.first_sample)) +
+      " s, stride " + std::to_string(options.stride));
+  const SegmentProblems built = buildSegments(robot, segments);
+  const LogProblem& lp = built.parts.front();  // what every segment shares: theta's layout
+  RiccatiOptions solver_options = config.solver;
+  solver_options.progress = progress.stream();
+  RiccatiSolver solver(built.joined.problem, solver_options);
+  solver.setInitialGuess(built.xs, built.ws, lp.theta);
+  if (config.kappa_start)
+    continueKappa(config, robot, segments, built, solver_options, solver, say);
+  int contact_phases = 0;
+  for (const LogProblem& part : built.parts) contact_phases += part.contact_phases;
+  say("solving: " + std::to_string(built.joined.problem->horizon()) + " stages, " +
+      std::to_string(built.joined.problem->np()) + " parameters, " +
+      std::to_string(contact_phases) + " contact-set changes, rollout " +
+      toString(solver_options.rollout));
+  result.summary = solver.solve();
+  say("done: " + toString(result.summary.status) +
+      (result.summary.message.empty() ? "" : " (" + result.summary.message + ")"));
+
+  result.robot = robot.displayName();
+  result.log = config.log;
+  result.scenario = logs.front().meta.scenario;
+  result.parametrization = inertia::toString(options.parametrization);
+  result.stride = options.stride;
+  result.dt = lp.dt;
+  result.contacts_implicit = lp.smoothed != nullptr;
+  result.theta = solver.theta();
+  result.theta_covariance = solver.thetaCovariance();
+  estimateParameters(robot, lp, options, result);
+
+  if (logs.front().truth && logs.front().truth->body_pi.rows() > 0) {
+    results::ParameterLayout body_layout;  // truth errors: the bodies only
+    for (std::size_t b = 0; b < lp.identified.size(); ++b) {
+      body_layout.body_names.push_back(robot.body(lp.identified[b]).name);
+      body_layout.bodies.push_back(lp.identified[b]);
+    }
+    try {
+      result.truth = results::truthErrors(robot, logs.front(), body_layout,
+                                          result.linear.head(10 * lp.identified.size()));
     } catch (const InputError& e) {
       result.warnings.push_back(std::string("no errors against the truth: ") + e.what());
     }
   }
-  result.trajectory_errors = trajectoryErrors(robot, log, lp, solver.xs());
-  result.trajectory = trajectoryLog(robot, log, lp, solver.xs(), solver.ws());
-  result.trajectory.estimates = estimatesGroup(lp, result.bodies);
-  try {  // the estimate stands without them: a failure here is a warning, never a lost result
-    contactForceResults(lp, solver, log, config.contact_force_threshold, result);
-  } catch (const std::exception& e) {
-    result.warnings.push_back(std::string("contact forces not reconstructed: ") + e.what());
+  for (int j = 0; j < built.joined.layout.size(); ++j) {
+    const LogProblem& part = built.parts[j];
+    const io::Log& log = *segments[j].log;
+    const std::vector<Eigen::VectorXd> xs = segmentStates(built.joined.layout, j, solver.xs());
+    const std::vector<Eigen::VectorXd> ws = segmentDecisions(built.joined.layout, j, solver.ws());
+    Window window;
+    window.log = segments[j].path;
+    window.knots = part.problem->horizon();
+    window.contact_phases = part.contact_phases;
+    window.touchdowns = part.touchdowns;
+    window.contacts_detected = part.contacts_detected;
+    window.start_time = part.time(0);
+    window.end_time = part.time(part.time.size() - 1);
+    window.trajectory_errors = trajectoryErrors(robot, log, part, xs);
+    window.trajectory = trajectoryLog(robot, log, part, xs, ws);
+    window.trajectory.estimates = estimatesGroup(part, result.bodies);
+    try {  // the estimate stands without them: a failure here is a warning, never a lost result
+      contactForceResults(part, xs, ws, result.theta, log, config.contact_force_threshold, window,
+                          result.warnings);
+    } catch (const std::exception& e) {
+      result.warnings.push_back(std::string("contact forces not reconstructed: ") + e.what());
+    }
+    result.windows.push_back(std::move(window));
   }
-  appendDataQualityWarnings(data_quality, result.warnings);
-  result.data_quality = data_quality;
+  for (std::size_t i = 0; i < quality.size(); ++i) {
+    std::vector<std::string> lines;
+    appendDataQualityWarnings(quality[i], lines);
+    for (const std::string& line : lines)
+      result.warnings.push_back(i == 0 ? line : paths[i] + ": " + line);
+  }
+  result.data_quality = quality.front();
   result.time_s = progress.seconds();
   return result;
 }
@@ -520,19 +675,57 @@ std::string EstimateJob::Result::refusal() const {
          "; result.json and trajectory.h5 hold the last accepted iterate";
 }
 
+namespace {
+
+std::string windowsReport(const EstimateJob::Result& r) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < r.windows.size(); ++i) {
+    const EstimateJob::Window& w = r.windows[i];
+    s << (i == 0 ? "window    " : "          ") << w.knots << " knots of " << fixed(r.dt, 3)
+      << " s from t = " << fixed(w.start_time) << " s to " << fixed(w.end_time) << " s";
+    if (r.windows.size() > 1) s << " of " << w.log;
+    s << ", " << w.contact_phases << " contact-set changes (" << w.touchdowns
+      << " touchdowns with an impulse; contacts "
+      << (r.contacts_implicit   ? "implicit: smoothed contact dynamics, no schedule"
+          : w.contacts_detected ? "detected kinematically"
+                                : "from the log's flags")
+      << ")\n";
+  }
+  return s.str();
+}
+
+// with_errors: the window's reconstruction errors too (the `windows` list; `window` has them at
+// the estimation object's top)
+nlohmann::json windowJson(const EstimateJob::Window& w, int stride, double dt, bool with_errors) {
+  nlohmann::json j = {{"log", w.log},
+                      {"start_time", w.start_time},
+                      {"end_time", w.end_time},
+                      {"knots", w.knots},
+                      {"stride", stride},
+                      {"dt", dt},
+                      {"contact_phases", w.contact_phases},
+                      {"touchdowns", w.touchdowns},
+                      {"contacts_detected", w.contacts_detected}};
+  if (!with_errors) return j;
+  if (w.trajectory_errors)
+    j["trajectory_errors"] = results::trajectoryErrorsJson(*w.trajectory_errors);
+  if (w.contact_force_errors)
+    j["contact_force_errors"] = results::contactForceErrorsJson(*w.contact_force_errors);
+  if (w.contact_force_errors_per_frame)
+    j["contact_force_errors_per_frame"] =
+        results::contactForceErrorsJson(*w.contact_force_errors_per_frame);
+  return j;
+}
+
+}  // namespace
+
 std::string EstimateJob::Result::report() const {
   std::ostringstream s;
   s << "method    riccati-map (" << parametrization << ")\n"
     << "status    " << toString(summary.status)
     << (summary.message.empty() ? "" : ": " + summary.message) << "\n"
-    << "window    " << knots << " knots of " << fixed(dt, 3) << " s from t = " << fixed(start_time)
-    << " s to " << fixed(end_time) << " s, " << contact_phases << " contact-set changes ("
-    << touchdowns << " touchdowns with an impulse; contacts "
-    << (contacts_implicit   ? "implicit: smoothed contact dynamics, no schedule"
-        : contacts_detected ? "detected kinematically"
-                            : "from the log's flags")
-    << ")\n"
-    << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
+    << windowsReport(*this);
+  s << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
     << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
     << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
     << fixed(summary.backward_seconds, 3) << ", forward " << fixed(summary.forward_seconds, 3)
@@ -540,15 +733,20 @@ std::string EstimateJob::Result::report() const {
   s << results::bodiesReport(bodies);
   s << results::actuatorTermsReport(friction, armature, torque_offsets);
   if (truth) s << "\nerrors against the log's truth group\n" << truth->report();
-  if (trajectory_errors)
-    s << "\ntrajectory against the log's truth (raw measurements in brackets)\n"
-      << trajectory_errors->report();
-  if (contact_force_errors)
-    s << "\nreconstructed contact forces against the log's truth\n"
-      << contact_force_errors->report();
-  if (contact_force_errors_per_frame)
-    s << "per contact frame (each frame's points summed)\n"
-      << contact_force_errors_per_frame->report();
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const Window& w = windows[i];
+    const std::string which =
+        windows.size() > 1 ? " (window " + std::to_string(i + 1) + ")" : std::string();
+    if (w.trajectory_errors)
+      s << "\ntrajectory against the log's truth" << which << " (raw measurements in brackets)\n"
+        << w.trajectory_errors->report();
+    if (w.contact_force_errors)
+      s << "\nreconstructed contact forces against the log's truth" << which << "\n"
+        << w.contact_force_errors->report();
+    if (w.contact_force_errors_per_frame)
+      s << "per contact frame (each frame's points summed)\n"
+        << w.contact_force_errors_per_frame->report();
+  }
   if (!warnings.empty()) {
     s << "\nwarnings\n";
     for (const std::string& w : warnings) s << "  - " << w << "\n";
@@ -570,20 +768,15 @@ nlohmann::json EstimateJob::Result::toJson() const {
                   {"message", summary.message},
                   {"iterations", summary.iterations},
                   {"time_s", time_s},
-                  {"samples", knots + 1}};
+                  {"samples", totalKnots() + static_cast<int>(windows.size())}};
   j["warnings"] = warnings;
   if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
   if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   nlohmann::json est;
   est["parametrization"] = parametrization;
-  est["window"] = {{"start_time", start_time},
-                   {"end_time", end_time},
-                   {"knots", knots},
-                   {"stride", stride},
-                   {"dt", dt},
-                   {"contact_phases", contact_phases},
-                   {"touchdowns", touchdowns},
-                   {"contacts_detected", contacts_detected}};
+  est["window"] = windowJson(windows.front(), stride, dt, false);
+  est["windows"] = nlohmann::json::array();
+  for (const Window& w : windows) est["windows"].push_back(windowJson(w, stride, dt, true));
   est["theta"] = results::jsonArray(theta);
   est["theta_covariance"] = results::jsonArray(theta_covariance);
   est["solver"] = {{"cost", summary.cost},
@@ -597,26 +790,35 @@ nlohmann::json EstimateJob::Result::toJson() const {
                      {"backward", summary.backward_seconds},
                      {"forward", summary.forward_seconds},
                      {"total", summary.total_seconds}}}};
-  if (trajectory_errors)
-    est["trajectory_errors"] = results::trajectoryErrorsJson(*trajectory_errors);
+  // the first window's reconstruction at the top (each window's in `windows`)
+  const Window& first = windows.front();
+  if (first.trajectory_errors)
+    est["trajectory_errors"] = results::trajectoryErrorsJson(*first.trajectory_errors);
   est["contacts_implicit"] = contacts_implicit;
-  if (contacts_implicit) est["unconverged_contact_steps"] = unconverged_contact_steps;
-  if (contact_force_errors)
-    est["contact_force_errors"] = results::contactForceErrorsJson(*contact_force_errors);
-  if (contact_force_errors_per_frame)
+  if (contacts_implicit) est["unconverged_contact_steps"] = first.unconverged_contact_steps;
+  if (first.contact_force_errors)
+    est["contact_force_errors"] = results::contactForceErrorsJson(*first.contact_force_errors);
+  if (first.contact_force_errors_per_frame)
     est["contact_force_errors_per_frame"] =
-        results::contactForceErrorsJson(*contact_force_errors_per_frame);
+        results::contactForceErrorsJson(*first.contact_force_errors_per_frame);
   j["estimation"] = est;
   return j;
 }
 
+std::string EstimateJob::trajectoryFileName(int i) {
+  return i == 0 ? "trajectory.h5" : "trajectory_" + std::to_string(i + 1) + ".h5";
+}
+
 std::vector<std::string> EstimateJob::write(const Result& result, const std::string& out_dir,
                                             const WriteOptions& options) {
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "trajectory.h5"},
-                            result.config.log, options);
+  std::vector<std::string> names{"result.json", "robot.urdf"};
+  for (std::size_t i = 0; i < result.windows.size(); ++i)
+    names.push_back(trajectoryFileName(static_cast<int>(i)));
+  std::vector<std::string> inputs{result.config.log};
+  inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
+  const OutputFolder folder(out_dir, names, inputs, options);
   const std::string json_out = folder.path("result.json");
   const std::string urdf_out = folder.path("robot.urdf");
-  const std::string log_out = folder.path("trajectory.h5");
   std::vector<std::string> written;
   nlohmann::json json = result.toJson();
   const bool usable = result.summary.status == RiccatiSummary::Status::Converged ||
@@ -629,16 +831,21 @@ std::vector<std::string> EstimateJob::write(const Result& result, const std::str
             urdf_out, options.overwrite, written);
   // A failed HDF5 write must not lose the estimate: its outcome is recorded in result.json, which
   // is written anyway, and the job then ends with exit 1.
-  json["trajectory"] = {{"path", log_out}, {"status", "written"}};
   std::string trajectory_error;
   io::WriteOptions log_options;
   log_options.overwrite = options.overwrite;
-  try {
-    io::writeLogHdf5(result.trajectory, log_out, log_options);
-    written.push_back(log_out);
-  } catch (const std::exception& e) {
-    trajectory_error = e.what();
-    json["trajectory"] = {{"path", ""}, {"status", "not written: " + trajectory_error}};
+  for (std::size_t i = 0; i < result.windows.size(); ++i) {
+    const std::string log_out = folder.path(trajectoryFileName(static_cast<int>(i)));
+    nlohmann::json status = {{"path", log_out}, {"status", "written"}};
+    try {
+      io::writeLogHdf5(result.windows[i].trajectory, log_out, log_options);
+      written.push_back(log_out);
+    } catch (const std::exception& e) {
+      if (trajectory_error.empty()) trajectory_error = e.what();
+      status = {{"path", ""}, {"status", std::string("not written: ") + e.what()}};
+    }
+    if (i == 0) json["trajectory"] = status;
+    json["estimation"]["windows"][i]["trajectory"] = status;
   }
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
   written.push_back(json_out);

@@ -217,7 +217,7 @@ nlohmann::json ExciteJob::Result::toJson() const {
 
 std::vector<std::string> ExciteJob::write(const Result& result, const std::string& out_dir,
                                           const WriteOptions& options) {
-  const OutputFolder folder(out_dir, {"result.json", "scenario.yaml", "trajectory.csv"}, "",
+  const OutputFolder folder(out_dir, {"result.json", "scenario.yaml", "trajectory.csv"}, {},
                             options);
   std::vector<std::string> written;
   if (result.ok()) {

@@ -527,7 +527,7 @@ std::vector<std::string> FilterJob::write(const Result& result, const std::strin
   for (std::size_t t = 0; t < result.traces.size(); ++t)
     files.push_back(t == 0 ? "estimates.h5" : "baseline.h5");
   // every output is checked before any is written; the replayed log is never one of them
-  const OutputFolder folder(out_dir, files, result.log, options);
+  const OutputFolder folder(out_dir, files, {result.log}, options);
   const std::string summary = folder.path("summary.json");
   std::vector<std::string> written;
   for (std::size_t t = 0; t < result.traces.size(); ++t) {

@@ -246,21 +246,8 @@ IdentifyJob::Config IdentifyJob::parse(const std::string& yaml_text, const std::
 
   Section top(root, "", source);
   // `log` may list several recordings that share the parameters
-  std::vector<std::string> more_logs;
-  if (root["log"] && root["log"].IsSequence()) {
-    const YAML::Node list = root["log"];
-    std::vector<std::string> logs;
-    try {
-      logs = list.as<std::vector<std::string>>();
-    } catch (const YAML::Exception&) {
-    }
-    if (logs.empty()) top.fail(list, "log", "expected a path or a non-empty list of paths");
-    for (size_t i = 1; i < logs.size(); ++i)
-      more_logs.push_back(yaml::resolveConfigPath(base_dir, logs[i]));
-    root["log"] = logs.front();
-  }
-  std::tie(config.robot, config.log) = yaml::readRobotAndLog(top, root, base_dir);
-  config.more_logs = more_logs;
+  std::tie(config.robot, config.log, config.more_logs) =
+      yaml::readRobotAndLogs(top, root, base_dir);
   config.locked_joints = yaml::readLockedJoints(top);
   if (top.has("base")) {
     config.base = located(top, "base", model::parseBaseType);
@@ -601,7 +588,9 @@ nlohmann::json IdentifyJob::Result::toJson() const {
 
 std::vector<std::string> IdentifyJob::write(const Result& result, const std::string& out_dir,
                                             const WriteOptions& options) {
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf"}, result.config.log, options);
+  std::vector<std::string> inputs{result.config.log};
+  inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf"}, inputs, options);
   const std::string urdf_out = folder.path("robot.urdf");
   const std::string json_out = folder.path("result.json");
   std::vector<std::string> written;

@@ -73,7 +73,7 @@ std::ostream* Progress::stream() {
 }
 
 OutputFolder::OutputFolder(const std::string& folder, const std::vector<std::string>& file_names,
-                           const std::string& input_log, const WriteOptions& options)
+                           const std::vector<std::string>& input_logs, const WriteOptions& options)
     : folder_(folder) {
   std::error_code ec;
   fs::create_directories(folder, ec);
@@ -81,9 +81,11 @@ OutputFolder::OutputFolder(const std::string& folder, const std::vector<std::str
     throw InputError("--out " + folder + ": cannot create the folder (" + ec.message() + ")");
   for (const std::string& name : file_names) {
     const std::string p = path(name);
-    std::error_code same;
-    require(input_log.empty() || !fs::exists(p) || !fs::equivalent(p, input_log, same), p,
-            "an output path that is not the input log", "the input log itself");
+    for (const std::string& input_log : input_logs) {
+      std::error_code same;
+      require(input_log.empty() || !fs::exists(p) || !fs::equivalent(p, input_log, same), p,
+              "an output path that is not an input log", "the input log " + input_log);
+    }
     if (!options.overwrite && fs::exists(p))
       throw InputError(p + ": exists; pass --overwrite to replace the outputs of " + folder);
   }

@@ -246,7 +246,7 @@ nlohmann::json PredictJob::Result::toJson() const {
 
 std::vector<std::string> PredictJob::write(const Result& result, const std::string& out_dir,
                                            const WriteOptions& options) {
-  const OutputFolder folder(out_dir, {"result.json"}, result.config.log, options);
+  const OutputFolder folder(out_dir, {"result.json"}, {result.config.log}, options);
   const std::string json_out = folder.path("result.json");
   io::writeTextFileAtomically(json_out, result.toJson().dump(2) + "\n", options.overwrite);
   return {json_out};

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -315,14 +316,43 @@ inline std::vector<model::ContactPoint> readContactPoints(YamlSection& section,
 /// The robot and the log every job config names: `robot` (a short name such as go2 stays a name;
 /// anything with a '/' or a '.' is a path, resolved against base_dir) and `log` (resolved). A
 /// missing key fails naming the config's line.
-inline std::pair<std::string, std::string> readRobotAndLog(YamlSection& top, const YAML::Node& root,
-                                                           const std::string& base_dir) {
+inline std::string readRobot(YamlSection& top, const YAML::Node& root,
+                             const std::string& base_dir) {
   if (!top.has("robot")) top.fail(root, "robot", "missing (a short name such as go2, or a path)");
-  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
   std::string robot = top.string("robot");
   if (robot.find('/') != std::string::npos || robot.find('.') != std::string::npos)
     robot = resolveConfigPath(base_dir, robot);
+  return robot;
+}
+
+inline std::pair<std::string, std::string> readRobotAndLog(YamlSection& top, const YAML::Node& root,
+                                                           const std::string& base_dir) {
+  if (!top.has("log")) top.fail(root, "log", "missing (an .h5 file or a CSV folder)");
+  std::string robot = readRobot(top, root, base_dir);
   return {robot, resolveConfigPath(base_dir, top.string("log"))};
+}
+
+/// readRobotAndLog where `log` may also be a list of recordings that share the parameters: the
+/// robot, the first log and the others (resolved). An empty or malformed list fails naming it.
+inline std::tuple<std::string, std::string, std::vector<std::string>> readRobotAndLogs(
+    YamlSection& top, const YAML::Node& root, const std::string& base_dir) {
+  std::vector<std::string> logs;
+  const YAML::Node list = root["log"];
+  if (list && list.IsSequence()) {
+    try {
+      logs = list.as<std::vector<std::string>>();
+    } catch (const YAML::Exception&) {
+    }
+    if (logs.empty()) top.fail(list, "log", "expected a path or a non-empty list of paths");
+    const std::string robot = readRobot(top, root, base_dir);
+    top.raw("log");
+    std::vector<std::string> more;
+    for (std::size_t i = 1; i < logs.size(); ++i)
+      more.push_back(resolveConfigPath(base_dir, logs[i]));
+    return {robot, resolveConfigPath(base_dir, logs.front()), more};
+  }
+  auto [robot, log] = readRobotAndLog(top, root, base_dir);
+  return {robot, log, {}};
 }
 
 }  // namespace heft::jobs::yaml

@@ -34,6 +34,14 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
       "$root/data/examples/go2_payload_estimate.yaml" > "$config"
     "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate-10s" --overwrite \
       --quiet > /dev/null || true
+    # the same at the log's 1 kHz over 3 s: 3000 knots, 80 iterations (a longer window is the
+    # first thing the guide suggests when the payload is large; docs/guide/estimate.md)
+    config="$work/${scenario}_${seed}_estimate-3s.yaml"
+    sed -e "s#^log: .*#log: $log#" -e "s#^  knots: .*#  knots: 3000#" \
+      -e "s#^  max_iterations: .*#  max_iterations: 80#" \
+      "$root/data/examples/go2_payload_estimate.yaml" > "$config"
+    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate-3s" --overwrite \
+      --quiet > /dev/null || true
   done
 done
 # TALOS: the torso example (flat feet, estimated base state), only the log changed; the same with

@@ -94,6 +94,9 @@ struct LogProblemOptions {
   double accelerometer_std = 0.1;       ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 2e-3;     ///< [m] (noise and an uncalibrated marker offset)
   double mocap_orientation_std = 1e-2;  ///< [rad]
+  /// A robust loss on every measurement row (MultibodySensors::loss): None by default.
+  RobustLoss loss = RobustLoss::None;
+  double loss_scale = 0;  ///< k in units of each row's std; 0: defaultLossScale(loss)
   /// Without motion capture, the arrival prior on the base around the log's own base state (a
   /// state estimator's joints/base_pose): its position and orientation std [m, rad].
   double base_state_position_std = 0.05;

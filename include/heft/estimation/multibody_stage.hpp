@@ -52,6 +52,7 @@
 #include <Eigen/Core>
 #include <Eigen/Geometry>
 
+#include "heft/common/robust_loss.hpp"
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
@@ -84,6 +85,11 @@ struct MultibodySensors {
   double accelerometer_std = 0.1;    ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 1e-3;  ///< [m]
   double mocap_orientation_std = 5e-3;  ///< [rad]
+  /// A robust loss on every sensor row (heft/common/robust_loss.hpp; the process-noise rows stay
+  /// quadratic): a glitch of the motion capture, a spike of an encoder, a saturated IMU sample
+  /// costs k |r| (Huber) or k^2 log|r| (Cauchy) instead of r^2. Per scalar row, whitened.
+  RobustLoss loss = RobustLoss::None;
+  double loss_scale = 0;  ///< k in units of the row's std; 0: defaultLossScale(loss)
 };
 
 /// One knot's data: what was measured and applied at t_k.
@@ -197,6 +203,10 @@ class MultibodyStageModel final : public StageModel {
   // Gyro and orientation rows of an IMU on a body other than the base (through the joints).
   void bodyImuResiduals(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
   void bodyImuJacobians(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  // The robust loss on the sensor rows: r (calc) and the Jacobian rows (calcDiff, last).
+  void robustResiduals(MultibodyStageData& d) const;
+  void robustJacobians(MultibodyStageData& d) const;
+  double loss_scale_ = 1;
   // Accelerometer rows at the stage's acceleration (calc / calcDiff after the dynamics).
   void accelerometerResidual(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                              const Eigen::VectorXd& a) const;
@@ -233,6 +243,9 @@ struct MultibodyStageData final : StageData {
   std::shared_ptr<pinocchio::Data> kinematics;
   Eigen::MatrixXd imu_dv_dq, imu_dv_dv, imu_jacobian;
   Eigen::VectorXd a_zero;  ///< nv zeros: the acceleration the kinematics derivatives take
+  /// d (robust row) / d (whitened row) of every row (1 on the process-noise rows and without a
+  /// robust loss): calc's, applied to the Jacobian rows by calcDiff.
+  Eigen::VectorXd robust_slope;
 };
 
 }  // namespace heft::estimation

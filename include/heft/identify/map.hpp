@@ -19,6 +19,7 @@
 
 #include <Eigen/Core>
 
+#include "heft/common/robust_loss.hpp"
 #include "heft/dynamics/friction.hpp"
 #include "heft/identify/least_squares.hpp"
 #include "heft/identify/problem.hpp"
@@ -42,13 +43,9 @@ LinearConstraint totalMassConstraint(const model::RobotModel& robot, const Param
 LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::string& left,
                                     const std::string& right);
 
-/// A robust loss on the weighted data rows (the prior rows stay quadratic): each weighted residual
-/// r becomes sign(r) sqrt(2 rho(r)), so the solver minimizes sum rho(r_i) with a consistent
-/// Gauss-Newton model. Huber: rho = r^2 / 2 for |r| <= k, k |r| - k^2 / 2 beyond. Cauchy:
-/// rho = k^2 / 2 log(1 + (r / k)^2).
-enum class RobustLoss { None, Huber, Cauchy };
-std::string toString(RobustLoss loss);
-RobustLoss parseRobustLoss(const std::string& name);  ///< "none", "huber", "cauchy"
+/// A robust loss on the weighted data rows (the prior rows stay quadratic): heft/common/
+/// robust_loss.hpp.
+using heft::RobustLoss;
 
 struct MapOptions {
   int max_iterations = 100;

@@ -7,6 +7,7 @@
 /// every config field.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -29,6 +30,10 @@ struct EstimateJob {
     std::string robot;                ///< short name or URDF / MJCF path
     model::BaseType base = model::BaseType::Default;
     std::string log;  ///< HDF5 file or CSV folder
+    /// `log` as a list: further recordings of the same robot that share the parameters. Each
+    /// gets the same window (start_time, knots, exclusions) and becomes one or more segments of
+    /// one problem (estimation::joinProblems).
+    std::vector<std::string> more_logs;
     /// Joints held at a position (`locked_joints`): a gripper, a passive joint, a joint the log
     /// lacks. Every 1-DoF joint of the robot must be in the log or here.
     std::vector<model::LockedJoint> locked_joints;
@@ -37,6 +42,12 @@ struct EstimateJob {
     /// and problem.knots are set by the job from these.
     std::optional<double> start_time;
     std::optional<int> knots;
+    /// `window.exclude`: time ranges [s from each log's first sample, as identify's] whose
+    /// samples no step may use: the window is cut there into segments, each with its own arrival
+    /// prior, all sharing theta. Segments of fewer than `min_segment_knots` steps are dropped
+    /// (a warning says which).
+    std::vector<std::pair<double, double>> exclude;
+    int min_segment_knots = 10;
     /// `estimate.friction`, `estimate.armature`, `estimate.torque_offsets`: nullopt = not
     /// estimated; an empty list = all (run() resolves it against the robot: every 1-dof joint;
     /// the armature's `all` = the friction joints when there are some) into problem.actuators.
@@ -60,14 +71,35 @@ struct EstimateJob {
     void validate() const;
   };
 
+  /// One contiguous stretch of one log on which the trajectory was estimated (a segment of the
+  /// joined problem), with what was reconstructed on it.
+  struct Window {
+    std::string log;
+    int knots = 0, contact_phases = 0, touchdowns = 0;
+    bool contacts_detected = false;
+    double start_time = 0, end_time = 0;
+    /// The estimated trajectory at the knots as a log: joints (q, v, and tau = logged torque +
+    /// the estimated generalized-force noise), the base pose and twist on a floating base, the
+    /// contact flags used, and an estimates group with the parameters and their standard
+    /// deviations.
+    io::Log trajectory;
+    std::optional<results::TrajectoryErrors> trajectory_errors;
+    /// Contact-implicit: the reconstructed contact forces against the truth's (simulated logs),
+    /// and the steps whose Newton solve did not converge at the solution.
+    std::optional<results::ContactForceErrors> contact_force_errors;
+    /// The same per contact frame (points on one frame summed: a sole's corners against the sum
+    /// of the truth's), when some frame holds several points.
+    std::optional<results::ContactForceErrors> contact_force_errors_per_frame;
+    int unconverged_contact_steps = 0;
+  };
+
   struct Result {
     Config config;  ///< what ran
     std::string robot, log, scenario;
     std::string parametrization;
     estimation::RiccatiSummary summary;
-    int knots = 0, stride = 0, contact_phases = 0, touchdowns = 0;
-    bool contacts_detected = false;
-    double dt = 0, start_time = 0, end_time = 0;
+    int stride = 0;
+    double dt = 0;
     double time_s = 0;  ///< whole job, log reading and problem building included
     std::vector<results::BodyEstimate> bodies;
     std::vector<std::string> names;  ///< of `linear`: "m[base]", ..., "coulomb[joint]", ...
@@ -81,21 +113,11 @@ struct EstimateJob {
     /// exp for the log-parametrized friction and armature).
     std::vector<results::JointFrictionEstimate> friction;
     std::vector<results::JointScalarEstimate> armature, torque_offsets;
-    /// The estimated trajectory at the knots as a log: joints (q, v, and tau = logged torque +
-    /// the estimated generalized-force noise), the base pose and twist on a floating base, the
-    /// contact flags used, and an estimates group with the parameters and their standard
-    /// deviations.
-    io::Log trajectory;
     std::optional<results::TruthErrors> truth;
-    std::optional<results::TrajectoryErrors> trajectory_errors;
-    /// Contact-implicit: the reconstructed contact forces against the truth's (simulated logs),
-    /// and the steps whose Newton solve did not converge at the solution.
+    /// Every segment in order (logs in the config's order, then time); at least one.
+    std::vector<Window> windows;
     bool contacts_implicit = false;
-    std::optional<results::ContactForceErrors> contact_force_errors;
-    /// The same per contact frame (points on one frame summed: a sole's corners against the sum
-    /// of the truth's), when some frame holds several points.
-    std::optional<results::ContactForceErrors> contact_force_errors_per_frame;
-    int unconverged_contact_steps = 0;
+    int totalKnots() const;
     std::vector<std::string> warnings;  ///< the data-quality warnings among them
     /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
     std::optional<io::DataQualityReport> data_quality;
@@ -124,9 +146,13 @@ struct EstimateJob {
     return run(config, silent);
   }
 
-  /// Writes DIR/result.json, DIR/trajectory.h5 and, when result.writable() and the robot came
-  /// from a URDF, DIR/robot.urdf, each atomically; refuses to replace existing outputs unless
-  /// options.overwrite, and never writes over the input log. Returns the paths written.
+  /// The trajectory file of window i (0-based): trajectory.h5, trajectory_2.h5, ...
+  static std::string trajectoryFileName(int i);
+
+  /// Writes DIR/result.json, DIR/trajectory.h5 (trajectory_2.h5, ... for further windows) and, when
+  /// result.writable() and the robot came from a URDF, DIR/robot.urdf, each atomically; refuses to
+  /// replace existing outputs unless options.overwrite, and never writes over the input log.
+  /// Returns the paths written.
   static std::vector<std::string> write(const Result& result, const std::string& out_dir,
                                         const WriteOptions& options = {});
 };

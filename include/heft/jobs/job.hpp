@@ -50,12 +50,12 @@ struct WriteOptions {
 };
 
 /// The output folder of a job: created if missing; every file the job may write must be new
-/// (unless `overwrite`) and must not be the input log.
+/// (unless `overwrite`) and must not be one of the input logs.
 /// \throws InputError naming the path.
 class OutputFolder {
  public:
   OutputFolder(const std::string& folder, const std::vector<std::string>& file_names,
-               const std::string& input_log, const WriteOptions& options);
+               const std::vector<std::string>& input_logs, const WriteOptions& options);
   /// folder/name
   std::string path(const std::string& name) const;
 
