@@ -625,6 +625,56 @@ namespace {
 
 // The guard band: no kept sample lies within contact_guard of a contact change (a trotting go2,
 // whose feet touch down and lift off twice a second).
+// Least squares with gross outliers (5 % of the rows carry an effect the model lacks, hundreds of
+// noise stds, one channel noisier than the other): the robust losses' reweighting brings the estimate back to the clean fit's
+// accuracy, ordinary least squares does not; rows that fit keep their weight.
+TEST(LeastSquares, RobustLossReweightsOutliersAway) {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> n(0, 1);
+  const int rows = 2000, cols = 6;
+  identify::LinearSystem system;
+  system.Phi = Eigen::MatrixXd::NullaryExpr(rows, cols, [&] { return n(rng); });
+  const Eigen::VectorXd x_true = Eigen::VectorXd::LinSpaced(cols, 1.0, 6.0);
+  system.channel.resize(rows);
+  system.channel_names = {"quiet", "noisy"};
+  for (int c = 0; c < cols; ++c) system.names.push_back("x" + std::to_string(c));
+  Eigen::VectorXd clean(rows);
+  for (int i = 0; i < rows; ++i) {
+    system.channel[i] = i % 2;
+    clean[i] = (system.Phi.row(i) * x_true)(0) + (i % 2 ? 0.05 : 0.01) * n(rng);
+  }
+  system.y = clean;
+  int outliers = 0;
+  // an effect the model lacks on 5 % of the rows, along the first column: it biases x[0]
+  for (int i = 0; i < rows; i += 20, ++outliers) system.y[i] += (i % 2 ? 15 : 3) * system.Phi(i, 0);
+  const Eigen::VectorXd x0 = Eigen::VectorXd::Zero(cols);
+  auto error = [&](const identify::LeastSquaresResult& r) { return (r.x - x_true).norm(); };
+  identify::LinearSystem clean_system = system;
+  clean_system.y = clean;
+  identify::LeastSquaresOptions o;
+  const double clean_error = error(identify::solveLeastSquares(clean_system, x0, o));
+  for (const bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "weighted" : "ordinary");
+    o.weighted = weighted;
+    o.loss = RobustLoss::None;
+    const double plain = error(identify::solveLeastSquares(system, x0, o));
+    // the premise: the outliers hurt (weighted least squares already gives their channel less
+    // weight, 7x the clean error here)
+    EXPECT_GT(plain, (weighted ? 5 : 10) * clean_error);
+    for (const RobustLoss loss : {RobustLoss::Huber, RobustLoss::Cauchy}) {
+      SCOPED_TRACE(toString(loss));
+      o.loss = loss;
+      const identify::LeastSquaresResult r = identify::solveLeastSquares(system, x0, o);
+      EXPECT_EQ(r.status, identify::Status::Converged);
+      EXPECT_LT(error(r), 3 * clean_error) << "plain " << plain << ", clean " << clean_error;
+      EXPECT_LT(error(r), plain / 3);
+      EXPECT_GE(r.downweighted_rows, outliers * 9 / 10);
+      EXPECT_LT(r.downweighted_rows, outliers + rows / 20);
+      EXPECT_LT(r.robust_passes, o.robust_iterations);
+    }
+  }
+}
+
 TEST(Prepare, ContactGuardDropsSamplesNearContactChanges) {
   const auto& go2 = robot("go2");
   PreparationOptions prep;

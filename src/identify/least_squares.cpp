@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include <Eigen/QR>
 #include <Eigen/SVD>
@@ -126,7 +127,61 @@ std::string toString(Status status) {
 void LeastSquaresOptions::validate() const {
   require(std::isfinite(rank_tolerance) && rank_tolerance > 0 && rank_tolerance < 1,
           "rank_tolerance", "a value in (0, 1)", num(rank_tolerance));
+  require(std::isfinite(loss_scale) && loss_scale >= 0, "loss_scale",
+          "a finite value >= 0 (0: the loss's default)", num(loss_scale));
+  require(robust_iterations >= 1, "robust_iterations", ">= 1", std::to_string(robust_iterations));
 }
+
+namespace {
+
+// Iteratively reweighted least squares for options.loss: from the fit in `res`, rows weighted by
+// base_weight times sqrt(rho'(e) / e) (the solve squares the row weights), e the residual over
+// its channel's robust scale, until the estimate settles.
+template <class Solve>
+void reweightRobustly(const LinearSystem& system, const LeastSquaresOptions& options,
+                      const Eigen::VectorXd& base_weight, Solve& solveWeighted,
+                      LeastSquaresResult& res) {
+  const int m = system.rows(), nc = static_cast<int>(system.channel_names.size());
+  const double k = options.loss_scale > 0 ? options.loss_scale : defaultLossScale(options.loss);
+  Eigen::VectorXd w = base_weight;
+  for (int pass = 0; pass < options.robust_iterations; ++pass) {
+    const Eigen::VectorXd r = system.y - system.Phi * res.x;
+    // each channel's robust scale: 1.4826 median |r| (floored: an exact fit has no spread)
+    Eigen::VectorXd scale(nc);
+    for (int c = 0; c < nc; ++c) {
+      std::vector<double> a;
+      for (int i = 0; i < m; ++i)
+        if (system.channel[i] == c) a.push_back(std::abs(r[i]));
+      if (a.empty()) {
+        scale[c] = 1;
+        continue;
+      }
+      std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());
+      scale[c] = std::max(1.4826 * a[a.size() / 2], 1e-12);
+    }
+    res.downweighted_rows = 0;
+    for (int i = 0; i < m; ++i) {
+      const double e = r[i] / scale[system.channel[i]];
+      double slope = 1;
+      const double robust = robustResidual(options.loss, k, e, &slope);
+      // rho'(e) / e = robust * slope / e (the map's chain rule); 1 at e = 0
+      const double weight = e != 0 ? robust * slope / e : 1.0;
+      res.downweighted_rows += weight < 0.5;
+      w[i] = base_weight[i] * std::sqrt(weight);
+    }
+    const Eigen::VectorXd before = res.x;
+    solveWeighted(w);
+    res.robust_passes = pass + 1;
+    if ((res.x - before).norm() <= 1e-9 * std::max(1.0, res.x.norm())) break;
+  }
+  if (res.downweighted_rows > 0)
+    res.warnings.push_back("robust loss (" + toString(options.loss) + "): " +
+                           std::to_string(res.downweighted_rows) + " of " + std::to_string(m) +
+                           " rows weighted below one half after " +
+                           std::to_string(res.robust_passes) + " reweighting pass(es)");
+}
+
+}  // namespace
 
 LeastSquaresResult solveLeastSquares(const LinearSystem& system, const Eigen::VectorXd& x0,
                                      const LeastSquaresOptions& options) {
@@ -181,6 +236,11 @@ LeastSquaresResult solveLeastSquares(const LinearSystem& system, const Eigen::Ve
     for (int i = 0; i < m; ++i) w[i] = 1.0 / std::max(rms[system.channel[i]], floor);
     for (int c = 0; c < nc; ++c) res.channel_sigma[c] = std::max(rms[c], floor);
     solveWeighted(w);
+  }
+  if (options.loss != RobustLoss::None && res.base.rank > 0) {
+    Eigen::VectorXd base_weight(m);  // the rows' weights so far: 1 / sigma_c (1 for OLS)
+    for (int i = 0; i < m; ++i) base_weight[i] = 1.0 / res.channel_sigma[system.channel[i]];
+    reweightRobustly(system, options, base_weight, solveWeighted, res);
   }
   res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
   res.channel_rms_after = channelRms(system.y - system.Phi * res.x, system.channel, nc);

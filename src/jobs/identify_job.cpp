@@ -132,6 +132,10 @@ void readLeastSquares(const YAML::Node& node, const std::string& source,
   Section s(node, "least_squares", source);
   s.read("rank_tolerance", config.options.least_squares.rank_tolerance,
          yaml::inOpenInterval(0, 1, "a value"));
+  if (s.has("loss")) config.options.least_squares.loss = located(s, "loss", parseRobustLoss);
+  s.read("loss_scale", config.options.least_squares.loss_scale, yaml::positive);
+  s.read("robust_iterations", config.options.least_squares.robust_iterations,
+         yaml::positiveCount);
   s.finish();
 }
 

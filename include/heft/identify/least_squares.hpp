@@ -18,6 +18,7 @@
 
 #include <Eigen/Core>
 
+#include "heft/common/robust_loss.hpp"
 #include "heft/identify/problem.hpp"
 
 namespace heft::identify {
@@ -37,6 +38,14 @@ struct LeastSquaresOptions {
   bool weighted = false;
   /// Relative singular value below which a direction counts as unidentifiable, in (0, 1).
   double rank_tolerance = 1e-6;
+  /// A robust loss by iteratively reweighted least squares: after the (weighted) fit, each row's
+  /// weight is multiplied by rho'(e) / e of its standardized residual e = r / s_c, with s_c the
+  /// robust scale of its channel (1.4826 times the median absolute residual), and the system is
+  /// solved again, until the estimate moves less than 1e-9 of its size or `robust_iterations`
+  /// passes. The covariance is the last weighted solve's.
+  RobustLoss loss = RobustLoss::None;
+  double loss_scale = 0;  ///< k in units of s_c; 0: defaultLossScale(loss)
+  int robust_iterations = 30;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -69,6 +78,8 @@ struct LeastSquaresResult {
   Eigen::VectorXd channel_rms_before;  ///< RMS residual per channel at x0
   Eigen::VectorXd channel_rms_after;   ///< at x
   Eigen::VectorXd channel_sigma;       ///< weights used (1 for OLS)
+  /// With a robust loss: the passes run and the rows whose final weight is below one half.
+  int robust_passes = 0, downweighted_rows = 0;
   int rows = 0;
   double time_s = 0;
   std::vector<std::string> warnings;
