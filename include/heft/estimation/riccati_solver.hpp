@@ -65,9 +65,9 @@ struct RiccatiOptions {
   double gap_tolerance = 1e-8;
   double armijo = 1e-4;  ///< sufficient-decrease fraction c1 in (0, 1)
   /// Nonmonotone Armijo: a trial is compared with the largest merit among the current iterate
-  /// and the last this-many accepted ones; 0: monotone. Default 2: 4 (the default until session
-  /// 9) let full steps raise the merit in a cycle that converged linearly (go2 standing, 990
-  /// knots: 161 iterations, 50 with 2, 18 with 0), 0 is slow on the fixed-base pendulum
+  /// and the last this-many accepted ones; 0: monotone. Default 2: a memory of 4 let full steps
+  /// raise the merit in a cycle that converged linearly (go2 standing, 990 knots: 161
+  /// iterations, 50 with 2, 18 with 0), 0 is slow on the fixed-base pendulum
   /// (docs/estimation.md, "Line search").
   int nonmonotone_memory = 2;
   double min_step = 1.0 / 1024;
