@@ -1,8 +1,10 @@
 // heft::jobs' shared pieces (Progress, OutputFolder) and the shared vocabulary below the jobs:
 // io::bindJoints and results::bodyError. The jobs themselves: tests/*_job_test.cpp.
 #include <gtest/gtest.h>
+#include <mujoco/mujoco.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,10 +13,15 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Geometry>
+#include <nlohmann/json.hpp>
+
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/joint_binding.hpp"
+#include "heft/io/atomic_file.hpp"
 #include "heft/jobs/job.hpp"
+#include "heft/jobs/mjcf_export.hpp"
 #include "heft/model/model.hpp"
 #include "heft/model/robots.hpp"
 #include "heft/results/truth.hpp"
@@ -149,6 +156,182 @@ TEST(BundledExamples, ReadNoInputFromTheTruthGroup) {
     ++configs;
   }
   EXPECT_GE(configs, 8);
+}
+
+
+// ---- heft mjcf ----------------------------------------------------------------------------------
+
+namespace mjcf_test {
+
+// The panda's URDF without its meshes (MuJoCo reads URDF; the meshes' package:// paths it does
+// not resolve), and a result.json in the jobs' schema: two bodies (panda_link7 with the hand and
+// link8 welded to it), friction on joint 2, armature on joint 4, a torque offset.
+struct Case {
+  fs::path model, result, out;
+  Vector10 link3, link7;
+};
+
+Case writeCase(const std::string& name) {
+  const fs::path dir = test::scratchPath("jobs", name + "-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const model::RobotModel robot = model::loadRobot("panda");
+  std::string urdf = io::readTextFile(robot.source());
+  urdf = std::regex_replace(urdf, std::regex("<visual>[\\s\\S]*?</visual>"), "");
+  urdf = std::regex_replace(urdf, std::regex("<collision>[\\s\\S]*?</collision>"), "");
+  Case c;
+  c.model = dir / "panda.urdf";
+  std::ofstream(c.model) << urdf;
+  c.link3 = robot.pi("panda_link3");
+  c.link3 *= 1.2;  // a heavier link, COM unchanged
+  c.link7 = robot.pi("panda_link7");
+  c.link7(3) += 0.02 * c.link7(0);  // its COM 2 cm along z
+  auto body = [](const Vector10& pi) {
+    nlohmann::json b;
+    b["pi"] = std::vector<double>(pi.data(), pi.data() + 10);
+    return b;
+  };
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["parameters"]["panda_link3"] = body(c.link3);
+  j["parameters"]["panda_link7"] = body(c.link7);
+  j["friction"]["panda_joint2"] = {{"coulomb", 0.5}, {"viscous", 0.3}};
+  j["armature"]["panda_joint4"] = 0.05;
+  j["torque_offsets"]["panda_joint1"] = {{"offset", 0.3}, {"std", 0.01}};
+  c.result = dir / "result.json";
+  std::ofstream(c.result) << j.dump(2);
+  c.out = dir / "panda_identified.xml";
+  return c;
+}
+
+// The mass of body b and of every body welded to it (no joint in between) in a compiled model.
+double rigidMass(const mjModel* m, int b) {
+  double mass = m->body_mass[b];
+  for (int c = b + 1; c < m->nbody; ++c) {
+    int p = c;
+    while (p != b && p > 0 && m->body_jntnum[p] == 0) p = m->body_parentid[p];
+    if (p == b) mass += m->body_mass[c];
+  }
+  return mass;
+}
+
+}  // namespace mjcf_test
+
+// The estimate lands in the MuJoCo model (the panda's URDF, which MuJoCo reads with the hand fused
+// into panda_link7, as Pinocchio lumps it): the identified bodies' mass, COM and inertia at full
+// precision, the friction joint's frictionloss and damping, the armature; the other bodies keep
+// theirs; the torque offset is a note, not a model field.
+TEST(MjcfExport, IdentifiedParametersReplaceTheModelsAndNothingElse) {
+  const mjcf_test::Case c = mjcf_test::writeCase("mjcf");
+  const std::vector<std::string> notes =
+      jobs::MjcfExport::write(c.result.string(), c.model.string(), c.out.string());
+  auto contains = [&](const std::string& text) {
+    return std::any_of(notes.begin(), notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(contains("torque offsets"));
+
+  char error[1000] = "";
+  mjModel* in = mj_loadXML(c.model.string().c_str(), nullptr, error, sizeof(error));
+  ASSERT_NE(in, nullptr) << error;
+  mjModel* out = mj_loadXML(c.out.string().c_str(), nullptr, error, sizeof(error));
+  ASSERT_NE(out, nullptr) << error;
+  const int link3 = mj_name2id(out, mjOBJ_BODY, "panda_link3");
+  const int link7 = mj_name2id(out, mjOBJ_BODY, "panda_link7");
+  const int link1 = mj_name2id(out, mjOBJ_BODY, "panda_link1");
+  ASSERT_GE(link3, 0);
+  ASSERT_GE(link7, 0);
+  EXPECT_NEAR(out->body_mass[link3], c.link3(0), 1e-9);
+  for (int k = 0; k < 3; ++k)
+    EXPECT_NEAR(out->body_ipos[3 * link3 + k], c.link3(1 + k) / c.link3(0), 1e-9);
+  // the rotational inertia about the COM: principal moments and axes back to the matrix
+  const mjtNum* q = out->body_iquat + 4 * link3;
+  const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).toRotationMatrix();
+  const Eigen::Matrix3d Ic = R *
+                             Eigen::Vector3d(out->body_inertia[3 * link3],
+                                             out->body_inertia[3 * link3 + 1],
+                                             out->body_inertia[3 * link3 + 2])
+                                 .asDiagonal() *
+                             R.transpose();
+  const pinocchio::Inertia expected = pinocchio::Inertia::FromDynamicParameters(c.link3);
+  EXPECT_LE((Ic - expected.inertia().matrix()).cwiseAbs().maxCoeff(), 1e-9);
+  EXPECT_NEAR(mjcf_test::rigidMass(out, link7), c.link7(0), 1e-9);
+  // what was not identified is as MuJoCo's writer prints it: 6 significant digits
+  const double mass1 = in->body_mass[mj_name2id(in, mjOBJ_BODY, "panda_link1")];
+  EXPECT_NEAR(out->body_mass[link1], mass1, 5e-6 * mass1);
+  const int dof2 = out->jnt_dofadr[mj_name2id(out, mjOBJ_JOINT, "panda_joint2")];
+  const int dof4 = out->jnt_dofadr[mj_name2id(out, mjOBJ_JOINT, "panda_joint4")];
+  EXPECT_DOUBLE_EQ(out->dof_frictionloss[dof2], 0.5);
+  EXPECT_DOUBLE_EQ(out->dof_damping[dof2], 0.3);
+  EXPECT_DOUBLE_EQ(out->dof_armature[dof4], 0.05);
+  EXPECT_DOUBLE_EQ(out->dof_armature[dof2], in->dof_armature[dof2]);
+  mj_deleteModel(in);
+  mj_deleteModel(out);
+
+  // never over an existing file without overwrite, never over an input
+  EXPECT_THROW(jobs::MjcfExport::write(c.result.string(), c.model.string(), c.out.string()),
+               InputError);
+  EXPECT_THROW(jobs::MjcfExport::write(c.result.string(), c.model.string(), c.model.string(),
+                                       jobs::WriteOptions{true}),
+               InputError);
+}
+
+// An MJCF that keeps a tool welded to the link as a body of its own: the estimate (which lumps the
+// tool) goes into the link and the tool becomes massless, so the rigid body weighs the estimate.
+TEST(MjcfExport, WeldedBodiesBecomeMasslessAndTheEstimateHoldsTheirMass) {
+  const fs::path dir = test::scratchPath("jobs", "mjcf-welded-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "arm.xml") << R"(<mujoco model="arm">
+  <worldbody>
+    <body name="link1">
+      <joint name="joint1" type="hinge" axis="0 0 1"/>
+      <inertial pos="0 0 0.1" mass="1" diaginertia="0.01 0.01 0.001"/>
+      <geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.02"/>
+      <body name="tool" pos="0 0 0.2">
+        <inertial pos="0 0 0.05" mass="0.5" diaginertia="0.001 0.001 0.0005"/>
+        <geom type="sphere" size="0.03"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>
+)";
+  std::ofstream(dir / "result.json") << R"({"schema_version": 1, "parameters": {"link1": {"pi":
+      [1.6, 0, 0, 0.24, 0.06, 0, 0.06, 0, 0, 0.002]}}, "armature": {"joint1": 0.02}})";
+  const std::vector<std::string> notes = jobs::MjcfExport::write(
+      (dir / "result.json").string(), (dir / "arm.xml").string(), (dir / "out.xml").string());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("tool"), std::string::npos) << notes[0];
+  char error[1000] = "";
+  mjModel* out = mj_loadXML((dir / "out.xml").string().c_str(), nullptr, error, sizeof(error));
+  ASSERT_NE(out, nullptr) << error;
+  const int link1 = mj_name2id(out, mjOBJ_BODY, "link1"), tool = mj_name2id(out, mjOBJ_BODY, "tool");
+  EXPECT_DOUBLE_EQ(out->body_mass[link1], 1.6);
+  EXPECT_NEAR(out->body_ipos[3 * link1 + 2], 0.15, 1e-15);
+  EXPECT_EQ(out->body_mass[tool], 0);
+  EXPECT_DOUBLE_EQ(mjcf_test::rigidMass(out, link1), 1.6);
+  EXPECT_DOUBLE_EQ(out->dof_armature[0], 0.02);
+  mj_deleteModel(out);
+}
+
+TEST(MjcfExport, ABodyOrJointTheModelLacksIsAnInputErrorNamingIt) {
+  const mjcf_test::Case c = mjcf_test::writeCase("mjcf-bad");
+  std::string json = io::readTextFile(c.result.string());
+  json = std::regex_replace(json, std::regex("panda_link3"), "go2_trunk");
+  const fs::path other = c.result.parent_path() / "other.json";
+  std::ofstream(other) << json;
+  try {
+    jobs::MjcfExport::write(other.string(), c.model.string(), c.out.string());
+    FAIL() << "a body the model lacks was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("go2_trunk"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(c.out));
+  try {
+    jobs::MjcfExport::write(c.result.string(), (c.model.parent_path() / "none.xml").string(),
+                            c.out.string());
+    FAIL() << "a missing model was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("none.xml"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "heft/results/json.hpp"
 #include "identify_sections.hpp"
 #include "locked_joints.hpp"
+#include "result_files.hpp"
 #include "time_ranges.hpp"
 #include "yaml_section.hpp"
 
@@ -47,14 +48,7 @@ double number(const nlohmann::json& j, const std::string& where) {
 // of another robot is bad input.
 ActuatorTerms readTerms(const std::string& path, const model::RobotModel& robot,
                         const std::vector<std::string>& joints) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(io::readTextFile(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": not JSON (" + e.what() + ")");
-  }
-  if (!j.is_object() || !j.contains("schema_version"))
-    throw InputError(path + ": expected a heft result.json (with schema_version)");
+  const nlohmann::json j = readResultJson(path);
   auto requireJoint = [&](const std::string& field, const std::string& name) {
     if (std::find(joints.begin(), joints.end(), name) == joints.end()) {
       std::string valid;

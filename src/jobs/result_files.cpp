@@ -1,6 +1,7 @@
 #include "result_files.hpp"
 
 #include "heft/common/error.hpp"
+#include "heft/io/atomic_file.hpp"
 #include "heft/results/urdf.hpp"
 
 namespace heft::jobs {
@@ -42,6 +43,18 @@ void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out)
   if (status.rfind(kRefused, 0) == 0)
     throw SolveError("no URDF written: the writer " + status + " (" + json_out +
                      " holds the estimate)");
+}
+
+nlohmann::json readResultJson(const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(io::readTextFile(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": not JSON (" + e.what() + ")");
+  }
+  if (!j.is_object() || !j.contains("schema_version"))
+    throw InputError(path + ": expected a heft result.json (with schema_version)");
+  return j;
 }
 
 }  // namespace heft::jobs

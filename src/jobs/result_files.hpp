@@ -28,6 +28,10 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType b
 void appendDataQualityWarnings(const io::DataQualityReport& report,
                                std::vector<std::string>& warnings);
 
+// A heft result.json read for another job: InputError naming the file when it is not JSON or has
+// no schema_version.
+nlohmann::json readResultJson(const std::string& path);
+
 // A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);
 

@@ -16,51 +16,13 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/sim/mujoco_errors.hpp"
+#include "mujoco_spec.hpp"
 
 namespace heft::sim {
 
 namespace {
 
 std::string num(double x) { return formatNumber(x, 6); }
-
-void setQuat(double out[4], const Eigen::Matrix3d& R) {
-  Eigen::Quaterniond q(R);
-  q.normalize();
-  out[0] = q.w();
-  out[1] = q.x();
-  out[2] = q.y();
-  out[3] = q.z();
-}
-
-// The inertial of a MuJoCo body: principal axes and moments computed here (Eigen, to machine
-// precision) instead of MuJoCo's `fullinertia`, whose compiler-side eigensolver leaves relative
-// errors near 1e-7 in the reconstructed inertia.
-void setInertial(mjsBody* body, const pinocchio::Inertia& inertia) {
-  const Eigen::Matrix3d I = inertia.inertia().matrix();
-  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(0.5 * (I + I.transpose()));
-  Eigen::Matrix3d R = eig.eigenvectors();
-  if (R.determinant() < 0) R.col(2) = -R.col(2);  // a rotation, not a reflection
-  body->mass = inertia.mass();
-  for (int k = 0; k < 3; ++k) {
-    body->ipos[k] = inertia.lever()[k];
-    body->inertia[k] = std::max(0.0, eig.eigenvalues()[k]);
-  }
-  setQuat(body->iquat, R);
-  body->explicitinertial = 1;
-}
-
-// Inertia of MuJoCo body `b` about its own frame (body_ipos, body_iquat, body_inertia).
-pinocchio::Inertia mujocoInertia(const mjModel* m, int b) {
-  const mjtNum* q = m->body_iquat + 4 * b;
-  const Eigen::Matrix3d R =
-      Eigen::Quaterniond(q[0], q[1], q[2], q[3]).normalized().toRotationMatrix();
-  const Eigen::Vector3d d(m->body_inertia[3 * b], m->body_inertia[3 * b + 1],
-                          m->body_inertia[3 * b + 2]);
-  const Eigen::Matrix3d Ic = R * d.asDiagonal() * R.transpose();
-  const Eigen::Vector3d c(m->body_ipos[3 * b], m->body_ipos[3 * b + 1], m->body_ipos[3 * b + 2]);
-  const Eigen::Matrix3d symmetric = 0.5 * (Ic + Ic.transpose());
-  return pinocchio::Inertia(m->body_mass[b], c, pinocchio::Symmetric3(symmetric));
-}
 
 pinocchio::SE3 mujocoBodyPlacement(const mjModel* m, int b) {
   const mjtNum* q = m->body_quat + 4 * b;
@@ -70,9 +32,6 @@ pinocchio::SE3 mujocoBodyPlacement(const mjModel* m, int b) {
       R, Eigen::Vector3d(m->body_pos[3 * b], m->body_pos[3 * b + 1], m->body_pos[3 * b + 2]));
 }
 
-struct SpecDeleter {
-  void operator()(mjSpec* s) const { mj_deleteSpec(s); }
-};
 
 }  // namespace
 
@@ -146,7 +105,6 @@ void SimModelOptions::validate() const {
 
 namespace {
 
-using SpecPtr = std::unique_ptr<mjSpec, SpecDeleter>;
 
 // The scenario's link edits, applied to a copy of the nominal inertias.
 std::vector<pinocchio::Inertia> editedInertias(const model::RobotModel& nominal,
@@ -384,25 +342,6 @@ std::string addImu(mjSpec* spec, const model::RobotModel& nominal, const SimMode
   accel->objtype = mjOBJ_SITE;
   mjs_setString(accel->objname, "heft_imu");
   return imu_frame;
-}
-
-// The compiled model (the caller owns it); compiler errors and warnings throw InputError.
-mjModel* compileSpec(mjSpec* spec, const std::string& name) {
-  mjModel* compiled = nullptr;
-  std::string message;
-  const bool ok = guardedMujocoCall([&] { compiled = mj_compile(spec, nullptr); }, message);
-  if (!ok || compiled == nullptr) {
-    const char* err = mjs_getError(spec);
-    throw InputError("MuJoCo model of " + name + ": compile failed: " +
-                     (ok ? std::string(err ? err : "unknown error") : message));
-  }
-  if (mjs_isWarning(spec)) {
-    const char* err = mjs_getError(spec);
-    mj_deleteModel(compiled);
-    throw InputError("MuJoCo model of " + name +
-                     ": compiler warning: " + std::string(err ? err : ""));
-  }
-  return compiled;
 }
 
 }  // namespace

@@ -1,0 +1,132 @@
+#include "heft/sim/mjcf.hpp"
+
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+
+#include "heft/common/error.hpp"
+#include "heft/sim/mujoco_errors.hpp"
+#include "mujoco_spec.hpp"
+
+namespace heft::sim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A folder of the spec (meshdir, texturedir) relative to the model file made absolute.
+void absoluteFolder(mjString* folder, const fs::path& model_dir) {
+  const std::string value = mjs_getString(folder);
+  const fs::path p = value.empty() ? model_dir : fs::path(value);
+  mjs_setString(folder, (p.is_absolute() ? p : model_dir / p).lexically_normal().string().c_str());
+}
+
+// The bodies welded to `body` (children without a joint, and theirs): heft's estimate of `body`
+// lumps them.
+void weldedDescendants(mjsBody* body, std::vector<mjsBody*>& out) {
+  for (mjsElement* e = mjs_firstChild(body, mjOBJ_BODY, false); e;
+       e = mjs_nextChild(body, e, false)) {
+    mjsBody* child = mjs_asBody(e);
+    if (!child || mjs_firstChild(child, mjOBJ_JOINT, false)) continue;
+    out.push_back(child);
+    weldedDescendants(child, out);
+  }
+}
+
+// The spec as MJCF text (compiled before).
+std::string saveXml(const mjSpec* spec, const std::string& model_path) {
+  char error[1024] = "";
+  std::vector<char> text(1 << 20);
+  for (;;) {
+    const int needed = mj_saveXMLString(spec, text.data(), static_cast<int>(text.size()), error,
+                                        sizeof(error));
+    if (needed == 0) break;
+    if (needed < 0) throw SolveError(model_path + ": MuJoCo could not save the model: " + error);
+    text.resize(static_cast<std::size_t>(needed) + 1);
+  }
+  return std::string(text.data());
+}
+
+std::string fullPrecision(const double* values, int n) {
+  std::ostringstream s;
+  s << std::setprecision(17);
+  for (int i = 0; i < n; ++i) s << (i ? " " : "") << values[i];
+  return s.str();
+}
+
+// The <inertial/> of body `name` in `xml` replaced by the spec body's values at 17 digits.
+void rewriteInertial(std::string& xml, const std::string& name, const mjsBody* body) {
+  const std::size_t at = xml.find("<body name=\"" + name + "\"");
+  if (at == std::string::npos) return;
+  const std::size_t begin = xml.find("<inertial", at);
+  const std::size_t end = begin == std::string::npos ? begin : xml.find("/>", begin);
+  if (end == std::string::npos) return;
+  const std::string inertial = "<inertial pos=\"" + fullPrecision(body->ipos, 3) + "\" quat=\"" +
+                               fullPrecision(body->iquat, 4) + "\" mass=\"" +
+                               fullPrecision(&body->mass, 1) + "\" diaginertia=\"" +
+                               fullPrecision(body->inertia, 3) + "\"/>";
+  xml.replace(begin, end + 2 - begin, inertial);
+}
+
+}  // namespace
+
+std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
+                      std::vector<std::string>& notes) {
+  installMujocoHandlers();
+  require(fs::is_regular_file(model_path), model_path, "a MuJoCo model file (MJCF or URDF)",
+          "no such file");
+  char error[1024] = "";
+  SpecPtr spec(mj_parseXML(model_path.c_str(), nullptr, error, sizeof(error)));
+  if (!spec) throw InputError(model_path + ": MuJoCo cannot read it: " + error);
+  const fs::path model_dir = fs::absolute(fs::path(model_path)).parent_path();
+  absoluteFolder(spec->compiler.meshdir, model_dir);
+  absoluteFolder(spec->compiler.texturedir, model_dir);
+  // the model as given must compile: what fails then is the input, not the estimate
+  mj_deleteModel(compileSpec(spec.get(), model_path));
+  require(spec->compiler.inertiafromgeom != mjINERTIAFROMGEOM_TRUE, model_path,
+          "a model whose bodies keep their own inertials (inertiafromgeom auto or false)",
+          "inertiafromgeom true: every inertia comes from the geoms and would replace the "
+          "estimate's");
+
+  for (const MjcfPatch::Body& b : patch.bodies) {
+    mjsBody* body = mjs_findBody(spec.get(), b.name.c_str());
+    require(body != nullptr, model_path, "a body named \"" + b.name + "\" (the estimate's)",
+            "none");
+    setInertial(body, b.inertia);
+    // the estimate is of the rigid body: the welded bodies' masses move into it
+    std::vector<mjsBody*> welded;
+    weldedDescendants(body, welded);
+    for (mjsBody* w : welded) {
+      w->mass = 0;
+      for (int k = 0; k < 3; ++k) w->ipos[k] = w->inertia[k] = 0;
+      w->explicitinertial = 1;
+      notes.push_back("body " + std::string(mjs_getString(mjs_getName(w->element))) +
+                      ": massless, its inertia is in " + b.name + "'s estimate (welded to it)");
+    }
+  }
+  for (const MjcfPatch::Joint& j : patch.joints) {
+    mjsElement* element = mjs_findElement(spec.get(), mjOBJ_JOINT, j.name.c_str());
+    require(element != nullptr, model_path, "a joint named \"" + j.name + "\" (the estimate's)",
+            "none");
+    mjsJoint* joint = mjs_asJoint(element);
+    if (j.armature) joint->armature = *j.armature;
+    if (j.damping) joint->damping = *j.damping;
+    if (j.frictionloss) joint->frictionloss = *j.frictionloss;
+  }
+  mjModel* compiled = nullptr;
+  try {
+    compiled = compileSpec(spec.get(), model_path);
+  } catch (const InputError& e) {
+    throw SolveError(std::string("the patched model does not compile: ") + e.what());
+  }
+  mj_deleteModel(compiled);
+  std::string saved = saveXml(spec.get(), model_path);
+  // MuJoCo's writer prints 6 significant digits: the identified inertials are written again at
+  // full precision (a body near the consistency boundary must not cross it by rounding)
+  for (const MjcfPatch::Body& b : patch.bodies)
+    rewriteInertial(saved, b.name, mjs_findBody(spec.get(), b.name.c_str()));
+  return saved;
+}
+
+}  // namespace heft::sim
