@@ -26,7 +26,7 @@ int runBaseState(const BaseStateArgs& args) {
   config.log = args.log;
   if (!args.config.empty()) BaseStateJob::loadOptions(args.config, config);
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const BaseStateJob::Result result = BaseStateJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -5,11 +5,24 @@
 /// Errors: throw heft::InputError for bad input (exit 2), heft::SolveError for failed solves (exit
 /// 1).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cstdio>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
+#include "heft/jobs/job.hpp"
+
 namespace heft::cli {
+
+/// Progress lines on stderr when it is a terminal and `--quiet` was not given; none in pipes and
+/// files, where the report on stdout is what a batch run keeps.
+inline jobs::Progress progressFor(bool quiet) {
+  if (quiet || !isatty(fileno(stderr))) return jobs::Progress();
+  return jobs::Progress::to(std::cerr);
+}
 
 /// Adds the subcommand's options to `app`; returns the action that runs it (returns the exit code).
 using Setup = std::function<std::function<int()>(CLI::App& app)>;

@@ -22,7 +22,7 @@ int runEstimate(const EstimateArgs& args) {
   EstimateJob::Config config = EstimateJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const EstimateJob::Result result = EstimateJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

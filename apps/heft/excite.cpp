@@ -21,7 +21,7 @@ int runExcite(const ExciteArgs& args) {
   using heft::jobs::ExciteJob;
   const ExciteJob::Config config = ExciteJob::load(args.config);
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const ExciteJob::Result result = ExciteJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -23,7 +23,7 @@ int runFilter(const FilterArgs& args) {
   FilterJob::Config config = FilterJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const FilterJob::Result result = FilterJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

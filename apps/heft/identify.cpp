@@ -21,7 +21,7 @@ int runIdentify(const IdentifyArgs& args) {
   using heft::jobs::IdentifyJob;
   const IdentifyJob::Config config = IdentifyJob::load(args.config);
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const IdentifyJob::Result result = IdentifyJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -20,7 +20,7 @@ int runPredict(const PredictArgs& args) {
   using heft::jobs::PredictJob;
   const PredictJob::Config config = PredictJob::load(args.config);
   heft::jobs::Progress progress =
-      args.quiet ? heft::jobs::Progress() : heft::jobs::Progress::to(std::cerr);
+      heft::cli::progressFor(args.quiet);
   const PredictJob::Result result = PredictJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;
