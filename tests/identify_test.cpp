@@ -626,8 +626,9 @@ namespace {
 // The guard band: no kept sample lies within contact_guard of a contact change (a trotting go2,
 // whose feet touch down and lift off twice a second).
 // Least squares with gross outliers (5 % of the rows carry an effect the model lacks, hundreds of
-// noise stds, one channel noisier than the other): the robust losses' reweighting brings the estimate back to the clean fit's
-// accuracy, ordinary least squares does not; rows that fit keep their weight.
+// noise stds, one channel noisier than the other): the robust losses' reweighting brings the
+// estimate back to the clean fit's accuracy, ordinary least squares does not; rows that fit keep
+// their weight.
 TEST(LeastSquares, RobustLossReweightsOutliersAway) {
   std::mt19937 rng(5);
   std::normal_distribution<double> n(0, 1);

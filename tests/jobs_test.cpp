@@ -18,8 +18,8 @@
 
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
-#include "heft/io/joint_binding.hpp"
 #include "heft/io/atomic_file.hpp"
+#include "heft/io/joint_binding.hpp"
 #include "heft/jobs/job.hpp"
 #include "heft/jobs/mjcf_export.hpp"
 #include "heft/model/model.hpp"
@@ -158,7 +158,6 @@ TEST(BundledExamples, ReadNoInputFromTheTruthGroup) {
   EXPECT_GE(configs, 8);
 }
 
-
 // ---- heft mjcf ----------------------------------------------------------------------------------
 
 namespace mjcf_test {
@@ -246,12 +245,12 @@ TEST(MjcfExport, IdentifiedParametersReplaceTheModelsAndNothingElse) {
   // the rotational inertia about the COM: principal moments and axes back to the matrix
   const mjtNum* q = out->body_iquat + 4 * link3;
   const Eigen::Matrix3d R = Eigen::Quaterniond(q[0], q[1], q[2], q[3]).toRotationMatrix();
-  const Eigen::Matrix3d Ic = R *
-                             Eigen::Vector3d(out->body_inertia[3 * link3],
-                                             out->body_inertia[3 * link3 + 1],
-                                             out->body_inertia[3 * link3 + 2])
-                                 .asDiagonal() *
-                             R.transpose();
+  const Eigen::Matrix3d Ic =
+      R *
+      Eigen::Vector3d(out->body_inertia[3 * link3], out->body_inertia[3 * link3 + 1],
+                      out->body_inertia[3 * link3 + 2])
+          .asDiagonal() *
+      R.transpose();
   const pinocchio::Inertia expected = pinocchio::Inertia::FromDynamicParameters(c.link3);
   EXPECT_LE((Ic - expected.inertia().matrix()).cwiseAbs().maxCoeff(), 1e-9);
   EXPECT_NEAR(mjcf_test::rigidMass(out, link7), c.link7(0), 1e-9);
@@ -303,7 +302,8 @@ TEST(MjcfExport, WeldedBodiesBecomeMasslessAndTheEstimateHoldsTheirMass) {
   char error[1000] = "";
   mjModel* out = mj_loadXML((dir / "out.xml").string().c_str(), nullptr, error, sizeof(error));
   ASSERT_NE(out, nullptr) << error;
-  const int link1 = mj_name2id(out, mjOBJ_BODY, "link1"), tool = mj_name2id(out, mjOBJ_BODY, "tool");
+  const int link1 = mj_name2id(out, mjOBJ_BODY, "link1"),
+            tool = mj_name2id(out, mjOBJ_BODY, "tool");
   EXPECT_DOUBLE_EQ(out->body_mass[link1], 1.6);
   EXPECT_NEAR(out->body_ipos[3 * link1 + 2], 0.15, 1e-15);
   EXPECT_EQ(out->body_mass[tool], 0);

@@ -25,8 +25,7 @@ int runBaseState(const BaseStateArgs& args) {
   config.robot = args.robot;
   config.log = args.log;
   if (!args.config.empty()) BaseStateJob::loadOptions(args.config, config);
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const BaseStateJob::Result result = BaseStateJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

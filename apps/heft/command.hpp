@@ -4,8 +4,8 @@
 /// where setupInfo adds options to its CLI::App and returns the function that runs it.
 /// Errors: throw heft::InputError for bad input (exit 2), heft::SolveError for failed solves (exit
 /// 1).
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <functional>

@@ -21,8 +21,7 @@ int runEstimate(const EstimateArgs& args) {
   using heft::jobs::EstimateJob;
   EstimateJob::Config config = EstimateJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const EstimateJob::Result result = EstimateJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -20,8 +20,7 @@ struct ExciteArgs {
 int runExcite(const ExciteArgs& args) {
   using heft::jobs::ExciteJob;
   const ExciteJob::Config config = ExciteJob::load(args.config);
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const ExciteJob::Result result = ExciteJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -22,8 +22,7 @@ int runFilter(const FilterArgs& args) {
   using heft::jobs::FilterJob;
   FilterJob::Config config = FilterJob::load(args.config);
   if (!args.log.empty()) config.log = args.log;
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const FilterJob::Result result = FilterJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

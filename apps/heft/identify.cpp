@@ -20,8 +20,7 @@ struct IdentifyArgs {
 int runIdentify(const IdentifyArgs& args) {
   using heft::jobs::IdentifyJob;
   const IdentifyJob::Config config = IdentifyJob::load(args.config);
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const IdentifyJob::Result result = IdentifyJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

@@ -1,5 +1,5 @@
-// heft mjcf RESULT --model MODEL --out OUT.xml: an identify or estimate result written into a MuJoCo
-// model (docs/guide/mjcf.md).
+// heft mjcf RESULT --model MODEL --out OUT.xml: an identify or estimate result written into a
+// MuJoCo model (docs/guide/mjcf.md).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,8 +19,8 @@ struct MjcfArgs {
 int runMjcf(const MjcfArgs& args) {
   heft::jobs::WriteOptions write;
   write.overwrite = args.overwrite;
-  for (const std::string& note : heft::jobs::MjcfExport::write(args.result, args.model, args.out,
-                                                               write))
+  for (const std::string& note :
+       heft::jobs::MjcfExport::write(args.result, args.model, args.out, write))
     std::cout << "note: " << note << "\n";
   std::cout << "wrote " << args.out << "\n";
   return 0;

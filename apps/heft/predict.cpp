@@ -19,8 +19,7 @@ struct PredictArgs {
 int runPredict(const PredictArgs& args) {
   using heft::jobs::PredictJob;
   const PredictJob::Config config = PredictJob::load(args.config);
-  heft::jobs::Progress progress =
-      heft::cli::progressFor(args.quiet);
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const PredictJob::Result result = PredictJob::run(config, progress);
   std::cout << result.report();
   heft::jobs::WriteOptions write;

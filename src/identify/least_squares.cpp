@@ -175,9 +175,9 @@ void reweightRobustly(const LinearSystem& system, const LeastSquaresOptions& opt
     if ((res.x - before).norm() <= 1e-9 * std::max(1.0, res.x.norm())) break;
   }
   if (res.downweighted_rows > 0)
-    res.warnings.push_back("robust loss (" + toString(options.loss) + "): " +
-                           std::to_string(res.downweighted_rows) + " of " + std::to_string(m) +
-                           " rows weighted below one half after " +
+    res.warnings.push_back("robust loss (" + toString(options.loss) +
+                           "): " + std::to_string(res.downweighted_rows) + " of " +
+                           std::to_string(m) + " rows weighted below one half after " +
                            std::to_string(res.robust_passes) + " reweighting pass(es)");
 }
 

@@ -545,30 +545,22 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   config.validate();
   progress.start();
   auto say = [&](const std::string& line) { progress.say(line); };
-  model::LoadOptions load;
-  load.base = config.base;
   Result result;
   result.config = config;
 
   // The logs: the first, then the others that share the parameters.
   std::vector<std::string> paths{config.log};
   paths.insert(paths.end(), config.more_logs.begin(), config.more_logs.end());
-  std::vector<io::Log> logs(paths.size());
-  std::optional<model::RobotModel> loaded;
+  const JobLogs read =
+      readJobLogs(config.robot, config.base, config.locked_joints, paths, config.source, say);
+  const model::RobotModel& robot = read.robot;
+  const std::vector<io::Log>& logs = read.logs;
   std::vector<io::DataQualityReport> quality;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    say("reading " + paths[i]);
-    logs[i] = io::readLog(paths[i]);
-    const model::RobotModel robot_for_log = robotForLog(
-        model::loadRobot(config.robot, load), config.locked_joints, logs[i], config.source);
-    if (!loaded) loaded = robot_for_log;
-    io::requireValid(io::validateLog(logs[i], loaded->pinocchio()), paths[i]);
-    quality.push_back(io::assessDataQuality(logs[i], loaded->pinocchio()));
+    io::requireValid(io::validateLog(logs[i], robot.pinocchio()), paths[i]);
+    quality.push_back(io::assessDataQuality(logs[i], robot.pinocchio()));
   }
-  const model::RobotModel& robot = *loaded;
-  say("robot " + robot.displayName());
-  std::vector<const io::Log*> log_pointers;
-  for (const io::Log& log : logs) log_pointers.push_back(&log);
+  const std::vector<const io::Log*> log_pointers = read.pointers();
 
   LogProblemOptions options = config.problem;
   // the implicit step's floor: the ground plane, raised by the radius of sphere-shaped points

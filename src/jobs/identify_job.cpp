@@ -134,8 +134,7 @@ void readLeastSquares(const YAML::Node& node, const std::string& source,
          yaml::inOpenInterval(0, 1, "a value"));
   if (s.has("loss")) config.options.least_squares.loss = located(s, "loss", parseRobustLoss);
   s.read("loss_scale", config.options.least_squares.loss_scale, yaml::positive);
-  s.read("robust_iterations", config.options.least_squares.robust_iterations,
-         yaml::positiveCount);
+  s.read("robust_iterations", config.options.least_squares.robust_iterations, yaml::positiveCount);
   s.finish();
 }
 
@@ -364,22 +363,13 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   progress.start();
   auto say = [&](const std::string& line) { progress.say(line); };
 
-  model::LoadOptions load;
-  load.base = config.base;
-  say("reading " + config.log);
-  io::Log log = io::readLog(config.log);
-  const model::RobotModel full = model::loadRobot(config.robot, load);
-  const model::RobotModel robot = robotForLog(full, config.locked_joints, log, config.source);
-  say("robot " + robot.displayName());
-  // further recordings that share the parameters
-  std::vector<io::Log> more(config.more_logs.size());
-  std::vector<const io::Log*> logs{&log};
-  for (size_t i = 0; i < more.size(); ++i) {
-    say("reading " + config.more_logs[i]);
-    more[i] = io::readLog(config.more_logs[i]);
-    robotForLog(full, config.locked_joints, more[i], config.source);
-    logs.push_back(&more[i]);
-  }
+  std::vector<std::string> paths{config.log};  // and further recordings sharing the parameters
+  paths.insert(paths.end(), config.more_logs.begin(), config.more_logs.end());
+  const JobLogs read =
+      readJobLogs(config.robot, config.base, config.locked_joints, paths, config.source, say);
+  const model::RobotModel& robot = read.robot;
+  const io::Log& log = read.logs.front();
+  const std::vector<const io::Log*> logs = read.pointers();
   const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
   const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
   IdentifyOptions options = config.options;

@@ -1,9 +1,11 @@
 #include "locked_joints.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "heft/common/error.hpp"
 #include "heft/io/joint_binding.hpp"
+#include "heft/io/log_io.hpp"
 
 namespace heft::jobs {
 
@@ -60,6 +62,31 @@ model::RobotModel robotForLog(const model::RobotModel& full,
     }
   }
   return robot;
+}
+
+std::vector<const io::Log*> JobLogs::pointers() const {
+  std::vector<const io::Log*> out;
+  for (const io::Log& log : logs) out.push_back(&log);
+  return out;
+}
+
+JobLogs readJobLogs(const std::string& robot, model::BaseType base,
+                    const std::vector<model::LockedJoint>& locked,
+                    const std::vector<std::string>& paths, const std::string& source,
+                    const std::function<void(const std::string&)>& say) {
+  model::LoadOptions load;
+  load.base = base;
+  const model::RobotModel full = model::loadRobot(robot, load);
+  std::vector<io::Log> logs(paths.size());
+  std::optional<model::RobotModel> reduced;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    say("reading " + paths[i]);
+    logs[i] = io::readLog(paths[i]);
+    model::RobotModel r = robotForLog(full, locked, logs[i], source);
+    if (!reduced) reduced = std::move(r);
+  }
+  say("robot " + reduced->displayName());
+  return {std::move(*reduced), std::move(logs)};
 }
 
 }  // namespace heft::jobs

@@ -1,6 +1,7 @@
 #pragma once
 // Logs that do not hold every joint: the robot a job computes with has the config's locked joints
 // removed (model::lockJoints) and the log loses their columns. Every job reads `locked_joints`.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,5 +16,16 @@ namespace heft::jobs {
 model::RobotModel robotForLog(const model::RobotModel& robot,
                               const std::vector<model::LockedJoint>& locked, io::Log& log,
                               const std::string& source);
+
+// A job's recordings (its `log`, one path or a list), read in order, each through robotForLog.
+struct JobLogs {
+  model::RobotModel robot;  ///< with the locked joints removed
+  std::vector<io::Log> logs;
+  std::vector<const io::Log*> pointers() const;
+};
+JobLogs readJobLogs(const std::string& robot, model::BaseType base,
+                    const std::vector<model::LockedJoint>& locked,
+                    const std::vector<std::string>& paths, const std::string& source,
+                    const std::function<void(const std::string&)>& say);
 
 }  // namespace heft::jobs

@@ -45,11 +45,13 @@ sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::s
   if (j.contains("friction")) {
     for (const auto& [name, value] : j["friction"].items()) {
       const std::string where = path + ": friction." + name;
-      joint(name).frictionloss = number(value.value("coulomb", nlohmann::json()), where + ".coulomb");
+      joint(name).frictionloss =
+          number(value.value("coulomb", nlohmann::json()), where + ".coulomb");
       joint(name).damping = number(value.value("viscous", nlohmann::json()), where + ".viscous");
       if (value.contains("gamma"))
-        notes.push_back(name + ": the full friction form's Stribeck terms have no MuJoCo field "
-                               "(Coulomb and viscous written)");
+        notes.push_back(name +
+                        ": the full friction form's Stribeck terms have no MuJoCo field "
+                        "(Coulomb and viscous written)");
     }
   }
   if (j.contains("armature"))

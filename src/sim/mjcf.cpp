@@ -39,8 +39,8 @@ std::string saveXml(const mjSpec* spec, const std::string& model_path) {
   char error[1024] = "";
   std::vector<char> text(1 << 20);
   for (;;) {
-    const int needed = mj_saveXMLString(spec, text.data(), static_cast<int>(text.size()), error,
-                                        sizeof(error));
+    const int needed =
+        mj_saveXMLString(spec, text.data(), static_cast<int>(text.size()), error, sizeof(error));
     if (needed == 0) break;
     if (needed < 0) throw SolveError(model_path + ": MuJoCo could not save the model: " + error);
     text.resize(static_cast<std::size_t>(needed) + 1);

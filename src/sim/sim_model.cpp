@@ -32,7 +32,6 @@ pinocchio::SE3 mujocoBodyPlacement(const mjModel* m, int b) {
       R, Eigen::Vector3d(m->body_pos[3 * b], m->body_pos[3 * b + 1], m->body_pos[3 * b + 2]));
 }
 
-
 }  // namespace
 
 void SimModelOptions::validate() const {
@@ -104,7 +103,6 @@ void SimModelOptions::validate() const {
 }
 
 namespace {
-
 
 // The scenario's link edits, applied to a copy of the nominal inertias.
 std::vector<pinocchio::Inertia> editedInertias(const model::RobotModel& nominal,

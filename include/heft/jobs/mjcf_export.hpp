@@ -1,7 +1,7 @@
 #pragma once
-/// \file `heft mjcf RESULT --model MODEL --out OUT.xml`: an identify or estimate result written into
-/// a MuJoCo model: the identified bodies' inertials, each friction joint's Coulomb coefficient as
-/// frictionloss and viscous one as damping, the armature (docs/guide/mjcf.md). URDF has no field
+/// \file `heft mjcf RESULT --model MODEL --out OUT.xml`: an identify or estimate result written
+/// into a MuJoCo model: the identified bodies' inertials, each friction joint's Coulomb coefficient
+/// as frictionloss and viscous one as damping, the armature (docs/guide/mjcf.md). URDF has no field
 /// for armature or friction a simulator reads; MJCF has all three.
 #include <string>
 #include <vector>
