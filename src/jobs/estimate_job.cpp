@@ -438,7 +438,8 @@ std::vector<Segment> planSegments(const EstimateJob::Config& config,
       if (run_start < 0) return;
       const int n = end_step - run_start;
       const int sample = first + run_start * stride;
-      if (n >= config.min_segment_knots) {
+      // a window shorter than min_knots is the user's choice; a stretch between ranges is not
+      if (n >= config.min_segment_knots || config.exclude.empty()) {
         Segment segment{logs[i], path, options};
         segment.options.first_sample = sample;
         segment.options.knots = n;
