@@ -20,7 +20,10 @@ struct EstimateArgs {
 int runEstimate(const EstimateArgs& args) {
   using heft::jobs::EstimateJob;
   EstimateJob::Config config = EstimateJob::load(args.config);
-  if (!args.log.empty()) config.log = args.log;
+  if (!args.log.empty()) {  // the one log instead of the config's log or list of logs
+    config.log = args.log;
+    config.more_logs.clear();
+  }
   heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const EstimateJob::Result result = EstimateJob::run(config, progress);
   std::cout << result.report();
@@ -40,7 +43,7 @@ std::function<int()> setupEstimate(CLI::App& app) {
   app.add_option("CONFIG", args->config, "YAML job config (docs/guide/estimate.md)")->required();
   app.add_option("--out", args->out, "output folder: result.json, trajectory.h5, robot.urdf")
       ->required();
-  app.add_option("--log", args->log, "log to estimate from instead of the config's log");
+  app.add_option("--log", args->log, "log to estimate from instead of the config's log (or list of logs)");
   app.add_flag("--overwrite", args->overwrite, "replace the outputs in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");
   return [args] { return runEstimate(*args); };

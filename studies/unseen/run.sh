@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates studies/unseen/results.md: go2 and TALOS payload cases no other study uses, 3 seeds
 # each, nominal noise, `heft identify` (MAP) with the bundled go2 and TALOS example configs (only the
-# log changed; go2 also with the trunk declared a payload, TALOS also with the truth base state),
+# log changed; go2 also with the trunk declared a payload; both also with the truth base state),
 # and `heft estimate` with the bundled go2 and TALOS estimate configs (only the log changed).
 #   bash studies/unseen/run.sh [build]
 set -euo pipefail
@@ -15,11 +15,14 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
     log="$work/${scenario}_$seed.h5"
     "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
       --out "$log" --overwrite > /dev/null
-    for variant in example payload; do
+    for variant in example truth-base payload; do
       config="$work/${scenario}_${seed}_$variant.yaml"
       sed -e "s#^log: .*#log: $log#" "$root/data/examples/go2_payload_identify.yaml" > "$config"
       if [ "$variant" = payload ]; then
         sed -i 's#^  bodies: \[base\]\(.*\)#  bodies: [base]\1\n  payload: [base]#' "$config"
+      fi
+      if [ "$variant" = truth-base ]; then  # the price of no truth input, side by side
+        sed -i 's#^  decimation: 10#  decimation: 10\n  base_state: truth#' "$config"
       fi
       "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
         --quiet > /dev/null || true
