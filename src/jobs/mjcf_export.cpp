@@ -13,15 +13,6 @@ namespace heft::jobs {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-double number(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_number()) throw InputError(where + ": expected a number, got " + j.dump());
-  return j.get<double>();
-}
-
-}  // namespace
-
 sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::string>& notes) {
   const nlohmann::json j = readResultJson(path);
   sim::MjcfPatch patch;
@@ -31,7 +22,7 @@ sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::s
       if (!value.contains("pi") || !value["pi"].is_array() || value["pi"].size() != 10)
         throw InputError(where + ": expected 10 numbers");
       Eigen::Matrix<double, 10, 1> pi;
-      for (int i = 0; i < 10; ++i) pi[i] = number(value["pi"][i], where);
+      for (int i = 0; i < 10; ++i) pi[i] = resultNumber(value["pi"][i], where);
       require(pi[0] > 0, where, "a positive mass", std::to_string(pi[0]));
       patch.bodies.push_back({body, pinocchio::Inertia::FromDynamicParameters(pi)});
     }
@@ -46,8 +37,9 @@ sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::s
     for (const auto& [name, value] : j["friction"].items()) {
       const std::string where = path + ": friction." + name;
       joint(name).frictionloss =
-          number(value.value("coulomb", nlohmann::json()), where + ".coulomb");
-      joint(name).damping = number(value.value("viscous", nlohmann::json()), where + ".viscous");
+          resultNumber(value.value("coulomb", nlohmann::json()), where + ".coulomb");
+      joint(name).damping =
+          resultNumber(value.value("viscous", nlohmann::json()), where + ".viscous");
       if (value.contains("gamma"))
         notes.push_back(name +
                         ": the full friction form's Stribeck terms have no MuJoCo field "
@@ -56,7 +48,7 @@ sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::s
   }
   if (j.contains("armature"))
     for (const auto& [name, value] : j["armature"].items())
-      joint(name).armature = number(value, path + ": armature." + name);
+      joint(name).armature = resultNumber(value, path + ": armature." + name);
   if (j.contains("torque_offsets") && !j["torque_offsets"].empty())
     notes.push_back("torque offsets not written: they belong to the torque sensors, not the model");
   require(!patch.bodies.empty() || !patch.joints.empty(), path,

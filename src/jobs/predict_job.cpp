@@ -39,11 +39,6 @@ struct ActuatorTerms {
   std::vector<std::pair<std::string, double>> torque_offsets;
 };
 
-double number(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_number()) throw InputError(where + ": expected a number, got " + j.dump());
-  return j.get<double>();
-}
-
 // Reads the terms and checks that every joint and body it names is the model's: a result.json
 // of another robot is bad input.
 ActuatorTerms readTerms(const std::string& path, const model::RobotModel& robot,
@@ -75,22 +70,22 @@ ActuatorTerms readTerms(const std::string& path, const model::RobotModel& robot,
       const std::string where = path + ": friction." + joint;
       terms.friction.push_back(
           {joint,
-           {number(value.value("coulomb", nlohmann::json()), where + ".coulomb"),
-            number(value.value("viscous", nlohmann::json()), where + ".viscous")}});
+           {resultNumber(value.value("coulomb", nlohmann::json()), where + ".coulomb"),
+            resultNumber(value.value("viscous", nlohmann::json()), where + ".viscous")}});
     }
   }
   if (j.contains("armature")) {
     for (const auto& [joint, value] : j["armature"].items()) {
       requireJoint("armature", joint);
-      terms.armature.push_back({joint, number(value, path + ": armature." + joint)});
+      terms.armature.push_back({joint, resultNumber(value, path + ": armature." + joint)});
     }
   }
   if (j.contains("torque_offsets")) {
     for (const auto& [joint, value] : j["torque_offsets"].items()) {
       requireJoint("torque_offsets", joint);
       terms.torque_offsets.push_back(
-          {joint, number(value.value("offset", nlohmann::json()),
-                         path + ": torque_offsets." + joint + ".offset")});
+          {joint, resultNumber(value.value("offset", nlohmann::json()),
+                               path + ": torque_offsets." + joint + ".offset")});
     }
   }
   return terms;

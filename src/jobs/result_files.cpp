@@ -57,4 +57,9 @@ nlohmann::json readResultJson(const std::string& path) {
   return j;
 }
 
+double resultNumber(const nlohmann::json& value, const std::string& where) {
+  if (!value.is_number()) throw InputError(where + ": expected a number, got " + value.dump());
+  return value.get<double>();
+}
+
 }  // namespace heft::jobs

@@ -31,6 +31,8 @@ void appendDataQualityWarnings(const io::DataQualityReport& report,
 // A heft result.json read for another job: InputError naming the file when it is not JSON or has
 // no schema_version.
 nlohmann::json readResultJson(const std::string& path);
+// A number of such a file: InputError "<where>: expected a number, got <value>" otherwise.
+double resultNumber(const nlohmann::json& value, const std::string& where);
 
 // A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);
