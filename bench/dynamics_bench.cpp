@@ -178,9 +178,10 @@ void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
 
 // The smoothed contact step (PRIME eq. 17) from states near a stance: the robot's posture, the
 // lowest contact point 0.1 mm above the floor, then a random tangent perturbation of 0.02, random
-// v (0.3) and joint torques (5 N m), dt = 0.01.
+// v (0.3) and joint torques (5 N m), dt = 0.01. `model` starts Newton from the sticking start (the
+// default), `lift` from the paper's lifted previous velocity.
 struct SmoothedCase {
-  std::unique_ptr<heft::dynamics::SmoothedContactModel> model;
+  std::unique_ptr<heft::dynamics::SmoothedContactModel> model, lift;
   std::vector<VectorXd> q, v, tau;
 };
 
@@ -189,6 +190,10 @@ SmoothedCase makeSmoothedCase(const Robot& r, const std::vector<heft::model::Con
   SmoothedCase c;
   c.model = std::make_unique<heft::dynamics::SmoothedContactModel>(
       r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky);
+  heft::dynamics::SmoothedContactOptions lift;
+  lift.start = heft::dynamics::SmoothedContactStart::Lift;
+  c.lift = std::make_unique<heft::dynamics::SmoothedContactModel>(
+      r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky, lift);
   VectorXd q0 = pinocchio::neutral(r.model);
   for (const auto& [joint, angle] : posture) q0[r.model.idx_qs[r.model.getJointId(joint)]] = angle;
   pinocchio::Data data(r.model);
@@ -225,19 +230,28 @@ void heftSmoothedContactStep(benchmark::State& state, const SmoothedCase& c) {
   }
 }
 
-void heftSmoothedContactDerivatives(benchmark::State& state, const SmoothedCase& c) {
-  heft::dynamics::SmoothedContactData data(*c.model);
-  const VectorXd theta = c.model->nominalTheta();
+void smoothedContactDerivatives(benchmark::State& state, const SmoothedCase& c,
+                                const heft::dynamics::SmoothedContactModel& model) {
+  heft::dynamics::SmoothedContactData data(model);
+  const VectorXd theta = model.nominalTheta();
   int k = 0, iterations = 0, steps = 0;
   for (auto _ : state) {
-    heft::dynamics::computeSmoothedContactDerivatives(*c.model, data, c.q[k], c.v[k], c.tau[k],
-                                                      theta, 0.01);
+    heft::dynamics::computeSmoothedContactDerivatives(model, data, c.q[k], c.v[k], c.tau[k], theta,
+                                                      0.01);
     benchmark::DoNotOptimize(data.dforce_dtheta.data());
     iterations += data.summary.iterations;
     ++steps;
     k = (k + 1) % Robot::kStates;
   }
   state.counters["newton_iterations"] = static_cast<double>(iterations) / std::max(steps, 1);
+}
+
+void heftSmoothedContactDerivatives(benchmark::State& state, const SmoothedCase& c) {
+  smoothedContactDerivatives(state, c, *c.model);
+}
+
+void heftSmoothedContactDerivativesLift(benchmark::State& state, const SmoothedCase& c) {
+  smoothedContactDerivatives(state, c, *c.lift);
 }
 
 }  // namespace
@@ -303,6 +317,9 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives").c_str(),
                                  heftSmoothedContactDerivatives, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_lift").c_str(),
+                                 heftSmoothedContactDerivativesLift, std::cref(smoothed[i]))
         ->Unit(benchmark::kMicrosecond);
   }
 

@@ -349,11 +349,11 @@ TEST(Studies, Payload) {
       const results::TruthErrors te_nom = results::truthErrors(go2, log, sys.layout, x0);
       const results::TruthErrors te_ls = results::truthErrors(go2, log, sys.layout, ls.x);
       const results::TruthErrors te_map = results::truthErrors(go2, log, sys.layout, map.linear);
-      std::printf("%s, %s base state: %d samples, %d rows, rank %d, cond %.3g; map %s after %d "
-                  "iterations\n",
-                  scenario.c_str(), truth ? "true" : "estimated", samples.size(), sp.rows(),
-                  ls.base.rank, ls.condition_number, toString(map.status).c_str(),
-                  map.iterations);
+      std::printf(
+          "%s, %s base state: %d samples, %d rows, rank %d, cond %.3g; map %s after %d "
+          "iterations\n",
+          scenario.c_str(), truth ? "true" : "estimated", samples.size(), sp.rows(), ls.base.rank,
+          ls.condition_number, toString(map.status).c_str(), map.iterations);
       EXPECT_EQ(ls.status, Status::Converged) << ls.message;
       EXPECT_NE(map.status, Status::Failed) << map.message;
       EXPECT_EQ(ls.base.rank, 10);
@@ -366,7 +366,9 @@ TEST(Studies, Payload) {
         char line[320];
         std::snprintf(line, sizeof line, "| %s | %s | %s | %.4g | %.4g | %s | %.3g | %s |\n",
                       first_row ? scenario.c_str() : "",
-                      label == "nominal model" ? "" : truth ? "truth" : "estimated",
+                      label == "nominal model" ? ""
+                      : truth                  ? "truth"
+                                               : "estimated",
                       label.c_str(), b.mass_true, b.mass_estimate, pct(b.mass_relative).c_str(),
                       1e3 * b.com_error, pct(b.inertia_relative).c_str());
         md << line;

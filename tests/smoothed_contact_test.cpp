@@ -35,6 +35,7 @@ using Eigen::VectorXd;
 using heft::dynamics::SmoothedContactData;
 using heft::dynamics::SmoothedContactModel;
 using heft::dynamics::SmoothedContactOptions;
+using heft::dynamics::SmoothedContactStart;
 using heft::dynamics::SmoothedContactStatus;
 using heft::inertia::Parametrization;
 using heft::model::ContactPoint;
@@ -390,32 +391,51 @@ TEST(SmoothedContact, StandingRobotsForcesCarryTheirWeight) {
 
 // ---- feasibility initializer and reports --------------------------------------------------------
 
-TEST(SmoothedContact, PointBelowFloorIsLiftedByTheInitializer) {
-  const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
-                                   Parametrization::LogCholesky);
-  SmoothedContactData data(model);
+TEST(SmoothedContact, PointBelowFloorIsHandledByEitherStart) {
   const double depth = 0.01, dt = 0.01;
   const VectorXd q = pose(go2(), go2Standing(), go2Feet(), -depth);
   const VectorXd v = VectorXd::Zero(go2().nv), tau = VectorXd::Zero(go2().nv);
-  heft::dynamics::smoothedContactStep(model, data, q, v, tau, model.nominalTheta(), dt);
-  EXPECT_TRUE(data.summary.converged()) << data.summary.report();
-  // At rest the deepest point has w = -depth / dt: the lift brings it to the margin.
-  EXPECT_NEAR(data.summary.initial_lift, depth / dt + model.options().feasibility_margin, 1e-12);
-  EXPECT_TRUE(data.v_next.allFinite());
-  EXPECT_TRUE(data.force.allFinite());
-  // The solution leaves the floor's interior: every point's next gap phi + dt J_n v+ is > 0, and
-  // the floor pushes up.
-  pinocchio::Data pd(go2());
-  pinocchio::computeJointJacobians(go2(), pd, q);
-  pinocchio::updateFramePlacements(go2(), pd);
-  for (int i = 0; i < model.numPoints(); ++i) {
-    MatrixXd J = MatrixXd::Zero(6, go2().nv);
-    pinocchio::getFrameJacobian(go2(), pd, go2().getFrameId(go2Feet()[i].frame),
-                                pinocchio::LOCAL_WORLD_ALIGNED, J);
-    EXPECT_LT(data.gap[i], 0);
-    EXPECT_GT(data.gap[i] + dt * J.row(2).dot(data.v_next), 0);
-    EXPECT_GT(data.force[3 * i + 2], 0);
+  VectorXd solution[2];
+  for (const SmoothedContactStart start :
+       {SmoothedContactStart::Lift, SmoothedContactStart::Sticking}) {
+    SCOPED_TRACE(start == SmoothedContactStart::Lift ? "lift" : "sticking");
+    SmoothedContactOptions options;
+    options.start = start;
+    const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
+                                     Parametrization::LogCholesky, options);
+    SmoothedContactData data(model);
+    heft::dynamics::smoothedContactStep(model, data, q, v, tau, model.nominalTheta(), dt);
+    EXPECT_TRUE(data.summary.converged()) << data.summary.report();
+    if (start == SmoothedContactStart::Lift) {
+      // At rest the deepest point has w = -depth / dt: the lift brings it to the margin.
+      EXPECT_NEAR(data.summary.initial_lift, depth / dt + options.feasibility_margin, 1e-12);
+      EXPECT_EQ(data.summary.sticking_points, 0);
+    } else {
+      // Every foot is below the floor, so every foot is held at w = margin; the held points
+      // alone are then inside their cones (a lift of at most the regularization's residue).
+      EXPECT_EQ(data.summary.sticking_points, model.numPoints());
+      EXPECT_LT(data.summary.initial_lift, 1e-9);
+    }
+    EXPECT_TRUE(data.v_next.allFinite());
+    EXPECT_TRUE(data.force.allFinite());
+    // The solution leaves the floor's interior: every point's next gap phi + dt J_n v+ is > 0,
+    // and the floor pushes up.
+    pinocchio::Data pd(go2());
+    pinocchio::computeJointJacobians(go2(), pd, q);
+    pinocchio::updateFramePlacements(go2(), pd);
+    for (int i = 0; i < model.numPoints(); ++i) {
+      MatrixXd J = MatrixXd::Zero(6, go2().nv);
+      pinocchio::getFrameJacobian(go2(), pd, go2().getFrameId(go2Feet()[i].frame),
+                                  pinocchio::LOCAL_WORLD_ALIGNED, J);
+      EXPECT_LT(data.gap[i], 0);
+      EXPECT_GT(data.gap[i] + dt * J.row(2).dot(data.v_next), 0);
+      EXPECT_GT(data.force[3 * i + 2], 0);
+    }
+    solution[start == SmoothedContactStart::Lift ? 0 : 1] = data.v_next;
   }
+  // eq. 17 is strictly convex: both starts reach the same minimizer (to the decrement tolerance,
+  // far below 1e-9 m/s).
+  EXPECT_LT((solution[0] - solution[1]).lpNorm<Eigen::Infinity>(), 1e-9);
 }
 
 TEST(SmoothedContact, NonConvergenceIsReportedWithFiniteOutputs) {

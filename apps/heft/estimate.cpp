@@ -43,7 +43,8 @@ std::function<int()> setupEstimate(CLI::App& app) {
   app.add_option("CONFIG", args->config, "YAML job config (docs/guide/estimate.md)")->required();
   app.add_option("--out", args->out, "output folder: result.json, trajectory.h5, robot.urdf")
       ->required();
-  app.add_option("--log", args->log, "log to estimate from instead of the config's log (or list of logs)");
+  app.add_option("--log", args->log,
+                 "log to estimate from instead of the config's log (or list of logs)");
   app.add_flag("--overwrite", args->overwrite, "replace the outputs in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");
   return [args] { return runEstimate(*args); };

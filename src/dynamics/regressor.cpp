@@ -1,6 +1,7 @@
 #include "heft/dynamics/regressor.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include <pinocchio/algorithm/regressor.hpp>
@@ -63,6 +64,17 @@ RegressorModel::RegressorModel(const pinocchio::Model& model,
     }
   }
   identified_.armature.setZero();
+  for (const pinocchio::JointIndex body : bodies_) {
+    std::vector<std::pair<int, int>> rows;
+    for (const pinocchio::JointIndex i : model.supports[body]) {
+      if (i == 0 || model.nvs[i] == 0) continue;
+      if (!rows.empty() && rows.back().first + rows.back().second == model.idx_vs[i])
+        rows.back().second += model.nvs[i];
+      else
+        rows.emplace_back(model.idx_vs[i], model.nvs[i]);
+    }
+    support_rows_.push_back(std::move(rows));
+  }
 }
 
 int RegressorModel::indexOf(pinocchio::JointIndex joint) const {
@@ -106,6 +118,7 @@ RegressorData::RegressorData(const RegressorModel& model)
     m->setZero(nv, nv);
   }
   dpi_dtheta.setZero(10, np);
+  dpi_theta.setConstant(np, std::numeric_limits<double>::quiet_NaN());
   dtau_dtheta.setZero(nv, np);
 }
 
@@ -166,12 +179,23 @@ const Eigen::MatrixXd& computeParameterJacobian(const RegressorModel& model, Reg
                                                 inertia::Parametrization parametrization,
                                                 const Eigen::Ref<const Eigen::VectorXd>& theta_S) {
   requireSize(theta_S.size(), model.numParameters(), "theta_S");
-  for (int k = 0; k < model.numBodies(); ++k) {
-    const Vector10 theta = theta_S.segment<10>(10 * k);
-    data.dpi_dtheta.middleCols<10>(10 * k) = inertia::jacobian(parametrization, theta);
-    data.dtau_dtheta.middleCols<10>(10 * k).noalias() =
-        data.Y.middleCols<10>(10 * k) * data.dpi_dtheta.middleCols<10>(10 * k);
+  // NaN in the cache never compares equal: the first call always computes.
+  const bool cached = data.dpi_parametrization == static_cast<int>(parametrization) &&
+                      (data.dpi_theta.array() == theta_S.array()).all();
+  if (!cached) {
+    for (int k = 0; k < model.numBodies(); ++k) {
+      const Vector10 theta = theta_S.segment<10>(10 * k);
+      data.dpi_dtheta.middleCols<10>(10 * k) = inertia::jacobian(parametrization, theta);
+    }
+    data.dpi_theta = theta_S;
+    data.dpi_parametrization = static_cast<int>(parametrization);
   }
+  // Y_S's block k is zero outside the rows that support body k (set zero at construction); the
+  // blocks are a few rows by 10, where a coefficient-wise product beats a packed one.
+  for (int k = 0; k < model.numBodies(); ++k)
+    for (const auto& [start, size] : model.supportRows(k))
+      data.dtau_dtheta.block(start, 10 * k, size, 10).noalias() =
+          data.Y.block(start, 10 * k, size, 10).lazyProduct(data.dpi_dtheta.middleCols<10>(10 * k));
   return data.dtau_dtheta;
 }
 

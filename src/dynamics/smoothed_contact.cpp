@@ -89,6 +89,10 @@ SmoothedContactModel::SmoothedContactModel(const pinocchio::Model& robot,
     const pinocchio::Frame& frame = robot.frames[robot.getFrameId(p.frame)];
     joints_.push_back(frame.parentJoint);
     placements_.push_back(frame.placement * pinocchio::SE3(Eigen::Matrix3d::Identity(), p.offset));
+    std::vector<int> columns;
+    for (pinocchio::JointIndex j : robot.supports[frame.parentJoint])
+      for (int k = 0; k < robot.nvs[j]; ++k) columns.push_back(robot.idx_vs[j] + k);
+    columns_.push_back(std::move(columns));
   }
 }
 
@@ -130,7 +134,25 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       dg_dq(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       dg_dv(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       hessian_inverse(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
-      point_velocity_dq(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())) {}
+      point_velocity_dq(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
+      base_point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      step_point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      mass_llt(model.nv()),
+      minv_jt(Eigen::MatrixXd::Zero(model.nv(), 3 * model.numPoints())),
+      delassus(Eigen::MatrixXd::Zero(3 * model.numPoints(), 3 * model.numPoints())),
+      delassus_llt(3 * model.numPoints()),
+      free_velocity(Eigen::VectorXd::Zero(model.nv())),
+      contact_target(Eigen::VectorXd::Zero(3 * model.numPoints())),
+      held_points(Eigen::VectorXi::Zero(model.numPoints())) {
+  Eigen::Index widest = 0;
+  for (const std::vector<int>& columns : model.pointColumns()) {
+    const auto n = static_cast<Eigen::Index>(columns.size());
+    compact_jacobians.emplace_back(Eigen::Matrix<double, 3, Eigen::Dynamic>::Zero(3, n));
+    widest = std::max(widest, n);
+  }
+  compact_kj.setZero(3, widest);
+  compact_block.setZero(widest, widest);
+}
 
 namespace {
 
@@ -200,22 +222,32 @@ bool cost(const SmoothedContactModel& model, SmoothedContactData& data, const Ei
 }
 
 /// Gradient g = M x - momentum - J^T lambda and Hessian H = M + sum J_i^T K_i J_i at x, and H's
-/// Cholesky factorization. False if x is infeasible or H is not positive definite.
+/// Cholesky factorization. False if x is infeasible or H is not positive definite. Leaves J x in
+/// base_point_velocity and the barrier's log sum in base_log_sum for the line search.
 bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData& data,
                           const Eigen::VectorXd& x, double dt) {
   data.point_velocity.noalias() = data.jacobian * x;
-  double log_sum = 0;
-  if (!evaluateBarrier(model, data, dt, true, log_sum)) return false;
+  data.base_point_velocity = data.point_velocity;
+  if (!evaluateBarrier(model, data, dt, true, data.base_log_sum)) return false;
   data.gradient.noalias() = data.M * x;
   data.gradient -= data.momentum;
   data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
-  // H = M + J^T blockdiag(K_i) J; the products are tiny, so coefficient-wise (lazyProduct)
-  // beats the packing of a general matrix product.
-  for (int i = 0; i < model.numPoints(); ++i)
-    data.kj.middleRows<3>(3 * i).noalias() =
-        data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(data.jacobian.middleRows<3>(3 * i));
+  // H = M + sum J_i^T K_i J_i, each term only on the columns of the point's limb (a quarter of
+  // go2's Hessian, a tenth of TALOS'); K_i J_i also goes into kj, zero outside those columns.
   data.hessian = data.M;
-  data.hessian.noalias() += data.jacobian.transpose().lazyProduct(data.kj);
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const std::vector<int>& columns = model.pointColumns()[i];
+    const auto n = static_cast<Eigen::Index>(columns.size());
+    const auto& Jc = data.compact_jacobians[static_cast<size_t>(i)];
+    auto kj = data.compact_kj.leftCols(n);
+    kj.noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(Jc);
+    auto block = data.compact_block.topLeftCorner(n, n);
+    block.noalias() = Jc.transpose().lazyProduct(kj);
+    for (Eigen::Index b = 0; b < n; ++b) {
+      for (Eigen::Index a = 0; a < n; ++a) data.hessian(columns[a], columns[b]) += block(a, b);
+      data.kj.block<3, 1>(3 * i, columns[b]) = kj.col(b);
+    }
+  }
   data.llt.compute(data.hessian);
   return data.llt.info() == Eigen::Success;
 }
@@ -241,6 +273,10 @@ void computeKinematics(const SmoothedContactModel& model, SmoothedContactData& d
     pinocchio::getFrameJacobian(m, data.pin, joint, placement, pinocchio::LOCAL_WORLD_ALIGNED,
                                 data.frame_jacobian);
     data.jacobian.middleRows<3>(3 * i) = data.frame_jacobian.topRows<3>();
+    const std::vector<int>& columns = model.pointColumns()[i];
+    auto& Jc = data.compact_jacobians[static_cast<size_t>(i)];
+    for (size_t k = 0; k < columns.size(); ++k)
+      Jc.col(static_cast<Eigen::Index>(k)) = data.frame_jacobian.col(columns[k]).head<3>();
     data.gap[i] =
         data.pin.oMi[joint].act(placement.translation()).z() - model.options().ground_height;
   }
@@ -249,14 +285,60 @@ void computeKinematics(const SmoothedContactModel& model, SmoothedContactData& d
   data.lift.head<3>() = data.pin.oMi[1].rotation().row(2).transpose();
 }
 
-/// The paper's feasibility initializer: the previous step's solution v, lifted along the world
-/// vertical by the least amount that puts every point strictly inside its velocity cone,
-/// w_i >= mu |J^t_i x| + margin. A vertical translation adds the same normal velocity to every
-/// point and leaves the tangential ones unchanged, so one shift satisfies all points.
-void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
-                  const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
+/// The sticking start (SmoothedContactStart::Sticking) into data.v_next: the points that v leaves
+/// outside their cone or within the margin of it are held at u_t = 0 and w_i = margin (a rigid
+/// sticking contact), x = argmin (x - x_free)^T M (x - x_free) subject to that, with x_free =
+/// M^-1 momentum the contact-free minimizer of eq. 17's quadratic part. The Delassus matrix is
+/// regularized (the corners of a sole are dependent); rows of free points are decoupled.
+void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
+                   const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
   const double mu = model.options().friction_coefficient;
+  const double margin = model.options().feasibility_margin;
+  data.v_next = v;
   data.point_velocity.noalias() = data.jacobian * v;
+  int held = 0;
+  data.contact_target.setZero();
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const auto u = data.point_velocity.segment<3>(3 * i);
+    const double w = data.gap[i] / dt + u.z();
+    if (w >= mu * u.head<2>().norm() + margin) continue;
+    data.contact_target[3 * i + 2] = margin - data.gap[i] / dt;
+    data.held_points[i] = 1;
+    ++held;
+  }
+  data.summary.sticking_points = held;
+  if (held == 0) return;
+  data.mass_llt.compute(data.M);
+  if (data.mass_llt.info() != Eigen::Success) return;
+  data.free_velocity = data.mass_llt.solve(data.momentum);
+  data.minv_jt = data.jacobian.transpose();
+  data.mass_llt.solveInPlace(data.minv_jt);
+  data.delassus.noalias() = data.jacobian * data.minv_jt;
+  data.contact_target.noalias() -= data.jacobian * data.free_velocity;
+  const double regularization = 1e-10 * data.delassus.diagonal().maxCoeff();
+  for (int i = 0; i < model.numPoints(); ++i) {
+    if (data.held_points[i]) continue;
+    data.delassus.middleRows<3>(3 * i).setZero();
+    data.delassus.middleCols<3>(3 * i).setZero();
+    data.delassus.block<3, 3>(3 * i, 3 * i).setIdentity();
+    data.contact_target.segment<3>(3 * i).setZero();
+  }
+  data.delassus.diagonal().array() += regularization;
+  data.delassus_llt.compute(data.delassus);
+  if (data.delassus_llt.info() != Eigen::Success) return;
+  data.delassus_llt.solveInPlace(data.contact_target);
+  data.v_next = data.free_velocity;
+  data.v_next.noalias() += data.minv_jt * data.contact_target;
+}
+
+/// The paper's feasibility initializer on x: lifted along the world vertical by the least amount
+/// that puts every point strictly inside its velocity cone, w_i >= mu |J^t_i x| + margin. A
+/// vertical translation adds the same normal velocity to every point and leaves the tangential
+/// ones unchanged, so one shift satisfies all points. Returns the shift [m/s].
+double liftIntoCones(const SmoothedContactModel& model, SmoothedContactData& data,
+                     Eigen::VectorXd& x, double dt) {
+  const double mu = model.options().friction_coefficient;
+  data.point_velocity.noalias() = data.jacobian * x;
   double shift = 0;
   for (int i = 0; i < model.numPoints(); ++i) {
     const auto u = data.point_velocity.segment<3>(3 * i);
@@ -264,30 +346,61 @@ void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
     const double needed = mu * u.head<2>().norm() + model.options().feasibility_margin - w;
     shift = std::max(shift, needed);
   }
-  data.v_next = v + shift * data.lift;
-  data.summary.initial_lift = shift;
+  x += shift * data.lift;
+  return shift;
 }
 
-/// Step length along data.newton_step from x = data.v_next: the first of 1, b, b^2, ... that stays
-/// feasible and decreases c by the Armijo fraction of the predicted decrease, never shorter than
-/// the damped step 1 / (1 + delta) that self-concordance guarantees feasible and decreasing. In
-/// the quadratic region (delta < 1/4) the full step is taken without the cost test, which rounding
-/// would decide there. Returns 0 if no step is feasible.
+/// Newton's start in data.v_next: the configured start, lifted into the cones.
+void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
+                  const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
+  data.held_points.setZero();
+  if (model.options().start == SmoothedContactStart::Sticking)
+    stickingStart(model, data, v, dt);
+  else
+    data.v_next = v;
+  data.summary.initial_lift = liftIntoCones(model, data, data.v_next, dt);
+}
+
+/// Barrier log sum at x + alpha d from J x and J d (no product with J or M); false if outside the
+/// domain. Leaves the trial's impulses in data.impulse.
+bool trialLogSum(const SmoothedContactModel& model, SmoothedContactData& data, double alpha,
+                 double dt, double& log_sum) {
+  data.point_velocity = data.base_point_velocity + alpha * data.step_point_velocity;
+  return evaluateBarrier(model, data, dt, false, log_sum);
+}
+
+/// Step length along data.newton_step d from x = data.v_next: the first of 1, b, b^2, ... that
+/// stays feasible and decreases c by the Armijo fraction of the predicted decrease, never shorter
+/// than the damped step 1 / (1 + delta) that self-concordance guarantees feasible and decreasing.
+/// In the quadratic region (delta < 1/4) the full step is taken without the cost test, which
+/// rounding would decide there. c's quadratic part along d is exact, c(x + a d) - c(x) = a (M x -
+/// momentum)^T d + a^2 d^T M d / 2 - (log sum(a) - log sum(0)) / kappa, so a trial costs only the
+/// barrier. Returns 0 if no step is feasible; the accepted point is left in data.trial.
 double lineSearch(const SmoothedContactModel& model, SmoothedContactData& data, double decrement2,
                   double dt) {
   const SmoothedContactOptions& o = model.options();
   const double delta = std::sqrt(o.kappa * decrement2);
   const double damped = 1 / (1 + delta);
-  double c0 = 0, c = 0;
+  data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
+  // g = M x - momentum - J^T lambda, so (M x - momentum)^T d = g^T d + lambda^T J d.
+  const double slope = -decrement2 + data.impulse.dot(data.step_point_velocity);
+  data.scratch.noalias() = data.M * data.newton_step;
+  const double curvature = data.newton_step.dot(data.scratch);
   const bool quadratic = delta < 0.25;
-  if (!quadratic && !cost(model, data, data.v_next, dt, c0)) return 0;
-  for (double alpha = 1; alpha > damped; alpha *= o.backtracking) {
-    data.trial = data.v_next + alpha * data.newton_step;
-    if (!cost(model, data, data.trial, dt, c)) continue;
-    if (quadratic || c <= c0 - o.armijo * alpha * decrement2) return alpha;
+  double log_sum = 0;
+  double alpha = 1;
+  for (; alpha > damped; alpha *= o.backtracking) {
+    if (!trialLogSum(model, data, alpha, dt, log_sum)) continue;
+    const double change =
+        alpha * slope + 0.5 * alpha * alpha * curvature - (log_sum - data.base_log_sum) / o.kappa;
+    if (quadratic || change <= -o.armijo * alpha * decrement2) break;
   }
-  data.trial = data.v_next + damped * data.newton_step;
-  return cost(model, data, data.trial, dt, c) ? damped : 0;
+  if (alpha <= damped) {
+    alpha = damped;
+    if (!trialLogSum(model, data, alpha, dt, log_sum)) return 0;
+  }
+  data.trial = data.v_next + alpha * data.newton_step;
+  return alpha;
 }
 
 /// Newton's method on eq. 17 from data.v_next; fills data.summary.
@@ -312,9 +425,9 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
     ++summary.iterations;
     if (summary.decrement <= o.tolerance) {
       // The full step from inside the quadratic region squares the remaining error.
-      double c = 0;
-      data.trial = data.v_next + data.newton_step;
-      if (cost(model, data, data.trial, dt, c)) data.v_next = data.trial;
+      double log_sum = 0;
+      data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
+      if (trialLogSum(model, data, 1, dt, log_sum)) data.v_next += data.newton_step;
       summary.status = SmoothedContactStatus::Converged;
       return;
     }

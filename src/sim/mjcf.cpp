@@ -1,5 +1,6 @@
 #include "heft/sim/mjcf.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
@@ -55,18 +56,23 @@ std::string fullPrecision(const double* values, int n) {
   return s.str();
 }
 
-// The <inertial/> of body `name` in `xml` replaced by the spec body's values at 17 digits.
-void rewriteInertial(std::string& xml, const std::string& name, const mjsBody* body) {
+// The <inertial/> of body `name` in `xml` replaced by the spec body's values at 17 digits; false
+// if the body or its own <inertial/> (before its first child body) is not in the text.
+bool rewriteInertial(std::string& xml, const std::string& name, const mjsBody* body) {
   const std::size_t at = xml.find("<body name=\"" + name + "\"");
-  if (at == std::string::npos) return;
+  if (at == std::string::npos) return false;
   const std::size_t begin = xml.find("<inertial", at);
-  const std::size_t end = begin == std::string::npos ? begin : xml.find("/>", begin);
-  if (end == std::string::npos) return;
+  const std::size_t child = xml.find("<body", at + 1);
+  const std::size_t close = xml.find("</body>", at);
+  if (begin == std::string::npos || begin > std::min(child, close)) return false;
+  const std::size_t end = xml.find("/>", begin);
+  if (end == std::string::npos) return false;
   const std::string inertial = "<inertial pos=\"" + fullPrecision(body->ipos, 3) + "\" quat=\"" +
                                fullPrecision(body->iquat, 4) + "\" mass=\"" +
                                fullPrecision(&body->mass, 1) + "\" diaginertia=\"" +
                                fullPrecision(body->inertia, 3) + "\"/>";
   xml.replace(begin, end + 2 - begin, inertial);
+  return true;
 }
 
 }  // namespace
@@ -125,7 +131,10 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
   // MuJoCo's writer prints 6 significant digits: the identified inertials are written again at
   // full precision (a body near the consistency boundary must not cross it by rounding)
   for (const MjcfPatch::Body& b : patch.bodies)
-    rewriteInertial(saved, b.name, mjs_findBody(spec.get(), b.name.c_str()));
+    if (!rewriteInertial(saved, b.name, mjs_findBody(spec.get(), b.name.c_str())))
+      throw SolveError("body '" + b.name +
+                       "': its <inertial/> was not found in MuJoCo's saved model, so it cannot be "
+                       "written at full precision");
   return saved;
 }
 

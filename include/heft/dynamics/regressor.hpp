@@ -15,6 +15,7 @@
 ///
 /// Usage: build a RegressorModel once, one RegressorData per thread; the compute* calls do not
 /// allocate (computeParameterJacobian: as long as heft::inertia::jacobian does not).
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -46,6 +47,11 @@ class RegressorModel {
   int numParameters() const { return 10 * numBodies(); }  ///< 10 |S|
   /// Position k of joint j in S (columns 10k..10k+9 of Y_S), or -1 if j is not identified.
   int indexOf(pinocchio::JointIndex joint) const;
+  /// Rows of Y_S where column block k can be nonzero, as (first velocity index, count) runs: the
+  /// joints that support body k (the others do not carry its weight).
+  const std::vector<std::pair<int, int>>& supportRows(int k) const {
+    return support_rows_[static_cast<std::size_t>(k)];
+  }
 
   /// pi_S of the model's own inertias (10|S|): the nominal values of the identified parameters.
   Eigen::VectorXd nominalParameters() const;
@@ -60,6 +66,7 @@ class RegressorModel {
   pinocchio::Model rest_;
   pinocchio::Model identified_;
   std::vector<pinocchio::JointIndex> bodies_;
+  std::vector<std::vector<std::pair<int, int>>> support_rows_;
 };
 
 /// Every buffer of the regressor calls. Outputs are public members, valid after the call that
@@ -81,7 +88,11 @@ class RegressorData {
   Eigen::MatrixXd dtau_nom_dq, dtau_nom_dv, dtau_nom_da;  ///< nv x nv: d tau_nom / d.
 
   // ---- computeParameterJacobian ----
-  Eigen::MatrixXd dpi_dtheta;   ///< 10 x 10|S|: block k is d pi_k / d theta_k
+  Eigen::MatrixXd dpi_dtheta;  ///< 10 x 10|S|: block k is d pi_k / d theta_k
+  /// theta_S and parametrization of dpi_dtheta (NaN, -1 before the first call): the knots of one
+  /// horizon share theta, so the blocks are computed once.
+  Eigen::VectorXd dpi_theta;
+  int dpi_parametrization = -1;
   Eigen::MatrixXd dtau_dtheta;  ///< nv x 10|S|: Y_S blockdiag(d pi_k / d theta_k)
 
   // ---- workspaces ----

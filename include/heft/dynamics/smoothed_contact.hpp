@@ -49,6 +49,18 @@
 
 namespace heft::dynamics {
 
+/// Where Newton's method starts.
+enum class SmoothedContactStart {
+  /// The paper's feasibility initializer: the previous velocity v, translated up until every point
+  /// is strictly inside its velocity cone.
+  Lift,
+  /// The rigid sticking start: the points that v leaves outside (or within the margin of) their
+  /// cone are held at zero tangential velocity and w_i = margin by the least M-weighted change of
+  /// the contact-free velocity, the other points are free; then the lift if a free point ended up
+  /// outside its cone. The rigid impulse of the stance, a few Newton steps from the smoothed one.
+  Sticking,
+};
+
 /// The contact model and the Newton solver's settings. Defaults: the paper's kappa, a rigid
 /// floor z = 0.
 struct SmoothedContactOptions {
@@ -73,6 +85,8 @@ struct SmoothedContactOptions {
   /// closer to the cone's boundary makes the first Newton steps short (go2 from a foot 2 cm deep
   /// with 2 m/s joint velocities: 2073 steps at 1e-3, 29 at 1e-2).
   double feasibility_margin = 1e-2;
+  /// Where Newton starts; the solution (the unique minimizer of eq. 17) does not depend on it.
+  SmoothedContactStart start = SmoothedContactStart::Sticking;
   /// Armijo fraction of the predicted decrease that a trial step must achieve.
   double armijo = 1e-4;
   /// Backtracking factor of the line search, in (0, 1).
@@ -99,6 +113,7 @@ struct SmoothedContactSummary {
   int iterations = 0;       ///< Newton steps taken
   double decrement = 0;     ///< kappa g^T H^-1 g / 2 at the last factorized iterate
   double initial_lift = 0;  ///< vertical velocity the feasibility initializer added [m/s]
+  int sticking_points = 0;  ///< points the sticking start held on their cone (0 for Lift)
   double cost = 0;          ///< c(v+) (eq. 17, without the constant of v_free) [J]
   bool converged() const { return status == SmoothedContactStatus::Converged; }
   /// One line a person can read (allocates; not for hot loops).
@@ -125,6 +140,9 @@ class SmoothedContactModel {
   /// The joint each point is fixed to, and the point's placement in that joint's frame.
   const std::vector<pinocchio::JointIndex>& pointJoints() const { return joints_; }
   const std::vector<pinocchio::SE3>& pointPlacements() const { return placements_; }
+  /// Velocity indices in the support of each point's joint: the only nonzero columns of its
+  /// Jacobian (the free flyer's and its limb's).
+  const std::vector<std::vector<int>>& pointColumns() const { return columns_; }
   const SmoothedContactOptions& options() const { return options_; }
   inertia::Parametrization parametrization() const { return parametrization_; }
   int nq() const { return regressor_.nq(); }
@@ -141,6 +159,7 @@ class SmoothedContactModel {
   std::vector<model::ContactPoint> points_;
   std::vector<pinocchio::JointIndex> joints_;
   std::vector<pinocchio::SE3> placements_;
+  std::vector<std::vector<int>> columns_;
   SmoothedContactOptions options_;
   inertia::Parametrization parametrization_;
 };
@@ -186,11 +205,24 @@ class SmoothedContactData {
   Eigen::VectorXd mean_acceleration;              ///< nv: (v+ - v) / dt
   Eigen::MatrixXd dg_dq, dg_dv, hessian_inverse;  ///< nv x nv
   Eigen::MatrixXd point_velocity_dq;              ///< 3np x nv: d(J_i v+)/dq at fixed v+
+  /// Each point's Jacobian restricted to its pointColumns(), and the Hessian block of one point.
+  std::vector<Eigen::Matrix<double, 3, Eigen::Dynamic>> compact_jacobians;
+  Eigen::Matrix<double, 3, Eigen::Dynamic> compact_kj;
+  Eigen::MatrixXd compact_block;
+  /// Line search along a Newton step d from x: J x, J d, the barrier's sum of log s_i at x.
+  Eigen::VectorXd base_point_velocity, step_point_velocity;
+  double base_log_sum = 0;
+  // Sticking start: M's factorization, M^-1 J^T, the Delassus matrix J M^-1 J^T of the held
+  // points, and its multipliers.
+  Eigen::LLT<Eigen::MatrixXd> mass_llt;
+  Eigen::MatrixXd minv_jt, delassus;
+  Eigen::LLT<Eigen::MatrixXd> delassus_llt;
+  Eigen::VectorXd free_velocity, contact_target;
+  Eigen::VectorXi held_points;  ///< np: 1 for the points the sticking start held
 };
 
-/// One step: v+ by Newton's method on eq. 17 from the paper's feasibility initializer (the previous
-/// step's solution v, lifted along the world vertical until every point is strictly inside its
-/// velocity cone), and the forces of eqs. 18-19 divided by dt. Never returns NaN: a solve that does
+/// One step: v+ by Newton's method on eq. 17 from a strictly feasible start (options.start), and
+/// the forces of eqs. 18-19 divided by dt. Never returns NaN: a solve that does
 /// not converge reports it in data.summary and returns its last (feasible) iterate.
 /// \param q (nq, normalized quaternion), v (nv), tau generalized force (nv) [N, N m],
 ///        theta_S (10|S|), dt > 0 [s].
