@@ -285,6 +285,16 @@ void computeKinematics(const SmoothedContactModel& model, SmoothedContactData& d
   data.lift.head<3>() = data.pin.oMi[1].rotation().row(2).transpose();
 }
 
+/// How far point i at the point velocities data.point_velocity is from the start's requirement
+/// w_i >= mu |J^t_i x| + margin [m/s]; <= 0 when it is met.
+double coneShortfall(const SmoothedContactModel& model, const SmoothedContactData& data, int i,
+                     double dt) {
+  const auto u = data.point_velocity.segment<3>(3 * i);
+  const double w = data.gap[i] / dt + u.z();
+  return model.options().friction_coefficient * u.head<2>().norm() +
+         model.options().feasibility_margin - w;
+}
+
 /// The sticking start (SmoothedContactStart::Sticking) into data.v_next: the points that v leaves
 /// outside their cone or within the margin of it are held at u_t = 0 and w_i = margin (a rigid
 /// sticking contact), x = argmin (x - x_free)^T M (x - x_free) subject to that, with x_free =
@@ -292,16 +302,13 @@ void computeKinematics(const SmoothedContactModel& model, SmoothedContactData& d
 /// regularized (the corners of a sole are dependent); rows of free points are decoupled.
 void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
                    const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
-  const double mu = model.options().friction_coefficient;
   const double margin = model.options().feasibility_margin;
   data.v_next = v;
   data.point_velocity.noalias() = data.jacobian * v;
   int held = 0;
   data.contact_target.setZero();
   for (int i = 0; i < model.numPoints(); ++i) {
-    const auto u = data.point_velocity.segment<3>(3 * i);
-    const double w = data.gap[i] / dt + u.z();
-    if (w >= mu * u.head<2>().norm() + margin) continue;
+    if (coneShortfall(model, data, i, dt) <= 0) continue;
     data.contact_target[3 * i + 2] = margin - data.gap[i] / dt;
     data.held_points[i] = 1;
     ++held;
@@ -337,15 +344,10 @@ void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
 /// ones unchanged, so one shift satisfies all points. Returns the shift [m/s].
 double liftIntoCones(const SmoothedContactModel& model, SmoothedContactData& data,
                      Eigen::VectorXd& x, double dt) {
-  const double mu = model.options().friction_coefficient;
   data.point_velocity.noalias() = data.jacobian * x;
   double shift = 0;
-  for (int i = 0; i < model.numPoints(); ++i) {
-    const auto u = data.point_velocity.segment<3>(3 * i);
-    const double w = data.gap[i] / dt + u.z();
-    const double needed = mu * u.head<2>().norm() + model.options().feasibility_margin - w;
-    shift = std::max(shift, needed);
-  }
+  for (int i = 0; i < model.numPoints(); ++i)
+    shift = std::max(shift, coneShortfall(model, data, i, dt));
   x += shift * data.lift;
   return shift;
 }
