@@ -149,10 +149,14 @@ TEST(FilterJob, ForearmPayloadTrackedWithinOneSecondAndAlwaysConsistent) {
   std::cout << result.report();
 }
 
-// The second claim: the torso mass follows a square wave while the robot steps; foot
-// impacts spoil updates, and innovation gating cuts the largest post-impact transient of the
-// mass estimate to at most half of what the ungated filter shows.
-TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
+// The second claim: the torso mass follows a square wave while the robot steps, and foot impacts
+// do not throw the estimate: the largest change within 0.3 s after a touchdown stays within 1 %
+// of the 30 kg mean mass, gated or not. (The paper gates the innovation to cut impact spikes; in
+// simulation those spikes came from averaging the torques and forces differently from what the
+// slope does to the accelerations, 0.74-0.83 kg gated and about 2 kg ungated on seeds 0-3.
+// With matched averaging they are 0.12-0.14 kg and the gate has no outlier left to cut:
+// docs/filter.md, "Gating".)
+TEST(FilterJob, ImpactTransientsStayWithinOnePercentWhileStepping) {
   FilterJob::Config config =
       filterOnlyConfig("talos_step_mass_wave_filter.yaml", simulatedLog("talos-step-mass-wave", 1));
   config.baseline = false;
@@ -166,8 +170,8 @@ TEST(FilterJob, GatingHalvesTheImpactTransientsWhileStepping) {
   EXPECT_GT(gated.summaries[0].counters.gated, 0);
   EXPECT_EQ(ungated.summaries[0].counters.gated, 0);
   EXPECT_GT(without_gate.largest_impact_transient, 0);
-  EXPECT_LE(with_gate.largest_impact_transient, 0.5 * without_gate.largest_impact_transient)
-      << gated.report() << ungated.report();
+  EXPECT_LE(with_gate.largest_impact_transient, 0.3) << gated.report();
+  EXPECT_LE(without_gate.largest_impact_transient, 0.3) << ungated.report();
   EXPECT_EQ(with_gate.steps.size(), 5u);  // 35 -> 25 -> 35 ... kg at 2.5, 5, ..., 12.5 s
   EXPECT_LT(with_gate.mass_rms_relative, 0.05) << gated.report();
   EXPECT_EQ(gated.summaries[0].inconsistent_time, 0.0);
@@ -381,6 +385,22 @@ TEST(FilterJob, OutputsAreLogsAndNeverReplaceTheInput) {
   from_trap.log = (trap / "estimates.h5").string();
   EXPECT_THROW(FilterJob::write(from_trap, trap.string(), {true}), InputError);
   EXPECT_EQ(fs::file_size(trap / "estimates.h5"), size);
+
+  // an estimate the log writer refuses (a non-finite standard deviation) loses nothing else:
+  // summary.json says what was not written, the baseline is written, and the job fails (exit 1)
+  FilterJob::Result broken = result;
+  broken.traces[0].series.body_pi_std(3, 0) = std::nan("");
+  const fs::path kept = scratch("kept_" + std::to_string(::getpid()));
+  EXPECT_THROW(FilterJob::write(broken, kept.string(), {false}), SolveError);
+  ASSERT_TRUE(fs::exists(kept / "summary.json"));
+  std::ifstream kept_summary(kept / "summary.json");
+  const nlohmann::json outputs = nlohmann::json::parse(kept_summary).at("outputs");
+  EXPECT_EQ(outputs.at("estimates.h5").at("status").get<std::string>().rfind("not written: ", 0),
+            0u)
+      << outputs.dump();
+  EXPECT_EQ(outputs.at("baseline.h5").at("status"), "written");
+  EXPECT_FALSE(fs::exists(kept / "estimates.h5"));
+  EXPECT_TRUE(fs::exists(kept / "baseline.h5"));
 }
 
 }  // namespace

@@ -182,6 +182,9 @@ InertialEkf::InertialEkf(const pinocchio::Model& model,
   X_.resize(m_, n_);
   saved_P_.resize(n_, n_);
   sym_.resize(n_, n_);
+  I_KH_.resize(n_, n_);
+  KR_.resize(n_, m_);
+  projected_R_.resize(m_, m_);
   reset();
 }
 
@@ -355,7 +358,8 @@ UpdateStatus InertialEkf::correct(double dt) {
   S_.noalias() = H_ * PHt_;
   if (projected()) {
     const int p = dimension_;
-    S_.topLeftCorner(p, p).noalias() += E_.leftCols(p).transpose() * RN_.leftCols(p);
+    projected_R_.topLeftCorner(p, p).noalias() = E_.leftCols(p).transpose() * RN_.leftCols(p);
+    S_.topLeftCorner(p, p) += projected_R_.topLeftCorner(p, p);
     S_.bottomRightCorner(m_ - p, m_ - p).diagonal().array() += 1.0;
   } else {
     S_.diagonal() += R_;
@@ -390,8 +394,23 @@ UpdateStatus InertialEkf::correct(double dt) {
   step_.noalias() = PHt_ * w_;  // K y with K = P H^T S^-1
   state_ += step_;
   X_ = PHt_.transpose();
-  llt_.solveInPlace(X_);  // S^-1 H P
-  P_.noalias() -= PHt_ * X_;
+  llt_.solveInPlace(X_);  // S^-1 H P = K^T
+  // Joseph form, P = (I - K H) P (I - K H)^T + K R K^T: positive semi-definite whatever the
+  // rounding, where P - K H P loses definiteness once R spans many orders of magnitude (a row
+  // nearly switched off by a large std)
+  I_KH_.setIdentity();
+  I_KH_.noalias() -= X_.transpose() * H_;
+  sym_.noalias() = I_KH_ * P_;
+  P_.noalias() = sym_ * I_KH_.transpose();
+  if (projected()) {
+    // R = N^T R N on the first p rows; the unit rows past p have K = 0
+    const int p = dimension_;
+    KR_.leftCols(p).noalias() = X_.topRows(p).transpose() * projected_R_.topLeftCorner(p, p);
+    P_.noalias() += KR_.leftCols(p) * X_.topRows(p);
+  } else {
+    KR_.noalias() = X_.transpose() * R_.asDiagonal();
+    P_.noalias() += KR_ * X_;
+  }
   sym_ = P_.transpose();
   P_ += sym_;
   P_ *= 0.5;
@@ -409,7 +428,8 @@ UpdateStatus InertialEkf::correct(double dt) {
 }
 
 Eigen::VectorXd InertialEkf::piStandardDeviation() const {
-  return (G_ * P_ * G_.transpose()).diagonal().cwiseSqrt();
+  // P is positive semi-definite (Joseph form); a diagonal entry rounded below zero is zero
+  return (G_ * P_ * G_.transpose()).diagonal().cwiseMax(0.0).cwiseSqrt();
 }
 
 }  // namespace heft::filter

@@ -25,6 +25,7 @@ SignalWindow::SignalWindow(int nq, int nv, int forces_size, int half_width, doub
   v_ = Eigen::MatrixXd::Zero(nv, width_);
   tau_ = Eigen::MatrixXd::Zero(nv, width_);
   forces_ = Eigen::MatrixXd::Zero(forces_size, width_);
+  weights_ = Eigen::VectorXd::Zero(width_);
 }
 
 SignalWindow::Push SignalWindow::push(double t, const Eigen::Ref<const Eigen::VectorXd>& q_in,
@@ -50,20 +51,32 @@ SignalWindow::Push SignalWindow::push(double t, const Eigen::Ref<const Eigen::Ve
   if (count_ < width_) return Push::Filling;
 
   const int centre = (head_ + half_width_ + 1) % width_;  // h samples older than the newest
-  const double mean_time = times_.mean();
   time = times_[centre];
   q = q_.col(centre);
-  v = v_.rowwise().sum() / width_;
-  tau = tau_.rowwise().sum() / width_;
-  forces = forces_.rowwise().sum() / width_;
+  // a: the least-squares slope sum_i c_i v_i, c_i = (t_i - tbar) / sum (t_j - tbar)^2. Summed by
+  // parts it is the mean of the interval accelerations (v_{k+1} - v_k) / dt_k with weights
+  // W_k = dt_k sum_{i > k} c_i (>= 0, sum 1: a parabola on a uniform grid). The dynamics hold
+  // on each interval with the interval's mean torque, so v, tau and the forces are averaged with
+  // the same weights (node i gets (W_{i-1} + W_i) / 2): a boxcar mean would weigh the window's
+  // ends more than the slope does, and the two would disagree wherever the signals curve.
+  const double mean_time = times_.mean();
   double spread = 0;
+  for (int i = 0; i < width_; ++i) spread += (times_[i] - mean_time) * (times_[i] - mean_time);
   a.setZero();
-  for (int i = 0; i < width_; ++i) {
-    const double dt = times_[i] - mean_time;
-    spread += dt * dt;
-    a.noalias() += dt * v_.col(i);
+  for (int i = 0; i < width_; ++i) a.noalias() += ((times_[i] - mean_time) / spread) * v_.col(i);
+  weights_.setZero();
+  double tail = 0;  // sum of c_i over the samples after interval k
+  for (int k = width_ - 2; k >= 0; --k) {
+    const int later = (head_ + 2 + k) % width_, earlier = (head_ + 1 + k) % width_;
+    tail += (times_[later] - mean_time) / spread;
+    const double w = tail * (times_[later] - times_[earlier]);
+    weights_[earlier] += 0.5 * w;
+    weights_[later] += 0.5 * w;
   }
-  a /= spread;
+  weights_ /= weights_.sum();  // 1 up to the rounding of the tail sums: a constant stays exact
+  v.noalias() = v_ * weights_;
+  tau.noalias() = tau_ * weights_;
+  forces.noalias() = forces_ * weights_;
   return Push::Ready;
 }
 

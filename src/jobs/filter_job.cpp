@@ -530,20 +530,35 @@ std::vector<std::string> FilterJob::write(const Result& result, const std::strin
   const OutputFolder folder(out_dir, files, {result.log}, options);
   const std::string summary = folder.path("summary.json");
   std::vector<std::string> written;
+  // A failed HDF5 write must not lose the run: its outcome goes into summary.json, which is
+  // written anyway, and the job then ends with exit 1 (a failed computation, not bad input).
+  nlohmann::json json = result.toJson();
+  std::string estimates_error;
   for (std::size_t t = 0; t < result.traces.size(); ++t) {
     io::Log out;
     out.meta.robot = result.robot;
     out.meta.scenario = result.scenario;
     out.meta.base_type = io::BaseType::Fixed;
     out.estimates = result.traces[t].series;
-    const std::string path = folder.path(t == 0 ? "estimates.h5" : "baseline.h5");
+    const std::string name = t == 0 ? "estimates.h5" : "baseline.h5";
+    const std::string path = folder.path(name);
     io::WriteOptions log_options;
     log_options.overwrite = true;  // checked above, for every output before writing any
-    io::writeLogHdf5(out, path, log_options);
-    written.push_back(path);
+    nlohmann::json status = {{"path", path}, {"status", "written"}};
+    try {
+      io::writeLogHdf5(out, path, log_options);
+      written.push_back(path);
+    } catch (const std::exception& e) {
+      if (estimates_error.empty()) estimates_error = name + ": " + e.what();
+      status = {{"path", ""}, {"status", std::string("not written: ") + e.what()}};
+    }
+    json["outputs"][name] = status;
   }
-  io::writeTextFileAtomically(summary, result.toJson().dump(2) + "\n", true);
+  io::writeTextFileAtomically(summary, json.dump(2) + "\n", true);
   written.push_back(summary);
+  if (!estimates_error.empty())
+    throw SolveError("estimates not written: " + estimates_error + " (" + summary +
+                     " holds the run's summary)");
   return written;
 }
 

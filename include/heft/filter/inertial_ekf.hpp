@@ -30,8 +30,8 @@ struct InertialEkfOptions {
   State state = State::LogCholesky;
 
   // ---- signals ----
-  /// h: window 2h + 1 samples, delay h samples (40 = 40 ms at 1 kHz; docs/filter.md, tuning)
-  int difference_half_width = 40;
+  /// h: window 2h + 1 samples, delay h samples (80 = 80 ms at 1 kHz; docs/filter.md, tuning)
+  int difference_half_width = 80;
   double max_sample_gap = 0.01;  ///< [s] a larger gap restarts the window
 
   // ---- start-up bias ----
@@ -185,7 +185,7 @@ class InertialEkf {
   Counters counters_;
   // workspaces
   Eigen::VectorXd innovation_, w_, step_, saved_state_;
-  Eigen::MatrixXd H_, PHt_, S_, X_, saved_P_, sym_;
+  Eigen::MatrixXd H_, PHt_, S_, X_, saved_P_, sym_, I_KH_, KR_, projected_R_;
   Eigen::LLT<Eigen::MatrixXd> llt_;
   // projection (stance frames): eigenvectors of A A^T, ascending, the first dimension_ span N.
   // A bounded size keeps the eigensolver's temporaries off the heap (it allocates for MatrixXd).

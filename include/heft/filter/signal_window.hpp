@@ -3,12 +3,16 @@
 /// (online EKF paper sec. III-D): a window of the last 2h + 1 samples yields, for its centre sample
 /// (h samples ago),
 ///  - q at the centre (unfiltered),
-///  - v, tau, contact forces averaged over the window,
 ///  - a = the least-squares slope of v over the window's time stamps,
 ///    a = sum_i (t_i - tbar) v_i / sum_i (t_i - tbar)^2 (a Savitzky-Golay first derivative; for
-///    h = 1 the central difference (v_k - v_{k-2}) / (t_k - t_{k-2})).
-/// All outputs therefore refer to the same instant: the window mean of v is what the slope
-/// differentiates, and the delay of every signal is h samples. Larger h trades delay for noise.
+///    h = 1 the central difference (v_k - v_{k-2}) / (t_k - t_{k-2})), which equals a weighted
+///    mean of the interval accelerations (v_{k+1} - v_k) / dt_k, weights W_k = dt_k
+///    sum_{i > k} (t_i - tbar) / sum_i (t_i - tbar)^2 (a parabola on a uniform grid);
+///  - v, tau, contact forces averaged with those same weights (node i: (W_{i-1} + W_i) / 2), so
+///    that the averaged dynamics M a + h = tau hold for any motion in the window, not only for one
+///    whose acceleration is linear in time.
+/// All outputs refer to the same instant, and the delay of every signal is h samples. Larger h
+/// trades delay for noise.
 /// Fixed memory; push() allocates nothing.
 #include <Eigen/Core>
 
@@ -38,8 +42,8 @@ class SignalWindow {
  private:
   int half_width_, width_;
   double max_gap_;
-  int head_ = -1, count_ = 0;  // ring buffer: newest column, number held
-  Eigen::VectorXd times_;
+  int head_ = -1, count_ = 0;        // ring buffer: newest column, number held
+  Eigen::VectorXd times_, weights_;  // weights_: per ring column, the averaging weights
   Eigen::MatrixXd q_, v_, tau_, forces_;
 };
 
