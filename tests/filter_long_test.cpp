@@ -44,11 +44,28 @@ FilterJob::Config exampleConfig(const std::string& name, const std::string& log)
   return config;
 }
 
-// The inputs a row runs with: the example as it is (no truth input), or the truth group's base
-// state and contact forces (the sole corners the example lists), which isolates the filter.
-FilterJob::Config configFor(const std::string& name, const std::string& log, bool truth_fed) {
-  FilterJob::Config config = exampleConfig(name, log);
-  if (truth_fed) {
+// The inputs a row runs with: the example as it is (no truth input: heft's base state, the F/T
+// sensors), the same with the contact forces projected out instead of measured (joints, IMU and
+// contact flags only), or the truth group's base state and contact forces (the sole corners the
+// example lists), which isolates the filter. Every row of a seed replays the same log.
+enum class Inputs { NoTruth, NoTruthProjected, TruthFed };
+const char* name(Inputs inputs) {
+  switch (inputs) {
+    case Inputs::NoTruth:
+      return "no truth";
+    case Inputs::NoTruthProjected:
+      return "no truth, projected";
+    case Inputs::TruthFed:
+      return "truth-fed";
+  }
+  return "?";
+}
+
+FilterJob::Config configFor(const std::string& example, const std::string& log, Inputs inputs) {
+  FilterJob::Config config = exampleConfig(example, log);
+  if (inputs == Inputs::NoTruthProjected)
+    config.contact_forces = FilterJob::ContactForceSource::Projected;
+  if (inputs == Inputs::TruthFed) {
     config.base_state = FilterJob::BaseStateSource::Truth;
     config.contact_forces = FilterJob::ContactForceSource::Truth;
   }
@@ -75,15 +92,18 @@ TEST(Studies, Filter) {
     for (std::uint64_t seed : {0, 1, 2, 3, 4, 5, 6, 7}) {
       // seeds 4-7: held out, the forearm at nominal noise only
       if (seed > 3 && noise != "nominal") continue;
-      for (const bool truth_fed : {false, true}) {
-        const std::string inputs = truth_fed ? "truth-fed" : "no truth";
-        sim::SimulationSummary summary;
+      sim::SimulationSummary summary;
+      const std::string forearm_log =
+          simulatedLog("talos-forearm-step", seed, noise, summary, true);
+      ASSERT_TRUE(summary.ok()) << summary.report();
+      const std::string wave_log =
+          seed <= 3 ? simulatedLog("talos-step-mass-wave", seed, noise, summary, true) : "";
+      ASSERT_TRUE(summary.ok()) << summary.report();
+      for (const Inputs input : {Inputs::NoTruth, Inputs::NoTruthProjected, Inputs::TruthFed}) {
+        const std::string inputs = name(input);
         {
-          const std::string log =
-              simulatedLog("talos-forearm-step", seed, noise, summary, !truth_fed);
-          ASSERT_TRUE(summary.ok()) << summary.report();
           const FilterJob::Result r =
-              FilterJob::run(configFor("talos_forearm_filter.yaml", log, truth_fed));
+              FilterJob::run(configFor("talos_forearm_filter.yaml", forearm_log, input));
           const FilterRunSummary& ekf = r.summaries.at(0);
           const FilterRunSummary& kf = r.summaries.at(1);
           EXPECT_EQ(ekf.inconsistent_time, 0.0);
@@ -98,13 +118,9 @@ TEST(Studies, Filter) {
                   << pct(m.mass_rms_relative) << " | " << f(ekf.inconsistent_time) << " | "
                   << ekf.counters.gated << " / " << ekf.counters.overridden << " | " << settle(mk)
                   << " | " << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
-          fs::remove(log);
         }
-        if (seed <= 3) {
-          const std::string log =
-              simulatedLog("talos-step-mass-wave", seed, noise, summary, !truth_fed);
-          ASSERT_TRUE(summary.ok()) << summary.report();
-          FilterJob::Config config = configFor("talos_step_mass_wave_filter.yaml", log, truth_fed);
+        if (!wave_log.empty() && input != Inputs::NoTruthProjected) {
+          FilterJob::Config config = configFor("talos_step_mass_wave_filter.yaml", wave_log, input);
           const FilterJob::Result gated = FilterJob::run(config);
           config.options.gating = false;
           config.baseline = false;
@@ -126,9 +142,10 @@ TEST(Studies, Filter) {
                << g.counters.gated << " / " << g.counters.overridden << " | " << mg.touchdowns
                << " | " << (g.caught_up_time ? f(*g.caught_up_time) : std::string("never")) << " | "
                << f(gated.summaries.at(1).inconsistent_time) << " |\n";
-          fs::remove(log);
         }
       }
+      fs::remove(forearm_log);
+      if (!wave_log.empty()) fs::remove(wave_log);
     }
   }
   std::ostringstream md;
@@ -136,10 +153,12 @@ TEST(Studies, Filter) {
         "Written by `Studies.Filter` (tests/filter_long_test.cpp, label `long`); docs/filter.md "
         "explains the metrics, the defaults and how they were chosen. Each row: one MuJoCo run "
         "(heft::sim, the given noise profile and seed) replayed through the example config in "
-        "data/examples with default filter options. Inputs `no truth`: the example as it is, on a "
-        "log simulated with the F/T sensors (heft's base state with the level floor, the sensors' "
-        "wrenches). Inputs `truth-fed`: base state and contact forces from the log's truth group, "
-        "which measures the filter alone. The defaults were tuned on seed 0 at nominal noise with "
+        "data/examples with default filter options, every row of a seed on the same log (simulated "
+        "with the F/T sensors). Inputs `no truth`: the example as it is (heft's causal base state "
+        "with the level floor, the sensors' wrenches). `no truth, projected`: the same with the "
+        "contact forces projected out (`contact_forces: projected`: joints, IMU and contact flags "
+        "only). `truth-fed`: base state and contact forces from the log's truth group, which "
+        "measures the filter alone. The defaults were tuned on seed 0 at nominal noise with "
         "truth-fed inputs, except the difference half width h = 80, chosen among 40, 60, 80, 100 "
         "and 120 on seeds 0-3 at nominal noise, both inputs; the forearm's seeds 4-7 were not "
         "looked at before that choice (held out).\n\n"
