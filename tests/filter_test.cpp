@@ -338,6 +338,23 @@ TEST(SignalWindow, RejectsBadSamplesAndRestartsAfterAGap) {
 // ---- the filter's mechanics
 // -----------------------------------------------------------------------
 
+// A smooth motion of every joint, x_j(t) = amp sin(w_j t + j), w_j = 2 pi (f0 + df j): the
+// displacement from the neutral configuration (integrate it for q), its rate and its
+// acceleration (a = dv/dt exactly).
+struct SineMotion {
+  VectorXd step, v, a;
+};
+SineMotion sineMotion(int nv, double t, double f0, double df, double amp) {
+  SineMotion m{VectorXd(nv), VectorXd(nv), VectorXd(nv)};
+  for (int j = 0; j < nv; ++j) {
+    const double w = 2 * M_PI * (f0 + df * j);
+    m.step[j] = amp * std::sin(w * t + j);
+    m.v[j] = amp * w * std::cos(w * t + j);
+    m.a[j] = -amp * w * w * std::sin(w * t + j);
+  }
+  return m;
+}
+
 // A stream for the panda's last link from Pinocchio's RNEA with a heavier link 7 after
 // `switch_time`. Only for mechanics (status codes, allocation, determinism): estimates are
 // validated on MuJoCo.
@@ -357,13 +374,8 @@ PandaStream pandaStream(double duration, double switch_time, double added_mass) 
   PandaStream s;
   const double dt = 1e-3;
   for (double t = 0; t < duration; t += dt) {
-    VectorXd q(nominal.nq), v(nominal.nv), a(nominal.nv);
-    for (int j = 0; j < nominal.nv; ++j) {
-      const double w = 2 * M_PI * (0.3 + 0.11 * j), amp = 0.5;
-      q[j] = amp * std::sin(w * t + j);
-      v[j] = amp * w * std::cos(w * t + j);
-      a[j] = -amp * w * w * std::sin(w * t + j);
-    }
+    const SineMotion m = sineMotion(nominal.nv, t, 0.3, 0.11, 0.5);
+    const VectorXd &q = m.step, &v = m.v, &a = m.a;  // the panda: q = the displacement
     s.time.push_back(t);
     s.q.push_back(q);
     s.v.push_back(v);
@@ -490,14 +502,9 @@ TEST(InertialEkf, ProjectedUpdateDoesNotAllocateAndStaysAtTheTruth) {
   std::vector<double> times;
   const double dt = 1e-3;
   for (double t = 0; t < 0.6; t += dt) {
-    VectorXd step(model.nv), v(model.nv), a(model.nv);
-    for (int j = 0; j < model.nv; ++j) {
-      const double w = 2 * M_PI * (0.4 + 0.07 * j), amp = 0.3;
-      step[j] = amp * std::sin(w * t + j);
-      v[j] = amp * w * std::cos(w * t + j);
-      a[j] = -amp * w * w * std::sin(w * t + j);
-    }
-    const VectorXd q = pinocchio::integrate(model, pinocchio::neutral(model), step);
+    const SineMotion m = sineMotion(model.nv, t, 0.4, 0.07, 0.3);
+    const VectorXd &v = m.v, &a = m.a;
+    const VectorXd q = pinocchio::integrate(model, pinocchio::neutral(model), m.step);
     // q is only a configuration here: the filter differentiates v, and a is dv/dt
     pinocchio::forwardKinematics(model, data, q);
     const bool right = std::fmod(t, 0.2) < 0.12;  // the right foot lifts for 80 ms of every 200
@@ -574,14 +581,10 @@ TEST(InertialEkf, CovarianceStaysPositiveWithRowNoiseOrdersOfMagnitudeApart) {
     std::mt19937 rng(3);
     std::normal_distribution<double> noise;
     for (double t = 0; t < 3.0; t += 1e-3) {
-      VectorXd step(model.nv), v(model.nv), a(model.nv);
-      for (int j = 0; j < model.nv; ++j) {
-        const double w = 2 * M_PI * (0.5 + 0.05 * j), amp = 0.3;
-        step[j] = amp * std::sin(w * t + j);
-        v[j] = amp * w * std::cos(w * t + j);
-        a[j] = -amp * w * w * std::sin(w * t + j);
-      }
-      const VectorXd q = pinocchio::integrate(model, pinocchio::neutral(model), step);
+      const SineMotion m = sineMotion(model.nv, t, 0.5, 0.05, 0.3);
+      VectorXd v = m.v;
+      const VectorXd& a = m.a;
+      const VectorXd q = pinocchio::integrate(model, pinocchio::neutral(model), m.step);
       VectorXd tau =
           t < 0.3 ? pinocchio::rnea(model, dn, q, v, a) : pinocchio::rnea(heavy, dh, q, v, a);
       for (int j = 0; j < model.nv; ++j) tau[j] += 0.05 * noise(rng);
