@@ -60,7 +60,7 @@ ContactDynamicsModel::ContactDynamicsModel(const pinocchio::Model& model,
                                            inertia::Parametrization parametrization,
                                            const ContactOptions& options)
     : regressor_(model, identified),
-      support_(regressor_.model(), regressor_.bodies()),
+      support_(regressor_),
       specs_(contacts),
       options_(options),
       parametrization_(parametrization) {

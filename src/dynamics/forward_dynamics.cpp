@@ -22,24 +22,11 @@ void checkSize(const char* what, Eigen::Index expected, Eigen::Index got) {
 
 // ---- SupportPattern -----------------------------------------------------------------------------
 
-SupportPattern::SupportPattern(const pinocchio::Model& model,
-                               const std::vector<pinocchio::JointIndex>& bodies)
-    : num_bodies_(static_cast<int>(bodies.size())) {
-  for (int k = 0; k < num_bodies_; ++k) {
-    // model.supports[j] runs from the universe to j; their velocity indices increase, and
-    // consecutive joints of one branch are often contiguous: merge them into one segment.
-    for (const pinocchio::JointIndex i : model.supports[bodies[k]]) {
-      if (i == 0) continue;
-      const int start = model.idx_vs[i];
-      const int size = model.nvs[i];
-      if (size == 0) continue;
-      if (!segments_.empty() && segments_.back().body == k &&
-          segments_.back().start + segments_.back().size == start)
-        segments_.back().size += size;
-      else
-        segments_.push_back({k, start, size});
-    }
-  }
+SupportPattern::SupportPattern(const RegressorModel& regressor)
+    : num_bodies_(regressor.numBodies()) {
+  for (int k = 0; k < num_bodies_; ++k)
+    for (const auto& [start, size] : regressor.supportRows(k))
+      segments_.push_back({k, start, size});
 }
 
 void SupportPattern::negativeProduct(const Eigen::MatrixXd& K, const Eigen::MatrixXd& G,
@@ -77,9 +64,7 @@ void ParametrizedInertias::update(const RegressorModel& regressor,
 ForwardDynamicsModel::ForwardDynamicsModel(const pinocchio::Model& model,
                                            const std::vector<pinocchio::JointIndex>& identified,
                                            inertia::Parametrization parametrization)
-    : regressor_(model, identified),
-      support_(regressor_.model(), regressor_.bodies()),
-      parametrization_(parametrization) {}
+    : regressor_(model, identified), support_(regressor_), parametrization_(parametrization) {}
 
 Eigen::VectorXd nominalTheta(const RegressorModel& regressor,
                              inertia::Parametrization parametrization) {

@@ -69,7 +69,7 @@ SmoothedContactModel::SmoothedContactModel(const pinocchio::Model& robot,
                                            inertia::Parametrization parametrization,
                                            const SmoothedContactOptions& options)
     : regressor_(robot, identified),
-      support_(regressor_.model(), regressor_.bodies()),
+      support_(regressor_),
       points_(points),
       options_(options),
       parametrization_(parametrization) {
@@ -306,6 +306,7 @@ void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
   data.v_next = v;
   data.point_velocity.noalias() = data.jacobian * v;
   int held = 0;
+  data.held_points.setZero();
   data.contact_target.setZero();
   for (int i = 0; i < model.numPoints(); ++i) {
     if (coneShortfall(model, data, i, dt) <= 0) continue;
@@ -355,7 +356,6 @@ double liftIntoCones(const SmoothedContactModel& model, SmoothedContactData& dat
 /// Newton's start in data.v_next: the configured start, lifted into the cones.
 void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
                   const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
-  data.held_points.setZero();
   if (model.options().start == SmoothedContactStart::Sticking)
     stickingStart(model, data, v, dt);
   else

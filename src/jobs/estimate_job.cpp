@@ -453,10 +453,12 @@ std::vector<Segment> planSegments(const EstimateJob::Config& config,
       }
       run_start = -1;
     };
+    // each sample once (a step shares its last sample with the next step's first)
+    std::vector<char> sample_excluded(static_cast<std::size_t>(knots * stride + 1));
+    for (int s = 0; s <= knots * stride; ++s) sample_excluded[s] = excluded(first + s);
     for (int k = 0; k < knots; ++k) {
-      bool usable = true;
-      for (int sample = first + k * stride; sample <= first + (k + 1) * stride; ++sample)
-        usable = usable && !excluded(sample);
+      const auto begin = sample_excluded.begin() + k * stride;
+      const bool usable = std::none_of(begin, begin + stride + 1, [](char e) { return e != 0; });
       if (usable && run_start < 0) run_start = k;
       if (!usable) close(k);
     }

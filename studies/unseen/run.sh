@@ -10,89 +10,66 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 heft="$root/$build/bin/heft"
 work="$root/$build/studies/unseen"
 mkdir -p "$work"
+
+# simulate SCENARIO SEED: the log of one case into $log
+simulate() {
+  log="$work/${1}_$2.h5"
+  "$heft" simulate "$root/data/scenarios/$1.yaml" --seed "$2" --noise nominal \
+    --out "$log" --overwrite > /dev/null
+}
+# run JOB NAME EXAMPLE [sed -e EXPR ...]: the bundled example with the log replaced (and the edits
+# given), written to $work/NAME.yaml and run into $work/out_NAME; a failed run is in the table
+run() {
+  local job=$1 name=$2 example=$3
+  shift 3
+  sed -e "s#^log: .*#log: $log#" "$@" "$root/data/examples/$example" > "$work/$name.yaml"
+  "$heft" "$job" "$work/$name.yaml" --out "$work/out_$name" --overwrite --quiet > /dev/null || true
+}
+truth_base='s#^  decimation: 10#  decimation: 10\n  base_state: truth#'
+level_ground='s#^  decimation: 10#  decimation: 10\n  level_ground: true#'
+
 for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg; do
   for seed in 4242 7 11; do
-    log="$work/${scenario}_$seed.h5"
-    "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
-      --out "$log" --overwrite > /dev/null
-    for variant in example truth-base payload; do
-      config="$work/${scenario}_${seed}_$variant.yaml"
-      sed -e "s#^log: .*#log: $log#" "$root/data/examples/go2_payload_identify.yaml" > "$config"
-      if [ "$variant" = payload ]; then
-        sed -i 's#^  bodies: \[base\]\(.*\)#  bodies: [base]\1\n  payload: [base]#' "$config"
-      fi
-      if [ "$variant" = truth-base ]; then  # the price of no truth input, side by side
-        sed -i 's#^  decimation: 10#  decimation: 10\n  base_state: truth#' "$config"
-      fi
-      "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
-        --quiet > /dev/null || true
-    done
-    config="$work/${scenario}_${seed}_estimate.yaml"
-    sed -e "s#^log: .*#log: $log#" "$root/data/examples/go2_payload_estimate.yaml" > "$config"
-    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate" --overwrite \
-      --quiet > /dev/null || true
+    simulate "$scenario" "$seed"
+    case="${scenario}_$seed"
+    run identify "${case}_example" go2_payload_identify.yaml
+    # the price of no truth input, side by side
+    run identify "${case}_truth-base" go2_payload_identify.yaml -e "$truth_base"
+    run identify "${case}_payload" go2_payload_identify.yaml \
+      -e 's#^  bodies: \[base\]\(.*\)#  bodies: [base]\1\n  payload: [base]#'
+    run estimate "${case}_estimate" go2_payload_estimate.yaml
     # the same over 10 s of log: 1000 knots of 10 ms (docs/guide/estimate.md, window.stride)
-    config="$work/${scenario}_${seed}_estimate-10s.yaml"
-    sed -e "s#^log: .*#log: $log#" -e "s#^  knots: .*#  knots: 1000#" -e "s#^  stride: .*#  stride: 10#" \
-      "$root/data/examples/go2_payload_estimate.yaml" > "$config"
-    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate-10s" --overwrite \
-      --quiet > /dev/null || true
+    run estimate "${case}_estimate-10s" go2_payload_estimate.yaml \
+      -e "s#^  knots: .*#  knots: 1000#" -e "s#^  stride: .*#  stride: 10#"
     # the same at the log's 1 kHz over 3 s: 3000 knots, 80 iterations (a longer window is the
     # first thing the guide suggests when the payload is large; docs/guide/estimate.md)
-    config="$work/${scenario}_${seed}_estimate-3s.yaml"
-    sed -e "s#^log: .*#log: $log#" -e "s#^  knots: .*#  knots: 3000#" \
-      -e "s#^  max_iterations: .*#  max_iterations: 80#" \
-      "$root/data/examples/go2_payload_estimate.yaml" > "$config"
-    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate-3s" --overwrite \
-      --quiet > /dev/null || true
+    run estimate "${case}_estimate-3s" go2_payload_estimate.yaml \
+      -e "s#^  knots: .*#  knots: 3000#" -e "s#^  max_iterations: .*#  max_iterations: 80#"
   done
 done
 # TALOS: the torso example (flat feet, estimated base state), only the log changed; the same with
 # the base state from the truth group (the price of no truth input), and with the level floor as a
-# base-state measurement (preparation.level_ground); and heft estimate (about 2.5 min per run)
+# base-state measurement (preparation.level_ground); and heft estimate (about 2.5 min per run) with
+# the bundled TALOS estimate config (IMU on the torso: gyro and orientation rows, no
+# accelerometer), only the log changed
 for scenario in talos-torso-2.9kg talos-backpack-4kg; do
   for seed in 4242 7 11; do
-    log="$work/${scenario}_$seed.h5"
-    "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
-      --out "$log" --overwrite > /dev/null
-    for variant in example truth-base level-ground; do
-      config="$work/${scenario}_${seed}_$variant.yaml"
-      sed -e "s#^log: .*#log: $log#" "$root/data/examples/talos_torso_identify.yaml" > "$config"
-      if [ "$variant" = truth-base ]; then
-        sed -i 's#^  decimation: 10#  decimation: 10\n  base_state: truth#' "$config"
-      fi
-      if [ "$variant" = level-ground ]; then
-        sed -i 's#^  decimation: 10#  decimation: 10\n  level_ground: true#' "$config"
-      fi
-      "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_$variant" --overwrite \
-        --quiet > /dev/null || true
-    done
-    # heft estimate with the bundled TALOS estimate config (IMU on the torso: gyro and
-    # orientation rows, no accelerometer), only the log changed
-    config="$work/${scenario}_${seed}_estimate.yaml"
-    sed -e "s#^log: .*#log: $log#" "$root/data/examples/talos_torso_estimate.yaml" > "$config"
-    "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate" --overwrite \
-      --quiet > /dev/null || true
+    simulate "$scenario" "$seed"
+    case="${scenario}_$seed"
+    run identify "${case}_example" talos_torso_identify.yaml
+    run identify "${case}_truth-base" talos_torso_identify.yaml -e "$truth_base"
+    run identify "${case}_level-ground" talos_torso_identify.yaml -e "$level_ground"
+    run estimate "${case}_estimate" talos_torso_estimate.yaml
   done
 done
 # TALOS forearm (5.4 kg in the hand while the elbow curls): the same two configs with the forearm as
 # the body (identify with the level floor; estimate)
-scenario=talos-forearm-5.4kg
 for seed in 4242 7 11; do
-  log="$work/${scenario}_$seed.h5"
-  "$heft" simulate "$root/data/scenarios/$scenario.yaml" --seed "$seed" --noise nominal \
-    --out "$log" --overwrite > /dev/null
-  config="$work/${scenario}_${seed}_level-ground.yaml"
-  sed -e "s#^log: .*#log: $log#" -e "s#torso_2_link\]#arm_left_4_link]#g" \
-    -e 's#^  decimation: 10#  decimation: 10\n  level_ground: true#' \
-    "$root/data/examples/talos_torso_identify.yaml" > "$config"
-  "$heft" identify "$config" --out "$work/out_${scenario}_${seed}_level-ground" --overwrite \
-    --quiet > /dev/null || true
-  config="$work/${scenario}_${seed}_estimate.yaml"
-  sed -e "s#^log: .*#log: $log#" -e "s#\[torso_2_link\]#[arm_left_4_link]#" \
-    "$root/data/examples/talos_torso_estimate.yaml" > "$config"
-  "$heft" estimate "$config" --out "$work/out_${scenario}_${seed}_estimate" --overwrite \
-    --quiet > /dev/null || true
+  simulate talos-forearm-5.4kg "$seed"
+  case="talos-forearm-5.4kg_$seed"
+  run identify "${case}_level-ground" talos_torso_identify.yaml \
+    -e "s#torso_2_link\]#arm_left_4_link]#g" -e "$level_ground"
+  run estimate "${case}_estimate" talos_torso_estimate.yaml -e "s#\[torso_2_link\]#[arm_left_4_link]#"
 done
 python3 "$root/studies/unseen/table.py" "$work" > "$root/studies/unseen/results.md"
 cat "$root/studies/unseen/results.md"

@@ -36,8 +36,9 @@ namespace heft::dynamics {
 class SupportPattern {
  public:
   SupportPattern() = default;
-  /// \param bodies joint indices in [1, njoints), in the order of the column blocks.
-  SupportPattern(const pinocchio::Model& model, const std::vector<pinocchio::JointIndex>& bodies);
+  /// The column blocks of `regressor`'s bodies on the rows that support them
+  /// (RegressorModel::supportRows).
+  explicit SupportPattern(const RegressorModel& regressor);
 
   /// out = -K G, with K (r x nv) dense and G (nv x 10|S|) zero outside the support rows.
   /// out must be r x 10|S|; no allocation.
