@@ -180,10 +180,10 @@ TEST(FilterJob, ImpactTransientsStayWithinOnePercentWhileStepping) {
 
 // The forearm example as a user runs it, reading no truth: heft's base state (IMU, legs, contact
 // flags, level floor; causal, as in a control loop) and the ankle F/T sensors, on a log simulated
-// with --force-torque and a seed the defaults were not tuned on. Every estimate consistent and the
-// final mass within 3 %. The 1 s settle of the truth-fed case is not claimed here: the gyro's
-// roll-rate noise, differentiated into the base acceleration, keeps the mass within about 4 %
-// after the step (docs/filter.md).
+// with --force-torque, seed 1 (h was chosen on seeds 0-3, the other defaults on seed 0). Every
+// estimate consistent and the final mass within 3 %. The 1 s settle of the truth-fed case is not
+// claimed here: on this seed the causal base state's slow velocity error keeps the mass within
+// about 4 % after the step (7.7 s to settle; docs/filter.md), as on three of eight seeds.
 TEST(FilterJob, ForearmExampleWithNoTruthInputStaysConsistentAndEndsWithinThreePercent) {
   sim::SimulationOptions options;
   options.seed = 1;
@@ -207,6 +207,42 @@ TEST(FilterJob, ForearmExampleWithNoTruthInputStaysConsistentAndEndsWithinThreeP
   EXPECT_NEAR(forearm.final.mass_estimate, forearm.final.mass_true, 0.03 * forearm.final.mass_true)
       << result.report();
   std::cout << result.report();
+}
+
+// The same example replayed offline with the smoothed base state (`smooth_base_state: true`), on
+// a seed nothing was chosen on (9): with the F/T sensors and with the contact forces projected out
+// (joints, IMU and contact flags only), the 5.4 kg step is within 3 % within 1 s and stays there,
+// every estimate consistent. (The causal base state misses on this seed: 3.6 s, docs/filter.md.)
+TEST(FilterJob, ForearmOfflineWithSmoothedBaseStateTracksTheStepWithinOneSecond) {
+  sim::SimulationOptions options;
+  options.seed = 9;
+  options.force_torque = true;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
+  const std::string path = scratch("forearm_smooth_" + std::to_string(::getpid()) + ".h5").string();
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, path, write);
+  for (const auto forces :
+       {FilterJob::ContactForceSource::Sensors, FilterJob::ContactForceSource::Projected}) {
+    FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", path);
+    config.baseline = false;
+    config.smooth_base_state = true;
+    config.contact_forces = forces;
+    const FilterJob::Result result = FilterJob::run(config);
+    for (const std::string& w : result.warnings)
+      EXPECT_EQ(w.find("truth group"), std::string::npos) << w;
+    const FilterRunSummary& ekf = result.summaries.at(0);
+    EXPECT_EQ(ekf.counters.failures, 0) << result.report();
+    EXPECT_EQ(ekf.inconsistent_time, 0.0) << result.report();
+    const BodyMetrics& forearm = onlyBody(ekf);
+    ASSERT_EQ(forearm.steps.size(), 1u) << result.report();
+    ASSERT_TRUE(forearm.steps[0].settle_time.has_value()) << result.report();
+    EXPECT_LE(*forearm.steps[0].settle_time, 1.0) << result.report();
+    EXPECT_NEAR(forearm.final.mass_estimate, forearm.final.mass_true,
+                0.03 * forearm.final.mass_true)
+        << result.report();
+  }
 }
 
 // A short TALOS log (the forearm scenario's first second, nominal noise) with F/T sensors.

@@ -48,13 +48,17 @@ FilterJob::Config exampleConfig(const std::string& name, const std::string& log)
 // sensors), the same with the contact forces projected out instead of measured (joints, IMU and
 // contact flags only), or the truth group's base state and contact forces (the sole corners the
 // example lists), which isolates the filter. Every row of a seed replays the same log.
-enum class Inputs { NoTruth, NoTruthProjected, TruthFed };
+enum class Inputs { NoTruth, NoTruthProjected, Smoothed, SmoothedProjected, TruthFed };
 const char* name(Inputs inputs) {
   switch (inputs) {
     case Inputs::NoTruth:
       return "no truth";
     case Inputs::NoTruthProjected:
       return "no truth, projected";
+    case Inputs::Smoothed:
+      return "no truth, smoothed base state";
+    case Inputs::SmoothedProjected:
+      return "no truth, projected, smoothed base state";
     case Inputs::TruthFed:
       return "truth-fed";
   }
@@ -63,8 +67,9 @@ const char* name(Inputs inputs) {
 
 FilterJob::Config configFor(const std::string& example, const std::string& log, Inputs inputs) {
   FilterJob::Config config = exampleConfig(example, log);
-  if (inputs == Inputs::NoTruthProjected)
+  if (inputs == Inputs::NoTruthProjected || inputs == Inputs::SmoothedProjected)
     config.contact_forces = FilterJob::ContactForceSource::Projected;
+  config.smooth_base_state = inputs == Inputs::Smoothed || inputs == Inputs::SmoothedProjected;
   if (inputs == Inputs::TruthFed) {
     config.base_state = FilterJob::BaseStateSource::Truth;
     config.contact_forces = FilterJob::ContactForceSource::Truth;
@@ -99,7 +104,8 @@ TEST(Studies, Filter) {
       const std::string wave_log =
           seed <= 3 ? simulatedLog("talos-step-mass-wave", seed, noise, summary, true) : "";
       ASSERT_TRUE(summary.ok()) << summary.report();
-      for (const Inputs input : {Inputs::NoTruth, Inputs::NoTruthProjected, Inputs::TruthFed}) {
+      for (const Inputs input : {Inputs::NoTruth, Inputs::NoTruthProjected, Inputs::Smoothed,
+                                 Inputs::SmoothedProjected, Inputs::TruthFed}) {
         const std::string inputs = name(input);
         {
           const FilterJob::Result r =
@@ -119,7 +125,7 @@ TEST(Studies, Filter) {
                   << ekf.counters.gated << " / " << ekf.counters.overridden << " | " << settle(mk)
                   << " | " << f(kf.inconsistent_time) << " | " << f(ekf.update_median_us) << " |\n";
         }
-        if (!wave_log.empty() && input != Inputs::NoTruthProjected) {
+        if (!wave_log.empty() && (input == Inputs::NoTruth || input == Inputs::TruthFed)) {
           FilterJob::Config config = configFor("talos_step_mass_wave_filter.yaml", wave_log, input);
           const FilterJob::Result gated = FilterJob::run(config);
           config.options.gating = false;
@@ -157,7 +163,9 @@ TEST(Studies, Filter) {
         "with the F/T sensors). Inputs `no truth`: the example as it is (heft's causal base state "
         "with the level floor, the sensors' wrenches). `no truth, projected`: the same with the "
         "contact forces projected out (`contact_forces: projected`: joints, IMU and contact flags "
-        "only). `truth-fed`: base state and contact forces from the log's truth group, which "
+        "only). `smoothed base state`: the same two with the base-state estimator's backward pass "
+        "(`smooth_base_state: true`, an offline replay; the others are causal, as in a control "
+        "loop). `truth-fed`: base state and contact forces from the log's truth group, which "
         "measures the filter alone. The defaults were tuned on seed 0 at nominal noise with "
         "truth-fed inputs, except the difference half width h = 80, chosen among 40, 60, 80, 100 "
         "and 120 on seeds 0-3 at nominal noise, both inputs; the forearm's seeds 4-7 were not "

@@ -93,6 +93,7 @@ FilterJob::Config FilterJob::parse(const std::string& yaml_text, const std::stri
     });
   }
   top.read("level_ground", config.level_ground);
+  top.read("smooth_base_state", config.smooth_base_state);
   if (top.has("contact_forces")) {
     config.contact_forces = yaml::located(top, "contact_forces", [](const std::string& s) {
       if (s == "none") return ContactForceSource::None;
@@ -212,13 +213,15 @@ void setBaseState(const pinocchio::Model& model, const io::Log& log,
     if (estimate) {
       basestate::BaseStateOptions base_options;
       base_options.filter.level_ground = config.level_ground;
-      // the causal filter only: a control loop has no later samples to smooth with
-      base_options.smooth = false;
+      // causal by default: a control loop has no later samples to smooth with
+      base_options.smooth = config.smooth_base_state;
       const basestate::BaseStateTrajectory e = basestate::estimateBaseState(
           model, log, basestate::logContactPoints(model, log, config.contacts), base_options);
       estimated_pose = e.base_pose;
       estimated_twist = e.base_twist;
-      warnings.push_back("base pose and twist estimated from the IMU, the legs and the contacts");
+      warnings.push_back(std::string("base pose and twist estimated from the IMU, the legs and the "
+                                     "contacts") +
+                         (config.smooth_base_state ? " (smoothed: an offline replay)" : ""));
     } else {
       require(in_log, config.log + ": joints/base_pose",
               "a base pose and twist (free-flyer robot; base_state: estimate runs the "

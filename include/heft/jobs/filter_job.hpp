@@ -45,6 +45,9 @@ struct FilterJob {
     /// When heft estimates the base state: the feet stand on a level floor
     /// (basestate::ContactEkfOptions::level_ground).
     bool level_ground = false;
+    /// When heft estimates the base state: run its RTS smoother too (offline replay only: a
+    /// control loop has no later samples); false: the causal filter, as online.
+    bool smooth_base_state = false;
     ContactForceSource contact_forces = ContactForceSource::None;
     /// Contact points, names as in truth/contact_names (truth) or contacts/names (projected: their
     /// frames, grouped by model::groupContactFrames, are the stance frames).
