@@ -178,6 +178,23 @@ TEST(FilterJob, ImpactTransientsStayWithinOnePercentWhileStepping) {
   std::cout << gated.report() << ungated.report();
 }
 
+// A talos-forearm-step log with the ankle F/T sensors (nominal noise, the whole 14 s) in the
+// scratch folder: what the bundled forearm example reads.
+std::string forearmLogWithSensors(std::uint64_t seed) {
+  sim::SimulationOptions options;
+  options.seed = seed;
+  options.force_torque = true;
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
+  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+  const std::string path =
+      scratch("forearm_ft_" + std::to_string(seed) + "_" + std::to_string(::getpid()) + ".h5")
+          .string();
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, path, write);
+  return path;
+}
+
 // The forearm example as a user runs it, reading no truth: heft's base state (IMU, legs, contact
 // flags, level floor; causal, as in a control loop) and the ankle F/T sensors, on a log simulated
 // with --force-torque, seed 1 (h was chosen on seeds 0-3, the other defaults on seed 0). Every
@@ -185,15 +202,7 @@ TEST(FilterJob, ImpactTransientsStayWithinOnePercentWhileStepping) {
 // claimed here: on this seed the causal base state's slow velocity error keeps the mass within
 // about 4 % after the step (7.7 s to settle; docs/filter.md), as on three of eight seeds.
 TEST(FilterJob, ForearmExampleWithNoTruthInputStaysConsistentAndEndsWithinThreePercent) {
-  sim::SimulationOptions options;
-  options.seed = 1;
-  options.force_torque = true;
-  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
-  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
-  const std::string path = scratch("forearm_ft_" + std::to_string(::getpid()) + ".h5").string();
-  io::WriteOptions write;
-  write.overwrite = true;
-  io::writeLog(run.log, path, write);
+  const std::string path = forearmLogWithSensors(1);
   FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", path);
   config.baseline = false;
   const FilterJob::Result result = FilterJob::run(config);
@@ -214,15 +223,7 @@ TEST(FilterJob, ForearmExampleWithNoTruthInputStaysConsistentAndEndsWithinThreeP
 // (joints, IMU and contact flags only), the 5.4 kg step is within 3 % within 1 s and stays there,
 // every estimate consistent. (The causal base state misses on this seed: 3.6 s, docs/filter.md.)
 TEST(FilterJob, ForearmOfflineWithSmoothedBaseStateTracksTheStepWithinOneSecond) {
-  sim::SimulationOptions options;
-  options.seed = 9;
-  options.force_torque = true;
-  const sim::SimulationResult run = sim::simulate(sim::findScenario("talos-forearm-step"), options);
-  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
-  const std::string path = scratch("forearm_smooth_" + std::to_string(::getpid()) + ".h5").string();
-  io::WriteOptions write;
-  write.overwrite = true;
-  io::writeLog(run.log, path, write);
+  const std::string path = forearmLogWithSensors(9);
   for (const auto forces :
        {FilterJob::ContactForceSource::Sensors, FilterJob::ContactForceSource::Projected}) {
     FilterJob::Config config = exampleConfig("talos_forearm_filter.yaml", path);
