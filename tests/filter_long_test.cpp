@@ -179,7 +179,7 @@ TEST(Studies, Filter) {
      << "\n## talos-step-mass-wave: torso_2_link mass 30 +- 5 kg square wave while stepping in "
         "place\n\nLargest impact transient: over the touchdowns after the output caught up and "
         "not within [-0.5 s, +1 s] of a truth step, the largest change of the mass estimate within "
-        "0.3 s after the touchdown. Ratio = gated / ungated (the paper's claim: <= 0.5; with the "
+        "0.3 s after the touchdown. Ratio = gated / ungated (the target was <= 0.5; with the "
         "torques and forces averaged as the slope weighs the accelerations, the touchdowns leave "
         "the gate no outlier to cut, docs/filter.md).\n\n"
      << wave.str();
