@@ -831,14 +831,10 @@ std::vector<std::string> EstimateJob::write(const Result& result, const std::str
   log_options.overwrite = options.overwrite;
   for (std::size_t i = 0; i < result.windows.size(); ++i) {
     const std::string log_out = folder.path(trajectoryFileName(static_cast<int>(i)));
-    nlohmann::json status = {{"path", log_out}, {"status", "written"}};
-    try {
-      io::writeLogHdf5(result.windows[i].trajectory, log_out, log_options);
-      written.push_back(log_out);
-    } catch (const std::exception& e) {
-      if (trajectory_error.empty()) trajectory_error = e.what();
-      status = {{"path", ""}, {"status", std::string("not written: ") + e.what()}};
-    }
+    std::string why;
+    const nlohmann::json status =
+        writeLogRecorded(result.windows[i].trajectory, log_out, log_options, written, why);
+    if (trajectory_error.empty()) trajectory_error = why;
     if (i == 0) json["trajectory"] = status;
     json["estimation"]["windows"][i]["trajectory"] = status;
   }

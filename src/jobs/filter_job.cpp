@@ -543,19 +543,13 @@ std::vector<std::string> FilterJob::write(const Result& result, const std::strin
     out.meta.scenario = result.scenario;
     out.meta.base_type = io::BaseType::Fixed;
     out.estimates = result.traces[t].series;
-    const std::string name = t == 0 ? "estimates.h5" : "baseline.h5";
+    const std::string& name = files[t + 1];
     const std::string path = folder.path(name);
     io::WriteOptions log_options;
     log_options.overwrite = true;  // checked above, for every output before writing any
-    nlohmann::json status = {{"path", path}, {"status", "written"}};
-    try {
-      io::writeLogHdf5(out, path, log_options);
-      written.push_back(path);
-    } catch (const std::exception& e) {
-      if (estimates_error.empty()) estimates_error = name + ": " + e.what();
-      status = {{"path", ""}, {"status", std::string("not written: ") + e.what()}};
-    }
-    json["outputs"][name] = status;
+    std::string why;
+    json["outputs"][name] = writeLogRecorded(out, path, log_options, written, why);
+    if (estimates_error.empty() && !why.empty()) estimates_error = name + ": " + why;
   }
   io::writeTextFileAtomically(summary, json.dump(2) + "\n", true);
   written.push_back(summary);

@@ -33,6 +33,19 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot_name, model::BaseT
   return status.rfind(kRefused, 0) != 0;
 }
 
+nlohmann::json writeLogRecorded(const io::Log& log, const std::string& path,
+                                const io::WriteOptions& options, std::vector<std::string>& written,
+                                std::string& why) {
+  try {
+    io::writeLogHdf5(log, path, options);
+  } catch (const std::exception& e) {
+    why = e.what();
+    return {{"path", ""}, {"status", "not written: " + why}};
+  }
+  written.push_back(path);
+  return {{"path", path}, {"status", "written"}};
+}
+
 void appendDataQualityWarnings(const io::DataQualityReport& report,
                                std::vector<std::string>& warnings) {
   for (const std::string& text : report.warningTexts()) warnings.push_back("data quality: " + text);

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/io/data_quality.hpp"
+#include "heft/io/log.hpp"
+#include "heft/io/log_io.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/body_estimate.hpp"
 
@@ -22,6 +24,14 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType b
                const std::vector<model::LockedJoint>& locked,
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
                const std::string& urdf_out, bool overwrite, std::vector<std::string>& written);
+
+// Writes `log` to `path` (HDF5) and returns the outcome for the job's JSON: {"path": path,
+// "status": "written"} (and path appended to `written`), or {"path": "", "status": "not written:
+// <why>"} with <why> in `why`. A writer's refusal is recorded, not thrown: a computed estimate is
+// not bad input, so the caller writes its JSON anyway and then fails with exit 1.
+nlohmann::json writeLogRecorded(const io::Log& log, const std::string& path,
+                                const io::WriteOptions& options, std::vector<std::string>& written,
+                                std::string& why);
 
 // The data-quality warnings of a job's log appended to its warnings, each prefixed
 // "data quality: ".
