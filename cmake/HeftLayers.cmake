@@ -14,11 +14,12 @@ set(_heft_layers
     "basestate:common,inertia,model,io,state,basestate"
     "excite:common,inertia,model,excite"
     "sim:common,inertia,model,dynamics,io,excite,sim"
+    "sampling:common,inertia,model,dynamics,io,excite,sim,sampling"
     "results:common,inertia,model,io,results"
     "identify:common,inertia,model,dynamics,io,state,basestate,results,identify"
     "estimation:common,inertia,model,dynamics,io,state,results,estimation"
     "filter:common,inertia,model,dynamics,io,state,results,filter"
-    "jobs:common,inertia,model,dynamics,io,state,basestate,excite,sim,results,identify,estimation,filter,jobs")
+    "jobs:common,inertia,model,dynamics,io,state,basestate,excite,sim,sampling,results,identify,estimation,filter,jobs")
 set(_heft_json_yaml_allowed io results jobs)
 
 function(heft_check_layers source_dir)

@@ -131,15 +131,18 @@ struct State {
 };
 
 // Samples and evaluates one generation; sorts `order` by cost (non-finite last).
-void sampleGeneration(const Objective& f, const Strategy& s, Normal& normal, State& st,
+void sampleGeneration(const BatchObjective& f, const Strategy& s, Normal& normal, State& st,
                       CmaesSummary& summary) {
   for (int k = 0; k < s.lambda; ++k) {
     for (int i = 0; i < s.n; ++i) st.Z(i, k) = normal();
     st.Y.col(k) = st.B * st.D.asDiagonal() * st.Z.col(k);
     st.X.col(k) = st.mean + st.sigma * st.Y.col(k);
-    const double c = f(st.X.col(k));
-    st.costs[k] = std::isfinite(c) ? c : std::numeric_limits<double>::infinity();
-    ++summary.evaluations;
+  }
+  st.costs.setConstant(std::numeric_limits<double>::quiet_NaN());
+  f(st.X, st.costs);
+  summary.evaluations += s.lambda;
+  for (int k = 0; k < s.lambda; ++k) {
+    if (!std::isfinite(st.costs[k])) st.costs[k] = std::numeric_limits<double>::infinity();
   }
   std::iota(st.order.begin(), st.order.end(), 0);
   std::stable_sort(st.order.begin(), st.order.end(),
@@ -201,6 +204,15 @@ bool converged(const CmaesOptions& o, const Strategy& s, const State& st, CmaesS
 }  // namespace
 
 CmaesSummary cmaes(const Objective& f, const Eigen::VectorXd& x0, const CmaesOptions& options) {
+  return cmaesBatch(
+      [&f](const Eigen::MatrixXd& X, Eigen::VectorXd& costs) {
+        for (Eigen::Index k = 0; k < X.cols(); ++k) costs[k] = f(X.col(k));
+      },
+      x0, options);
+}
+
+CmaesSummary cmaesBatch(const BatchObjective& f, const Eigen::VectorXd& x0,
+                        const CmaesOptions& options, const GenerationObserver& observe) {
   options.validate();
   require(x0.size() >= 1 && x0.allFinite(), "x0", "at least one finite value",
           std::to_string(x0.size()) + " values");
@@ -209,7 +221,10 @@ CmaesSummary cmaes(const Objective& f, const Eigen::VectorXd& x0, const CmaesOpt
   State st(s, x0, options.sigma0);
   Normal normal(options.seed);
   CmaesSummary summary;
-  summary.initial_cost = f(x0);
+  Eigen::VectorXd initial(1);
+  initial[0] = std::numeric_limits<double>::quiet_NaN();
+  f(x0, initial);
+  summary.initial_cost = initial[0];
   summary.evaluations = 1;
   summary.best_cost = summary.initial_cost;
   summary.best_x = x0;
@@ -230,7 +245,9 @@ CmaesSummary cmaes(const Objective& f, const Eigen::VectorXd& x0, const CmaesOpt
       summary.best_x = st.X.col(best);
     }
     adapt(s, g, st);
-    if (converged(options, s, st, summary)) break;
+    const bool done = converged(options, s, st, summary);
+    if (observe) observe(summary);
+    if (done) break;
   }
   summary.final_sigma = st.sigma;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -66,4 +66,15 @@ using Objective = std::function<double(const Eigen::VectorXd& x)>;
 /// \throws InputError for bad options or an empty x0.
 CmaesSummary cmaes(const Objective& f, const Eigen::VectorXd& x0, const CmaesOptions& options);
 
+/// The costs of a whole generation at once (so they can be computed in parallel): `X` holds one
+/// candidate per column, `costs` gets one entry per column (resized by the caller).
+using BatchObjective = std::function<void(const Eigen::MatrixXd& X, Eigen::VectorXd& costs)>;
+/// Called after every generation with the summary so far.
+using GenerationObserver = std::function<void(const CmaesSummary& summary)>;
+
+/// cmaes() with the candidates of a generation handed over together; the same seed gives the same
+/// candidates and result as cmaes() with the same objective.
+CmaesSummary cmaesBatch(const BatchObjective& f, const Eigen::VectorXd& x0,
+                        const CmaesOptions& options, const GenerationObserver& observe = {});
+
 }  // namespace heft::excite

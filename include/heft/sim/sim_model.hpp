@@ -159,6 +159,8 @@ class SimModel {
   /// Index of the first actuated velocity in Pinocchio's v (6 with a free-flyer, else 0).
   int actuatedOffset() const { return hasFreeFlyer() ? 6 : 0; }
 
+  /// MuJoCo degree of freedom of actuated joint k (jointNames() order).
+  int mujocoDof(int k) const { return joints_.at(k).mj_dof; }
   /// MuJoCo body id of Pinocchio joint `joint` (1 .. njoints-1).
   int mujocoBody(std::size_t joint) const { return joint_body_.at(joint); }
   /// Names and MuJoCo geom ids of the contact spheres, one per contact frame.

@@ -1,0 +1,107 @@
+#pragma once
+/// \file Clips of a log replayed in MuJoCo with a candidate model (spi-active Sec. 3): each clip
+/// starts from the logged state and is driven by the logged commands, either open loop or through
+/// the joint PD the robot ran, and its simulated states and torques are scored against the log
+/// (eq. 4, the terms of Table 3). One Rollout per thread: it owns a copy of the compiled model that
+/// each candidate edits in place, and its data; nothing is allocated per step.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/io/log.hpp"
+#include "heft/sampling/parameters.hpp"
+#include "heft/sim/sim_model.hpp"
+
+namespace heft::sampling {
+
+/// The log's signals on the simulator's coordinates (Pinocchio convention), one column per sample.
+struct ReplayData {
+  Eigen::VectorXd time;     ///< N [s]
+  Eigen::MatrixXd q;        ///< nq x N; a floating base from joints/base_pose
+  Eigen::MatrixXd v;        ///< nv x N; a floating base from joints/base_twist
+  Eigen::MatrixXd tau;      ///< nu x N measured joint torques
+  Eigen::MatrixXd tau_cmd;  ///< nu x N commanded joint torques
+  int samples() const { return static_cast<int>(time.size()); }
+  /// The log's joints group on `sim`'s joints. \throws InputError naming what is missing: a joint
+  /// of the model, joints/tau_cmd, or a floating base's joints/base_pose and base_twist.
+  static ReplayData fromLog(const sim::SimModel& sim, const io::Log& log);
+};
+
+/// Samples [start, start + steps] of the log: `steps` simulated steps from sample `start`.
+struct Clip {
+  int start = 0;
+  int steps = 0;
+};
+
+/// `count` clips with uniformly random starts and lengths in [min_steps, max_steps] (spi-active:
+/// H ~ U(H_min, H_max)), deterministic in `seed`, within `samples` samples.
+/// \throws InputError when the log is shorter than max_steps + 1 samples.
+std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps,
+                            std::uint64_t seed);
+
+/// How a clip is driven. Open loop: tau_cmd of the log. Through the PD: tau_cmd of the log plus
+/// kp (q_log - q) + kd (v_log - v), which is what a joint PD with the same targets would command
+/// at the simulated state (the PD is linear in the state, so the logged targets are not needed).
+struct Replay {
+  Eigen::VectorXd kp, kd;  ///< per actuated joint; empty = open loop
+  bool closedLoop() const { return kp.size() > 0; }
+};
+
+/// Squared errors summed over a clip's steps (and over the clips, when accumulated).
+struct CostTerms {
+  double base_position = 0;          ///< |p - p_log|^2 [m^2]
+  double base_orientation = 0;       ///< 1 - <quat, quat_log>^2
+  double base_velocity = 0;          ///< |v - v_log|^2, base frame [m^2/s^2]
+  double base_angular_velocity = 0;  ///< |w - w_log|^2 [rad^2/s^2]
+  double joint_position = 0;         ///< |q - q_log|^2 over the joints
+  double joint_velocity = 0;
+  double joint_torque = 0;  ///< |tau - tau_log|^2 (tau: what the actuator model applies)
+  long steps = 0;
+  bool finite = true;  ///< false when a rollout diverged or MuJoCo failed
+  CostTerms& operator+=(const CostTerms& other);
+};
+
+/// The weights of eq. 4's terms, spi-active Table 3.
+struct CostWeights {
+  double base_position = 4.0;
+  double base_velocity = 2.0;
+  double base_orientation = 2.0;
+  double base_angular_velocity = 0.5;
+  double joint_position = 3.0;
+  double joint_velocity = 0.1;
+  double joint_torque = 0.01;
+  /// \throws InputError naming a negative or non-finite weight.
+  void validate() const;
+};
+
+/// sum_term weight * term / reference term (each term's mean per step normalized by its value at
+/// the start model, as spi-active normalizes its coefficients to unit cost on the nominal model);
+/// terms whose reference is 0 (a fixed base) are left out. Infinite when `terms` is not finite.
+double weightedCost(const CostTerms& terms, const CostTerms& reference, const CostWeights& weights);
+
+class Rollout {
+ public:
+  Rollout(const sim::SimModel& sim, const ParameterSpace& space);
+  ~Rollout();
+  Rollout(const Rollout&) = delete;
+  Rollout& operator=(const Rollout&) = delete;
+
+  /// Writes the candidate into this rollout's model: body inertials (mass, COM, principal axes and
+  /// moments), damping, frictionloss and armature, the actuator models; then MuJoCo's derived
+  /// constants (mj_setConst).
+  void apply(const Candidate& candidate);
+  /// Simulates one clip with the applied candidate and returns its summed terms.
+  CostTerms run(const ReplayData& data, const Clip& clip, const Replay& replay);
+
+ private:
+  const sim::SimModel& sim_;
+  const ParameterSpace& space_;
+  mjModel* model_ = nullptr;
+  sim::SimModel::DataPtr data_;
+  std::vector<sim::ActuatorModel> actuators_;  // per actuated joint
+  Eigen::VectorXd q_, v_, tau_cmd_, tau_, positions_, positions_log_;
+};
+
+}  // namespace heft::sampling

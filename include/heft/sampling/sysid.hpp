@@ -1,0 +1,66 @@
+#pragma once
+/// \file Sampling-based system identification (spi-active Sec. 3, "SPI"): CMA-ES over candidate
+/// models, each scored by replaying clips of the log in MuJoCo (heft::sampling::Rollout), the
+/// candidates of a generation spread over threads. Deterministic: the same log, options and seeds
+/// give the same result for any number of threads.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "heft/excite/cmaes.hpp"
+#include "heft/sampling/parameters.hpp"
+#include "heft/sampling/rollout.hpp"
+
+namespace heft::sampling {
+
+struct SamplingOptions {
+  int clips = 40;            ///< clips drawn from the log
+  double min_horizon = 0.2;  ///< [s] shortest clip
+  double max_horizon = 1.0;  ///< [s] longest clip
+  std::uint64_t clip_seed = 1;
+  CostWeights weights;
+  Replay replay;    ///< open loop unless PD gains are given
+  int threads = 0;  ///< 0 = the machine's hardware threads
+  excite::CmaesOptions optimizer = defaultOptimizer();
+  /// CMA-ES with sigma0 = 1 (x is normalized) and 60 generations at most.
+  static excite::CmaesOptions defaultOptimizer();
+  /// \throws InputError naming the field.
+  void validate() const;
+};
+
+struct SamplingSummary {
+  enum class Status {
+    NotRun,
+    Converged,      ///< CMA-ES stopped on its x or f tolerance
+    MaxIterations,  ///< the generation budget ran out (the best candidate is still returned)
+    Failed,         ///< no candidate could be simulated (every rollout diverged)
+  };
+  Status status = Status::NotRun;
+  std::string message;
+  excite::CmaesSummary optimizer;
+  Candidate start, best;
+  Eigen::VectorXd best_x;
+  CostTerms start_terms, best_terms;  ///< summed over the clips
+  double start_cost = 0, best_cost = 0;
+  std::vector<Clip> clips;
+  double dt = 0;  ///< median step of the log [s]
+  int threads = 1;
+  long rollouts = 0;  ///< clips simulated
+  double seconds = 0;
+  bool usable() const { return status == Status::Converged || status == Status::MaxIterations; }
+  std::string report() const;
+};
+
+std::string toString(SamplingSummary::Status status);
+
+/// Called after each generation: (generation, best cost so far, seconds).
+using GenerationCallback = std::function<void(int, double, double)>;
+
+/// Identifies `space` on `data`. \throws InputError for bad options or a log too short for the
+/// clips; a start model whose rollouts diverge is a Failed summary, not a throw.
+SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpace& space,
+                                   const ReplayData& data, const SamplingOptions& options,
+                                   const GenerationCallback& on_generation = {});
+
+}  // namespace heft::sampling

@@ -1,0 +1,253 @@
+#include "heft/sampling/rollout.hpp"
+
+#include <mujoco/mujoco.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/Geometry>
+
+#include "heft/common/error.hpp"
+#include "heft/common/format.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/sim/mujoco_errors.hpp"
+#include "heft/sim/random.hpp"
+
+namespace heft::sampling {
+
+ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log) {
+  const pinocchio::Model& model = sim.nominal().pinocchio();
+  const io::JointSeries& j = log.joints;
+  const int n = static_cast<int>(j.time.size());
+  if (n < 2) throw InputError("joints/time: expected at least 2 samples, got " + std::to_string(n));
+  if (j.tau_cmd.rows() != n)
+    throw InputError(
+        "joints/tau_cmd: expected the commanded torques (the rollouts replay them), but the log "
+        "has none");
+  if (sim.hasFreeFlyer() && (j.base_pose.rows() != n || j.base_twist.rows() != n))
+    throw InputError(
+        "joints/base_pose, joints/base_twist: expected the base state of a floating-base log (the "
+        "rollouts start from it); `heft base-state` estimates it from the IMU and the legs");
+  ReplayData data;
+  data.time = j.time;
+  const int nu = sim.nu();
+  data.q.resize(sim.nq(), n);
+  data.v.resize(sim.nv(), n);
+  data.tau.resize(nu, n);
+  data.tau_cmd.resize(nu, n);
+  data.q.setZero();
+  data.v.setZero();
+  if (sim.hasFreeFlyer()) {
+    data.q.topRows(7) = j.base_pose.transpose();
+    data.v.topRows(6) = j.base_twist.transpose();
+  }
+  for (int k = 0; k < nu; ++k) {
+    const std::string& name = sim.jointNames()[k];
+    const auto it = std::find(j.names.begin(), j.names.end(), name);
+    if (it == j.names.end())
+      throw InputError("joints/names: expected joint \"" + name +
+                       "\" of the model (every actuated joint is simulated), the log lacks it");
+    const int column = static_cast<int>(it - j.names.begin());
+    const auto& joint = model.joints[model.getJointId(name)];
+    if (joint.nq() == 2) {
+      data.q.row(joint.idx_q()) = j.q.col(column).array().cos().transpose();
+      data.q.row(joint.idx_q() + 1) = j.q.col(column).array().sin().transpose();
+    } else {
+      data.q.row(joint.idx_q()) = j.q.col(column).transpose();
+    }
+    data.v.row(joint.idx_v()) = j.v.col(column).transpose();
+    data.tau.row(k) = j.tau.col(column).transpose();
+    data.tau_cmd.row(k) = j.tau_cmd.col(column).transpose();
+  }
+  if (!data.q.allFinite() || !data.v.allFinite())
+    throw InputError("joints: non-finite positions, velocities or base state");
+  return data;
+}
+
+std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps,
+                            std::uint64_t seed) {
+  require(count >= 1, "clips", ">= 1", std::to_string(count));
+  require(min_steps >= 1 && min_steps <= max_steps, "clip steps", "1 <= min <= max",
+          std::to_string(min_steps) + ", " + std::to_string(max_steps));
+  if (samples < max_steps + 1)
+    throw InputError("log: " + std::to_string(samples) + " samples, fewer than the longest clip (" +
+                     std::to_string(max_steps + 1) + " samples)");
+  sim::Rng rng(seed, 0x5a3f);
+  std::vector<Clip> clips(count);
+  for (Clip& c : clips) {
+    c.steps = min_steps + static_cast<int>(rng.uniform() * (max_steps - min_steps + 1));
+    c.steps = std::min(c.steps, max_steps);
+    const int last_start = samples - 1 - c.steps;
+    c.start = std::min(last_start, static_cast<int>(rng.uniform() * (last_start + 1)));
+  }
+  return clips;
+}
+
+CostTerms& CostTerms::operator+=(const CostTerms& o) {
+  base_position += o.base_position;
+  base_orientation += o.base_orientation;
+  base_velocity += o.base_velocity;
+  base_angular_velocity += o.base_angular_velocity;
+  joint_position += o.joint_position;
+  joint_velocity += o.joint_velocity;
+  joint_torque += o.joint_torque;
+  steps += o.steps;
+  finite = finite && o.finite;
+  return *this;
+}
+
+void CostWeights::validate() const {
+  const auto check = [](double w, const char* name) {
+    require(std::isfinite(w) && w >= 0, std::string("weights.") + name, "a finite value >= 0",
+            formatNumber(w));
+  };
+  check(base_position, "base_position");
+  check(base_velocity, "base_velocity");
+  check(base_orientation, "base_orientation");
+  check(base_angular_velocity, "base_angular_velocity");
+  check(joint_position, "joint_position");
+  check(joint_velocity, "joint_velocity");
+  check(joint_torque, "joint_torque");
+}
+
+double weightedCost(const CostTerms& t, const CostTerms& ref, const CostWeights& w) {
+  if (!t.finite || t.steps == 0) return std::numeric_limits<double>::infinity();
+  double cost = 0;
+  const auto add = [&](double weight, double term, double reference) {
+    if (weight > 0 && reference > 0) cost += weight * (term / t.steps) / (reference / ref.steps);
+  };
+  add(w.base_position, t.base_position, ref.base_position);
+  add(w.base_orientation, t.base_orientation, ref.base_orientation);
+  add(w.base_velocity, t.base_velocity, ref.base_velocity);
+  add(w.base_angular_velocity, t.base_angular_velocity, ref.base_angular_velocity);
+  add(w.joint_position, t.joint_position, ref.joint_position);
+  add(w.joint_velocity, t.joint_velocity, ref.joint_velocity);
+  add(w.joint_torque, t.joint_torque, ref.joint_torque);
+  return std::isfinite(cost) ? cost : std::numeric_limits<double>::infinity();
+}
+
+Rollout::Rollout(const sim::SimModel& sim, const ParameterSpace& space)
+    : sim_(sim), space_(space), data_(nullptr, mj_deleteData) {
+  sim::installMujocoHandlers();
+  sim::guardedMujocoCallOrThrow("mj_copyModel",
+                                [this] { model_ = mj_copyModel(nullptr, sim_.mujoco()); });
+  if (!model_) throw SolveError("MuJoCo could not copy the model");
+  data_ = sim::SimModel::DataPtr(mj_makeData(model_), mj_deleteData);
+  if (!data_) throw SolveError("MuJoCo could not allocate data for the model");
+  const int nu = sim_.nu();
+  actuators_.assign(nu, sim::ActuatorModel{});
+  for (int k = 0; k < nu; ++k) {
+    const auto it = sim_.options().actuators.find(sim_.jointNames()[k]);
+    if (it != sim_.options().actuators.end()) actuators_[k] = it->second;
+  }
+  q_.resize(sim_.nq());
+  v_.resize(sim_.nv());
+  tau_cmd_.resize(nu);
+  tau_.resize(nu);
+  positions_.resize(nu);
+  positions_log_.resize(nu);
+}
+
+Rollout::~Rollout() {
+  data_.reset();
+  if (model_) mj_deleteModel(model_);
+}
+
+void Rollout::apply(const Candidate& c) {
+  for (std::size_t b = 0; b < space_.bodies().size(); ++b) {
+    const Vector10& pi = c.body_pi[b];
+    const int body = sim_.mujocoBody(space_.bodies()[b].joint);
+    const double mass = inertia::mass(pi);
+    const Vector3 com = inertia::centerOfMass(pi);
+    Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(inertia::rotationalInertiaAtCom(pi));
+    Eigen::Matrix3d axes = eig.eigenvectors();
+    if (axes.determinant() < 0) axes.col(2) *= -1;  // a rotation, so MuJoCo's quaternion exists
+    const Eigen::Quaterniond frame(axes);
+    model_->body_mass[body] = mass;
+    for (int i = 0; i < 3; ++i) {
+      model_->body_ipos[3 * body + i] = com[i];
+      model_->body_inertia[3 * body + i] = eig.eigenvalues()[i];
+    }
+    model_->body_iquat[4 * body + 0] = frame.w();
+    model_->body_iquat[4 * body + 1] = frame.x();
+    model_->body_iquat[4 * body + 2] = frame.y();
+    model_->body_iquat[4 * body + 3] = frame.z();
+  }
+  for (std::size_t g = 0; g < space_.groups().size(); ++g) {
+    for (int k : space_.groups()[g].joints) actuators_[k] = c.groups[g];
+  }
+  for (std::size_t j = 0; j < space_.joints().size(); ++j) {
+    const int dof = sim_.mujocoDof(space_.joints()[j].joint);
+    model_->dof_damping[dof] = c.joints[j].damping;
+    model_->dof_frictionloss[dof] = c.joints[j].frictionloss;
+    model_->dof_armature[dof] = c.joints[j].armature;
+  }
+  // subtree masses, the inverse weights that scale the contact solver's regularization, ...
+  mjModel* m = model_;
+  mjData* d = data_.get();
+  sim::guardedMujocoCallOrThrow("mj_setConst", [m, d] { mj_setConst(m, d); });
+}
+
+CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& replay) {
+  CostTerms terms;
+  require(clip.start >= 0 && clip.steps >= 1 && clip.start + clip.steps < data.samples(), "clip",
+          "within the log", std::to_string(clip.start) + " + " + std::to_string(clip.steps));
+  mjModel* m = model_;
+  mjData* d = data_.get();
+  mj_resetData(m, d);
+  q_ = data.q.col(clip.start);
+  v_ = data.v.col(clip.start);
+  sim_.setState(d, q_, v_);
+  const int nu = sim_.nu();
+  const int offset = sim_.actuatedOffset();
+  const bool free_flyer = sim_.hasFreeFlyer();
+  std::string message;
+  const auto fail = [&terms] {
+    terms.finite = false;
+    return terms;
+  };
+  for (int k = 0; k < clip.steps; ++k) {
+    const int idx = clip.start + k;
+    m->opt.timestep = data.time[idx + 1] - data.time[idx];
+    if (!sim::guardedMujocoCall([m, d] { mj_step1(m, d); }, message)) return fail();
+    tau_cmd_ = data.tau_cmd.col(idx);
+    if (replay.closedLoop()) {
+      sim_.getState(d, q_, v_);
+      sim_.jointPositions(q_, positions_);
+      q_ = data.q.col(idx);  // q_ as scratch for the log's angles; v_ keeps the simulated rates
+      sim_.jointPositions(q_, positions_log_);
+      for (int i = 0; i < nu; ++i) {
+        tau_cmd_[i] += replay.kp[i] * (positions_log_[i] - positions_[i]) +
+                       replay.kd[i] * (data.v(offset + i, idx) - v_[offset + i]);
+      }
+    }
+    for (int i = 0; i < nu; ++i) tau_[i] = actuators_[i].apply(tau_cmd_[i]);
+    sim_.setJointTorques(d, tau_);
+    terms.joint_torque += (tau_ - data.tau.col(idx)).squaredNorm();
+    if (!sim::guardedMujocoCall([m, d] { mj_step2(m, d); }, message)) return fail();
+    if (sim::SimModel::warningCount(d) > 0) return fail();  // MuJoCo reset a diverged state
+    sim_.getState(d, q_, v_);
+    if (!q_.allFinite() || !v_.allFinite()) return fail();
+    const int next = idx + 1;
+    if (free_flyer) {
+      terms.base_position += (q_.head<3>() - data.q.col(next).head<3>()).squaredNorm();
+      const double dot = q_.segment<4>(3).dot(data.q.col(next).segment<4>(3));
+      terms.base_orientation += 1.0 - dot * dot;
+      terms.base_velocity += (v_.head<3>() - data.v.col(next).head<3>()).squaredNorm();
+      terms.base_angular_velocity +=
+          (v_.segment<3>(3) - data.v.col(next).segment<3>(3)).squaredNorm();
+    }
+    sim_.jointPositions(q_, positions_);
+    v_.tail(nu) -= data.v.col(next).tail(nu);
+    terms.joint_velocity += v_.tail(nu).squaredNorm();
+    q_ = data.q.col(next);
+    sim_.jointPositions(q_, positions_log_);
+    terms.joint_position += (positions_ - positions_log_).squaredNorm();
+    ++terms.steps;
+  }
+  return terms;
+}
+
+}  // namespace heft::sampling

@@ -1,0 +1,139 @@
+// heft::sampling: clip rollouts in MuJoCo and CMA-ES over candidate models (docs/sample.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "heft/common/error.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/model/robots.hpp"
+#include "heft/sampling/sysid.hpp"
+#include "heft/sim/scenario.hpp"
+
+namespace {
+
+using namespace heft;
+
+io::Log pendulumLog(const std::string& scenario, const std::string& noise, double duration) {
+  sim::SimulationOptions options;
+  options.duration = duration;
+  options.noise = noise;
+  options.seed = 7;
+  return sim::simulate(sim::findScenario(scenario), options).log;
+}
+
+Vector10 truthPi(const io::Log& log, const std::string& body) {
+  const auto& names = log.truth->body_names;
+  const auto it = std::find(names.begin(), names.end(), body);
+  EXPECT_NE(it, names.end()) << body;
+  return log.truth->body_pi.row(it - names.begin()).transpose();
+}
+
+sampling::ParameterSpace link2Space(const model::RobotModel& robot) {
+  sampling::SampledBody body;
+  body.name = "joint2";
+  body.joint = robot.pinocchio().getJointId("joint2");
+  body.start_pi = robot.pinocchio().inertias[body.joint].toDynamicParameters();
+  body.range = sampling::defaultBodyRange(body.start_pi);
+  return sampling::ParameterSpace({body}, {}, {});
+}
+
+// With the model the log was simulated with, a noiseless log is replayed to round-off: the
+// conventions of state, time step, torque and inertia all match the simulator's.
+TEST(Rollout, TheTrueModelReplaysANoiselessLogToRoundOff) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "none", 4.0);
+  const sim::SimModel sim(robot);
+  const sampling::ParameterSpace space = link2Space(robot);
+  const sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  sampling::Rollout rollout(sim, space);
+  rollout.apply(space.candidate(Eigen::VectorXd::Zero(space.dimension())));
+  const std::vector<sampling::Clip> clips = sampling::drawClips(data.samples(), 5, 300, 1000, 1);
+  for (const sampling::Clip& clip : clips) {
+    const sampling::CostTerms t = rollout.run(data, clip, {});
+    ASSERT_TRUE(t.finite);
+    ASSERT_EQ(t.steps, clip.steps);
+    EXPECT_LT(std::sqrt(t.joint_position / t.steps), 1e-9) << clip.start;
+    EXPECT_LT(std::sqrt(t.joint_velocity / t.steps), 1e-8) << clip.start;
+    EXPECT_LT(std::sqrt(t.joint_torque / t.steps), 1e-12) << clip.start;
+  }
+  // a heavier link 2 does not replay the log
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(space.dimension());
+  x[0] = 1.0;  // alpha + 0.1: the mass times 1.22
+  rollout.apply(space.candidate(x));
+  const sampling::CostTerms heavier = rollout.run(data, clips[0], {});
+  EXPECT_GT(std::sqrt(heavier.joint_position / heavier.steps), 1e-4);
+}
+
+// The payload on link 2 (0.15 kg at 0.18 m) is found by CMA-ES over rollouts of a noisy log
+// from the nominal model, with 1 and 2 threads giving the same result.
+TEST(SamplingSysId, FindsThePendulumPayloadFromRollouts) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum-payload", "nominal", 8.0);
+  const sim::SimModel sim(robot);
+  const sampling::ParameterSpace space = link2Space(robot);
+  const sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  sampling::SamplingOptions options;
+  options.clips = 12;
+  options.min_horizon = 0.1;
+  options.max_horizon = 0.3;
+  options.optimizer.max_iterations = 80;
+  options.threads = 2;
+  const sampling::SamplingSummary two = sampling::identifyBySampling(sim, space, data, options);
+  ASSERT_TRUE(two.usable()) << two.report();
+  const Vector10 truth = truthPi(log, "joint2");
+  const Vector10& found = two.best.body_pi[0];
+  const double mass_error = std::abs(inertia::mass(found) / inertia::mass(truth) - 1);
+  // Both joints turn about x: the motion is planar, and the COM's x (along the axes) moves no
+  // joint, so only its y and z are observable.
+  const double com_error =
+      (inertia::centerOfMass(found) - inertia::centerOfMass(truth)).tail<2>().norm();
+  const Vector10& start = two.start.body_pi[0];
+  std::cout << two.report() << "link 2 mass " << inertia::mass(start) << " -> "
+            << inertia::mass(found) << " kg (true " << inertia::mass(truth)
+            << "), COM error in the plane " << com_error * 1e3 << " mm, COM "
+            << inertia::centerOfMass(found).transpose() << " (true "
+            << inertia::centerOfMass(truth).transpose() << ")\n";
+  EXPECT_LT(mass_error, 0.01);
+  EXPECT_LT(com_error, 0.005);
+  EXPECT_LT(two.best_cost, 0.2 * two.start_cost);
+
+  options.threads = 1;
+  const sampling::SamplingSummary one = sampling::identifyBySampling(sim, space, data, options);
+  EXPECT_EQ(one.best_x, two.best_x);
+  EXPECT_EQ(one.optimizer.cost_history, two.optimizer.cost_history);
+}
+
+TEST(SamplingSysId, RefusesAStartOutsideItsRangeAndALogWithoutCommands) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  sampling::SampledBody body;
+  body.name = "joint2";
+  body.joint = robot.pinocchio().getJointId("joint2");
+  body.start_pi = robot.pinocchio().inertias[body.joint].toDynamicParameters();
+  body.range = sampling::defaultBodyRange(body.start_pi);
+  body.range.mass_min = 2 * inertia::mass(body.start_pi);
+  body.range.mass_max = 3 * inertia::mass(body.start_pi);
+  try {
+    sampling::ParameterSpace({body}, {}, {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bodies: joint2: the start model lies outside the range: "
+                                         "mass of joint2"),
+              std::string::npos)
+        << e.what();
+  }
+
+  io::Log log = pendulumLog("double-pendulum", "none", 1.0);
+  log.joints.tau_cmd.resize(0, 0);
+  const sim::SimModel sim(robot);
+  try {
+    sampling::ReplayData::fromLog(sim, log);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("joints/tau_cmd: expected the commanded torques"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
