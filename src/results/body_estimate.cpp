@@ -107,25 +107,28 @@ void appendNearBoundaryWarnings(const std::vector<BodyEstimate>& bodies,
   }
 }
 
-std::string bodiesReport(const std::vector<BodyEstimate>& bodies) {
+std::string bodiesReport(const std::vector<BodyEstimate>& bodies, bool with_std) {
   std::ostringstream s;
-  s << "bodies (prior -> estimate +- std; COM [m] and inertia about the COM [kg m^2], body "
-       "frame)\n";
+  s << (with_std ? "bodies (prior -> estimate +- std; " : "bodies (start -> estimate; ")
+    << "COM [m] and inertia about the COM [kg m^2], body frame)\n";
+  const auto pm = [with_std](double std, const char* unit) {
+    return with_std ? " +- " + fixed(std, 2) + unit : std::string(*unit ? unit : "");
+  };
   for (const BodyEstimate& b : bodies) {
     const Vector10 prior = urdfQuantities(b.prior_pi);
     s << "  " << b.name << (b.consistent ? "" : "   ** NOT physically consistent **") << "\n";
     s << "    mass  " << std::setw(10) << fixed(prior[0]) << " -> " << std::setw(10)
-      << fixed(b.mass) << " +- " << fixed(b.mass_std, 2) << " kg\n";
+      << fixed(b.mass) << pm(b.mass_std, " kg") << "\n";
     const char* axes[3] = {"x", "y", "z"};
     for (int i = 0; i < 3; ++i)
       s << "    com " << axes[i] << " " << std::setw(10) << fixed(prior[1 + i]) << " -> "
-        << std::setw(10) << fixed(b.com[i]) << " +- " << fixed(b.com_std[i], 2) << "\n";
+        << std::setw(10) << fixed(b.com[i]) << pm(b.com_std[i], "") << "\n";
     const char* names[6] = {"Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"};
     const int rr[6] = {0, 0, 1, 0, 1, 2}, cc[6] = {0, 1, 1, 2, 2, 2};
     for (int i = 0; i < 6; ++i)
       s << "    " << names[i] << "  " << std::setw(10) << fixed(prior[4 + i]) << " -> "
-        << std::setw(10) << fixed(b.inertia(rr[i], cc[i])) << " +- "
-        << fixed(b.inertia_std(rr[i], cc[i]), 2) << "\n";
+        << std::setw(10) << fixed(b.inertia(rr[i], cc[i])) << pm(b.inertia_std(rr[i], cc[i]), "")
+        << "\n";
   }
   return s.str();
 }

@@ -78,8 +78,11 @@ BodyRange defaultBodyRange(const Vector10& nominal_pi) {
 }
 
 ParameterSpace::ParameterSpace(std::vector<SampledBody> bodies, std::vector<ActuatorGroup> groups,
-                               std::vector<SampledJoint> joints)
-    : bodies_(std::move(bodies)), groups_(std::move(groups)), joints_(std::move(joints)) {
+                               std::vector<SampledJoint> joints, double floor_offset_range)
+    : bodies_(std::move(bodies)),
+      groups_(std::move(groups)),
+      joints_(std::move(joints)),
+      floor_offset_range_(floor_offset_range) {
   std::set<pinocchio::JointIndex> seen_bodies;
   for (const SampledBody& b : bodies_) {
     const std::string what = "bodies: " + b.name;
@@ -138,6 +141,9 @@ ParameterSpace::ParameterSpace(std::vector<SampledBody> bodies, std::vector<Actu
     check("frictionloss", j.start.frictionloss, j.frictionloss_max);
     check("armature", j.start.armature, j.armature_max);
   }
+  requireRange(std::isfinite(floor_offset_range_) && floor_offset_range_ >= 0, "floor offset",
+               "expected a range >= 0 m, got " + num(floor_offset_range_));
+  if (floor_offset_range_ > 0) names_.push_back("floor_offset");
   dimension_ = static_cast<int>(names_.size());
   if (dimension_ == 0) throw InputError("nothing to sample: no body, actuator group or joint term");
 }
@@ -167,6 +173,7 @@ Candidate ParameterSpace::candidate(const Eigen::VectorXd& x) const {
     if (j.armature_max > 0) f.armature += 0.005 * x[i++];
     c.joints.push_back(f);
   }
+  if (floor_offset_range_ > 0) c.floor_offset = 0.002 * x[i++];
   return c;
 }
 
@@ -192,6 +199,9 @@ bool ParameterSpace::inRange(const Candidate& c, std::string* why) const {
     if (outside.empty() && j.armature_max > 0)
       outside = outsideScalar("armature of " + j.name, f.armature, 0, j.armature_max);
   }
+  if (outside.empty() && std::abs(c.floor_offset) > floor_offset_range_)
+    outside = "floor offset " + num(c.floor_offset) + " m outside [-" + num(floor_offset_range_) +
+              ", " + num(floor_offset_range_) + "]";
   if (why) *why = outside;
   return outside.empty();
 }

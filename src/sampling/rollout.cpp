@@ -17,7 +17,80 @@
 
 namespace heft::sampling {
 
-ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log) {
+namespace {
+
+// The log's contact flags held at each joint sample, per contact sphere of `sim` (by name); empty
+// when the log has no contacts group or names none of the spheres.
+std::vector<std::vector<bool>> heldContactFlags(const sim::SimModel& sim, const io::Log& log) {
+  std::vector<std::vector<bool>> held;
+  if (!log.contacts || log.contacts->time.size() == 0) return held;
+  const io::ContactSeries& c = *log.contacts;
+  std::vector<int> column(sim.contactNames().size(), -1);
+  bool any = false;
+  for (std::size_t g = 0; g < column.size(); ++g) {
+    const auto it = std::find(c.names.begin(), c.names.end(), sim.contactNames()[g]);
+    if (it != c.names.end()) {
+      column[g] = static_cast<int>(it - c.names.begin());
+      any = true;
+    }
+  }
+  if (!any) return held;
+  const Eigen::VectorXd& time = log.joints.time;
+  held.assign(time.size(), std::vector<bool>(column.size(), false));
+  int row = 0;
+  for (int i = 0; i < time.size(); ++i) {
+    while (row + 1 < c.time.size() && c.time[row + 1] <= time[i]) ++row;
+    for (std::size_t g = 0; g < column.size(); ++g)
+      held[i][g] = column[g] >= 0 && c.flags(row, column[g]) != 0;
+  }
+  return held;
+}
+
+}  // namespace
+
+void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& data) {
+  const int n = data.samples();
+  data.ground_shift = Eigen::VectorXd::Zero(n);
+  const std::vector<int>& geoms = sim.contactGeoms();
+  if (!sim.hasFreeFlyer() || geoms.empty()) return;
+  const std::vector<std::vector<bool>> flags = heldContactFlags(sim, log);
+  const mjModel* m = sim.mujoco();
+  sim::SimModel::DataPtr d = sim.makeData();
+  const Eigen::VectorXd v = Eigen::VectorXd::Zero(sim.nv());
+  std::vector<bool> known(n, false);
+  for (int i = 0; i < n; ++i) {
+    sim.setState(d.get(), data.q.col(i), v);
+    mj_kinematics(m, d.get());
+    double lowest = std::numeric_limits<double>::infinity(), sum = 0;
+    int touching = 0;
+    for (std::size_t g = 0; g < geoms.size(); ++g) {
+      const double bottom = d->geom_xpos[3 * geoms[g] + 2] - m->geom_size[3 * geoms[g]];
+      lowest = std::min(lowest, bottom);
+      if (!flags.empty() && flags[i][g]) {
+        sum += bottom;
+        ++touching;
+      }
+    }
+    if (flags.empty()) {  // no flags: the lowest sphere stands on the floor
+      data.ground_shift[i] = -lowest;
+      known[i] = true;
+    } else if (touching > 0) {
+      data.ground_shift[i] = -sum / touching;
+      known[i] = true;
+    }
+  }
+  // in flight the shift is held from the last touchdown (the first one before any)
+  int first = 0;
+  while (first < n && !known[first]) ++first;
+  if (first == n) return;  // never in contact: the log's heights are all there is
+  for (int i = 0; i < n; ++i) {
+    if (!known[i])
+      data.ground_shift[i] = i < first ? data.ground_shift[first] : data.ground_shift[i - 1];
+  }
+  data.q.row(2) += data.ground_shift.transpose();
+}
+
+ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log, bool ground) {
   const pinocchio::Model& model = sim.nominal().pinocchio();
   const io::JointSeries& j = log.joints;
   const int n = static_cast<int>(j.time.size());
@@ -63,6 +136,11 @@ ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log) {
   }
   if (!data.q.allFinite() || !data.v.allFinite())
     throw InputError("joints: non-finite positions, velocities or base state");
+  if (ground) {
+    groundBaseHeight(sim, log, data);
+  } else {
+    data.ground_shift = Eigen::VectorXd::Zero(n);
+  }
   return data;
 }
 
@@ -178,6 +256,7 @@ void Rollout::apply(const Candidate& c) {
   for (std::size_t g = 0; g < space_.groups().size(); ++g) {
     for (int k : space_.groups()[g].joints) actuators_[k] = c.groups[g];
   }
+  floor_offset_ = c.floor_offset;
   for (std::size_t j = 0; j < space_.joints().size(); ++j) {
     const int dof = sim_.mujocoDof(space_.joints()[j].joint);
     model_->dof_damping[dof] = c.joints[j].damping;
@@ -197,12 +276,14 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
   mjModel* m = model_;
   mjData* d = data_.get();
   mj_resetData(m, d);
+  const bool free_flyer = sim_.hasFreeFlyer();
   q_ = data.q.col(clip.start);
   v_ = data.v.col(clip.start);
+  const Vector3 floor_shift(0, 0, free_flyer ? floor_offset_ : 0.0);
+  if (free_flyer) q_.head<3>() += floor_shift;
   sim_.setState(d, q_, v_);
   const int nu = sim_.nu();
   const int offset = sim_.actuatedOffset();
-  const bool free_flyer = sim_.hasFreeFlyer();
   std::string message;
   const auto fail = [&terms] {
     terms.finite = false;
@@ -232,7 +313,8 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     if (!q_.allFinite() || !v_.allFinite()) return fail();
     const int next = idx + 1;
     if (free_flyer) {
-      terms.base_position += (q_.head<3>() - data.q.col(next).head<3>()).squaredNorm();
+      terms.base_position +=
+          (q_.head<3>() - data.q.col(next).head<3>() - floor_shift).squaredNorm();
       const double dot = q_.segment<4>(3).dot(data.q.col(next).segment<4>(3));
       terms.base_orientation += 1.0 - dot * dot;
       terms.base_velocity += (v_.head<3>() - data.v.col(next).head<3>()).squaredNorm();

@@ -70,6 +70,10 @@ void SamplingOptions::validate() const {
   require(replay.kp.allFinite() && (replay.kp.array() >= 0).all() && replay.kd.allFinite() &&
               (replay.kd.array() >= 0).all(),
           "replay", "finite gains >= 0", "a negative or non-finite gain");
+  require(std::isfinite(holdout_fraction) && holdout_fraction >= 0 && holdout_fraction <= 0.5,
+          "clips.holdout_fraction", "in [0, 0.5]", formatNumber(holdout_fraction));
+  require(holdout_fraction == 0 || holdout_clips >= 1, "clips.holdout_clips", ">= 1",
+          std::to_string(holdout_clips));
   require(threads >= 0, "threads", ">= 0", std::to_string(threads));
   optimizer.validate();
 }
@@ -86,6 +90,14 @@ std::string toString(SamplingSummary::Status status) {
       return "failed";
   }
   return "?";
+}
+
+CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,
+                      const Candidate& candidate, const ReplayData& data,
+                      const std::vector<Clip>& clips, const Replay& replay) {
+  Rollout rollout(sim, space);
+  std::atomic<long> count{0};
+  return evaluate(rollout, candidate, data, clips, replay, count);
 }
 
 SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpace& space,
@@ -105,7 +117,18 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
       std::max(1, static_cast<int>(std::lround(options.min_horizon / summary.dt)));
   const int max_steps =
       std::max(min_steps, static_cast<int>(std::lround(options.max_horizon / summary.dt)));
-  summary.clips = drawClips(data.samples(), options.clips, min_steps, max_steps, options.clip_seed);
+  const int held = static_cast<int>(std::lround(options.holdout_fraction * data.samples()));
+  const int fitted = data.samples() - held;
+  if (held > 0 && held < max_steps + 1)
+    throw InputError("clips.holdout_fraction: the held-out end of the log (" +
+                     num(held * summary.dt, 3) + " s) is shorter than clips.max_horizon (" +
+                     num(options.max_horizon, 3) + " s)");
+  summary.clips = drawClips(fitted, options.clips, min_steps, max_steps, options.clip_seed);
+  if (held > 0) {
+    summary.holdout_clips =
+        drawClips(held, options.holdout_clips, min_steps, max_steps, options.clip_seed + 1);
+    for (Clip& clip : summary.holdout_clips) clip.start += fitted;
+  }
   summary.threads = options.threads > 0
                         ? options.threads
                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -129,23 +152,46 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   }
   const CostTerms& reference = summary.start_terms;
 
-  // Candidate k runs on thread k % threads: the cost of a candidate does not depend on which
-  // thread computed it, so the result is the same for any number of threads.
+  // The work of a generation is its (candidate, clip) pairs, candidate-major; each thread takes
+  // the next pair not yet taken, so the threads finish together (whole candidates, 5 per thread in
+  // a generation of 10, left one idle for half a candidate at the end). A thread re-applies a
+  // candidate only when its pair belongs to another one. A pair's terms do not depend on the
+  // thread (apply() sets every sampled value, a clip starts from reset data), and each candidate's
+  // clips are summed in clip order after the join: the result is the same for any number of
+  // threads, and the same as evaluate()'s.
+  const int clip_count = static_cast<int>(summary.clips.size());
+  std::vector<CostTerms> pair_terms;
+  std::vector<Candidate> candidates;
+  std::vector<char> in_range;
   const excite::BatchObjective objective = [&](const Eigen::MatrixXd& X, Eigen::VectorXd& costs) {
     const int count = static_cast<int>(X.cols());
-    const int threads = std::min(summary.threads, count);
+    candidates.resize(count);
+    in_range.assign(count, 0);
+    for (int k = 0; k < count; ++k) {
+      candidates[k] = space.candidate(X.col(k));
+      in_range[k] = space.inRange(candidates[k]) ? 1 : 0;
+    }
+    const int pairs = count * clip_count;
+    pair_terms.assign(pairs, CostTerms{});
+    // a candidate that diverged on one clip costs infinity: its other clips need not run
+    std::unique_ptr<std::atomic<bool>[]> diverged(new std::atomic<bool>[count]);
+    for (int k = 0; k < count; ++k) diverged[k] = false;
+    const int threads = std::min(summary.threads, pairs);
     std::vector<std::exception_ptr> errors(threads);
+    std::atomic<int> next{0};
     const auto work = [&](int t) {
       try {
-        for (int k = t; k < count; k += threads) {
-          const Candidate c = space.candidate(X.col(k));
-          if (!space.inRange(c)) {
-            costs[k] = std::numeric_limits<double>::infinity();
-            continue;
+        int applied = -1;
+        for (int i = next++; i < pairs; i = next++) {
+          const int k = i / clip_count;
+          if (!in_range[k] || diverged[k]) continue;
+          if (k != applied) {
+            rollouts[t]->apply(candidates[k]);
+            applied = k;
           }
-          const CostTerms terms =
-              evaluate(*rollouts[t], c, data, summary.clips, options.replay, rollout_count);
-          costs[k] = weightedCost(terms, reference, options.weights);
+          pair_terms[i] = rollouts[t]->run(data, summary.clips[i % clip_count], options.replay);
+          ++rollout_count;
+          if (!pair_terms[i].finite) diverged[k] = true;
         }
       } catch (...) {
         errors[t] = std::current_exception();
@@ -157,6 +203,15 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
     for (std::thread& th : pool) th.join();
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
+    for (int k = 0; k < count; ++k) {
+      if (!in_range[k] || diverged[k]) {
+        costs[k] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      CostTerms total;
+      for (int c = 0; c < clip_count; ++c) total += pair_terms[k * clip_count + c];
+      costs[k] = weightedCost(total, reference, options.weights);
+    }
   };
   const excite::GenerationObserver observe = [&](const excite::CmaesSummary& s) {
     if (on_generation) on_generation(s.iterations, s.best_cost, elapsed());
@@ -168,6 +223,17 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   summary.best = space.candidate(summary.best_x);
   summary.best_terms =
       evaluate(*rollouts[0], summary.best, data, summary.clips, options.replay, rollout_count);
+  if (!summary.holdout_clips.empty()) {
+    summary.holdout_start_terms = evaluate(*rollouts[0], summary.start, data, summary.holdout_clips,
+                                           options.replay, rollout_count);
+    summary.holdout_best_terms = evaluate(*rollouts[0], summary.best, data, summary.holdout_clips,
+                                          options.replay, rollout_count);
+    const CostTerms& ref = summary.holdout_start_terms;
+    if (ref.finite)  // else the start model diverges on held-out data: nothing to compare with
+      summary.holdout_prediction_error =
+          weightedCost(summary.holdout_best_terms, ref, options.weights) /
+          weightedCost(ref, ref, options.weights);
+  }
   switch (summary.optimizer.status) {
     case excite::CmaesSummary::Status::XTolerance:
     case excite::CmaesSummary::Status::FTolerance:
@@ -207,6 +273,14 @@ std::string SamplingSummary::report() const {
     s << termsLine("joint velocity", start_terms.joint_velocity, best_terms.joint_velocity, a, b,
                    "rad/s");
     s << termsLine("joint torque", start_terms.joint_torque, best_terms.joint_torque, a, b, "N m");
+  }
+  if (holdout_prediction_error >= 0) {
+    const long a = holdout_start_terms.steps, b = holdout_best_terms.steps;
+    s << "  held out (" << holdout_clips.size() << " clips at the end of the log): prediction "
+      << "error " << num(holdout_prediction_error, 3) << " of the start model's\n";
+    if (a > 0 && b > 0)
+      s << termsLine("joint position", holdout_start_terms.joint_position,
+                     holdout_best_terms.joint_position, a, b, "rad");
   }
   return s.str();
 }

@@ -46,8 +46,9 @@ bool moveInsideMargin(const std::string& body, Vector10& pi, const Vector10& pri
 void appendNearBoundaryWarnings(const std::vector<BodyEstimate>& bodies,
                                 std::vector<std::string>& warnings);
 
-/// The report's lines of the bodies (prior -> estimate +- std).
-std::string bodiesReport(const std::vector<BodyEstimate>& bodies);
+/// The report's lines of the bodies (prior -> estimate +- std; without `with_std`, for an
+/// estimator that has no covariance, start -> estimate).
+std::string bodiesReport(const std::vector<BodyEstimate>& bodies, bool with_std = true);
 
 /// One joint's friction estimate (Coulomb and viscous terms of the friction model).
 struct JointFrictionEstimate {

@@ -67,15 +67,22 @@ struct Candidate {
   std::vector<Vector10> body_pi;           ///< per SampledBody, Pinocchio order, joint frame
   std::vector<sim::ActuatorModel> groups;  ///< per ActuatorGroup
   std::vector<sim::JointFriction> joints;  ///< per SampledJoint
+  /// [m] added to the logged (grounded) base heights: where the floor is relative to them
+  /// (ParameterSpace's floor_offset_range).
+  double floor_offset = 0;
 };
 
 /// The search space: sizes, names and the map x -> candidate.
 class ParameterSpace {
  public:
+  /// `floor_offset_range` > 0 samples the floor's height under a floating base's logged heights
+  /// in [-range, range] [m], from 0 (step 2 mm): MuJoCo's soft contacts sink the feet into the
+  /// floor by a few millimetres under load, which feet grounded at z = 0 (groundBaseHeight) miss,
+  /// and a trunk whose start sinks would be fitted lighter to sink less.
   /// \throws InputError when a start value lies outside its range, a range is empty, a body or
   /// joint is listed twice, or nothing is sampled.
   ParameterSpace(std::vector<SampledBody> bodies, std::vector<ActuatorGroup> groups,
-                 std::vector<SampledJoint> joints);
+                 std::vector<SampledJoint> joints, double floor_offset_range = 0);
 
   int dimension() const { return dimension_; }
   /// One name per coordinate of x: "alpha[base]", ..., "gain[calf]", "damping[FL_hip_joint]".
@@ -83,6 +90,7 @@ class ParameterSpace {
   const std::vector<SampledBody>& bodies() const { return bodies_; }
   const std::vector<ActuatorGroup>& groups() const { return groups_; }
   const std::vector<SampledJoint>& joints() const { return joints_; }
+  double floorOffsetRange() const { return floor_offset_range_; }
 
   /// The candidate at x (dimension() entries); x = 0 is the start.
   Candidate candidate(const Eigen::VectorXd& x) const;
@@ -93,6 +101,7 @@ class ParameterSpace {
   std::vector<SampledBody> bodies_;
   std::vector<ActuatorGroup> groups_;
   std::vector<SampledJoint> joints_;
+  double floor_offset_range_ = 0;
   std::vector<Vector10> start_log_cholesky_;
   std::vector<std::string> names_;
   int dimension_ = 0;

@@ -23,11 +23,23 @@ struct ReplayData {
   Eigen::MatrixXd v;        ///< nv x N; a floating base from joints/base_twist
   Eigen::MatrixXd tau;      ///< nu x N measured joint torques
   Eigen::MatrixXd tau_cmd;  ///< nu x N commanded joint torques
+  /// N [m] added to the logged base height so that the feet in contact stand on the simulator's
+  /// floor (groundBaseHeight); zeros for a fixed base.
+  Eigen::VectorXd ground_shift;
   int samples() const { return static_cast<int>(time.size()); }
-  /// The log's joints group on `sim`'s joints. \throws InputError naming what is missing: a joint
-  /// of the model, joints/tau_cmd, or a floating base's joints/base_pose and base_twist.
-  static ReplayData fromLog(const sim::SimModel& sim, const io::Log& log);
+  /// The log's joints group on `sim`'s joints, the base height grounded (groundBaseHeight) unless
+  /// `ground` is false (a base position measured in the simulator's world, e.g. by motion capture
+  /// over the same floor). \throws InputError naming what is missing: a joint of the model,
+  /// joints/tau_cmd, or a floating base's joints/base_pose and base_twist.
+  static ReplayData fromLog(const sim::SimModel& sim, const io::Log& log, bool ground = true);
 };
+
+/// A floating base's logged height is relative to wherever its estimator started (position is not
+/// observable from an IMU and leg kinematics), but a rollout starts on MuJoCo's floor at z = 0.
+/// Shifts each sample's base height so that the contact spheres in contact at that sample (the
+/// log's contacts/flags, held; without flags the lowest sphere) have their bottom at z = 0 on
+/// average; in flight the last stance's shift is held. Records the shifts in data.ground_shift.
+void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& data);
 
 /// Samples [start, start + steps] of the log: `steps` simulated steps from sample `start`.
 struct Clip {
@@ -101,6 +113,7 @@ class Rollout {
   mjModel* model_ = nullptr;
   sim::SimModel::DataPtr data_;
   std::vector<sim::ActuatorModel> actuators_;  // per actuated joint
+  double floor_offset_ = 0;                    // [m], added to the logged base heights
   Eigen::VectorXd q_, v_, tau_cmd_, tau_, positions_, positions_log_;
 };
 

@@ -19,6 +19,11 @@ struct SamplingOptions {
   double min_horizon = 0.2;  ///< [s] shortest clip
   double max_horizon = 1.0;  ///< [s] longest clip
   std::uint64_t clip_seed = 1;
+  /// The last fraction of the log is held out: the fit's clips are drawn before it, and
+  /// `holdout_clips` clips drawn inside it (seed clip_seed + 1) score the start and the best model
+  /// on data the fit did not see. 0 = nothing held out.
+  double holdout_fraction = 0.2;
+  int holdout_clips = 20;
   CostWeights weights;
   Replay replay;    ///< open loop unless PD gains are given
   int threads = 0;  ///< 0 = the machine's hardware threads
@@ -44,6 +49,12 @@ struct SamplingSummary {
   CostTerms start_terms, best_terms;  ///< summed over the clips
   double start_cost = 0, best_cost = 0;
   std::vector<Clip> clips;
+  /// Held-out clips (SamplingOptions::holdout_fraction) and both models' terms on them.
+  std::vector<Clip> holdout_clips;
+  CostTerms holdout_start_terms, holdout_best_terms;
+  /// The best model's weighted cost on the held-out clips relative to the start model's (the
+  /// start model scores 1); -1 when nothing was held out.
+  double holdout_prediction_error = -1;
   double dt = 0;  ///< median step of the log [s]
   int threads = 1;
   long rollouts = 0;  ///< clips simulated
@@ -56,6 +67,11 @@ std::string toString(SamplingSummary::Status status);
 
 /// Called after each generation: (generation, best cost so far, seconds).
 using GenerationCallback = std::function<void(int, double, double)>;
+
+/// The summed terms of `candidate` over `clips` (one thread).
+CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,
+                      const Candidate& candidate, const ReplayData& data,
+                      const std::vector<Clip>& clips, const Replay& replay);
 
 /// Identifies `space` on `data`. \throws InputError for bad options or a log too short for the
 /// clips; a start model whose rollouts diverge is a Failed summary, not a throw.

@@ -1,0 +1,155 @@
+// The `heft sample` job: config errors naming file, line and field; a run on the double pendulum
+// with a payload whose result.json, robot.urdf and history.csv are written and whose held-out
+// prediction beats the start model; the CLI's exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/jobs/sample_job.hpp"
+#include "heft/sim/scenario.hpp"
+#include "support/sim_log.hpp"
+
+using namespace heft;
+using jobs::SampleJob;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) { return test::scratchPath("sample_job", name); }
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string pendulumConfig(const std::string& log) {
+  return "robot: double_pendulum\nlog: " + log +
+         "\n"
+         "bodies: [joint2]\n"
+         "clips: {count: 12, min_horizon: 0.1, max_horizon: 0.3, seed: 1, holdout_fraction: 0.25,"
+         " holdout_clips: 10}\n"
+         "optimizer: {iterations: 60, seed: 1}\n"
+         "threads: 2\n";
+}
+
+// The error of parse(text) (none: "").
+std::string parseError(const std::string& text) {
+  try {
+    SampleJob::parse(text, "bad.yaml", ".");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(SampleJob, BadInputNamesFileLineAndField) {
+  const std::string head = "robot: double_pendulum\nlog: x.h5\n";
+  EXPECT_NE(parseError(head).find("bodies, actuators, joints"), std::string::npos);
+  const std::string range = parseError(head + "bodies:\n  - {name: joint2, mass: [2, 1]}\n");
+  EXPECT_NE(range.find("bad.yaml:4: bodies[0].mass: expected [min, max]"), std::string::npos)
+      << range;
+  const std::string typo = parseError(head + "bodies: [joint2]\nclips: {count: 3, seeed: 2}\n");
+  EXPECT_NE(typo.find("bad.yaml:4: clips.seeed: unknown key"), std::string::npos) << typo;
+  const std::string sample =
+      parseError(head + "actuators:\n  - {name: a, joints: [joint1], sample: [gains]}\n");
+  EXPECT_NE(sample.find("actuators[0].sample: expected a list of gain and/or saturation"),
+            std::string::npos)
+      << sample;
+}
+
+TEST(SampleJob, AStartOutsideItsRangeOrALogWithoutCommandsIsBadInput) {
+  const std::string log = test::writeSimulatedLog("sample_job", "double-pendulum-payload", 4.0, 7);
+  // the nominal link 2 (0.33 kg) lies outside a range of [0.4, 0.6] kg
+  SampleJob::Config config = SampleJob::parse(
+      "robot: double_pendulum\nlog: " + log + "\nbodies:\n  - {name: joint2, mass: [0.4, 0.6]}\n",
+      "range.yaml", ".");
+  try {
+    SampleJob::run(config);
+    ADD_FAILURE() << "a start outside its range was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("range.yaml: bodies: link2: the start model lies outside the range"),
+              std::string::npos)
+        << what;
+  }
+  io::Log without = io::readLog(log);
+  without.joints.tau_cmd.resize(0, 0);
+  const fs::path path = scratch("no_commands_" + std::to_string(::getpid()) + ".h5");
+  io::writeLog(without, path.string());
+  config = SampleJob::parse(pendulumConfig(path.string()), "ok.yaml", ".");
+  try {
+    SampleJob::run(config);
+    ADD_FAILURE() << "a log without commands was accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path.string() + ": joints/tau_cmd"), std::string::npos) << what;
+  }
+}
+
+// The payload on link 2 of the double pendulum (0.15 kg at 0.18 m), found from 6 s of clips and
+// scored on 2 s the fit did not see.
+TEST(SampleJob, FindsThePendulumPayloadAndPredictsHeldOutClips) {
+  const std::string log = test::writeSimulatedLog("sample_job", "double-pendulum-payload", 8.0, 11);
+  const SampleJob::Config config = SampleJob::parse(pendulumConfig(log), "pendulum.yaml", ".");
+  const SampleJob::Result result = SampleJob::run(config);
+  std::cout << result.report();
+  ASSERT_TRUE(result.ok());
+  ASSERT_TRUE(result.truth.has_value());
+  const results::BodyError& e = result.truth->bodies.at(0);
+  EXPECT_LT(e.mass_relative, 0.02);
+  EXPECT_GT(result.summary.holdout_prediction_error, 0);
+  EXPECT_LT(result.summary.holdout_prediction_error, 0.2);
+  EXPECT_EQ(result.summary.holdout_clips.size(), 10u);
+  const int fitted_end = static_cast<int>(0.75 * 8.0 / result.summary.dt + 0.5);
+  for (const sampling::Clip& clip : result.summary.clips)
+    EXPECT_LE(clip.start + clip.steps, fitted_end);
+  for (const sampling::Clip& clip : result.summary.holdout_clips) EXPECT_GE(clip.start, fitted_end);
+
+  const fs::path out = scratch("pendulum_" + std::to_string(::getpid()));
+  const std::vector<std::string> written = SampleJob::write(result, out.string());
+  EXPECT_EQ(written.size(), 3u);
+  const nlohmann::json json = nlohmann::json::parse(readFile(out / "result.json"));
+  EXPECT_EQ(json["summary"]["status"], sampling::toString(result.summary.status));
+  EXPECT_NEAR(json["parameters"][result.bodies[0].name]["mass"].get<double>(),
+              result.bodies[0].mass, 1e-12);
+  EXPECT_EQ(json["urdf"]["status"], "written");
+  EXPECT_NEAR(json["validation"]["prediction_error"].get<double>(),
+              result.summary.holdout_prediction_error, 1e-12);
+  const std::string history = readFile(out / "history.csv");
+  EXPECT_EQ(static_cast<std::size_t>(std::count(history.begin(), history.end(), '\n')),
+            result.history.size() + 1);
+  EXPECT_NE(readFile(out / "robot.urdf").find("<robot"), std::string::npos);
+}
+
+// The CLI: bad input is one line on stderr naming the field, exit 2, nothing written.
+TEST(SampleCommand, BadInputExitsTwoWritingNothing) {
+  const fs::path config = scratch("bad_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(config) << "robot: double_pendulum\nlog: x.h5\nbodies: [joint2]\nthreads: -1\n";
+  const fs::path out = scratch("bad_out_" + std::to_string(::getpid()));
+  const fs::path err = scratch("bad_err_" + std::to_string(::getpid()));
+  const char* env = std::getenv("HEFT_BINARY_DIR");
+  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
+  const int status = std::system((heft + " sample " + config.string() + " --out " + out.string() +
+                                  " --quiet >/dev/null 2>" + err.string())
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string message = readFile(err);
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  EXPECT_NE(message.find(config.string() + ":4: threads"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(out));
+}
