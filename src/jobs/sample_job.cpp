@@ -184,9 +184,14 @@ int jointIndex(const sim::SimModel& sim, const std::string& name, const std::str
 sampling::ParameterSpace makeSpace(const SampleJob::Config& config, const model::RobotModel& robot,
                                    const sim::SimModel& sim) {
   std::vector<sampling::SampledBody> bodies;
-  for (const SampleJob::BodyChoice& choice : config.bodies) {
+  for (std::size_t i = 0; i < config.bodies.size(); ++i) {
+    const SampleJob::BodyChoice& choice = config.bodies[i];
     sampling::SampledBody b;
-    b.joint = robot.bodyIndex(choice.name);
+    try {
+      b.joint = robot.bodyIndex(choice.name);
+    } catch (const InputError& e) {
+      throw InputError(config.source + ": bodies[" + std::to_string(i) + "]: " + e.what());
+    }
     b.name = robot.body(b.joint).name;  // the link's name: the URDF writer's and the truth's
     b.start_pi = robot.pi(b.joint);
     b.range = sampling::defaultBodyRange(b.start_pi);
@@ -236,6 +241,8 @@ void SampleJob::Config::validate() const {
           "gains >= 0", num(kp) + ", " + num(kd));
   requirePositive(contact_radius, source + ": simulator.contact_radius", " m");
   requirePositive(floor_friction, source + ": simulator.floor_friction", "");
+  require(std::isfinite(floor_offset_range) && floor_offset_range >= 0,
+          source + ": simulator.floor_offset_range", ">= 0 m", num(floor_offset_range));
   sampling.validate();
 }
 

@@ -41,6 +41,96 @@ CostTerms evaluate(Rollout& rollout, const Candidate& candidate, const ReplayDat
   return total;
 }
 
+// Scores a generation's candidates on the clips with the threads' rollouts.
+//
+// The work of a generation is its (candidate, clip) pairs, candidate-major; each thread takes the
+// next pair not yet taken, so the threads finish together (whole candidates, 5 per thread in a
+// generation of 10, left one idle for half a candidate at the end). A thread re-applies a
+// candidate only when its pair belongs to another one. A pair's terms do not depend on the thread
+// (apply() sets every sampled value, a clip starts from reset data), and each candidate's clips
+// are summed in clip order after the join: the result is the same for any number of threads, and
+// the same as evaluate()'s.
+class GenerationScorer {
+ public:
+  GenerationScorer(const ParameterSpace& space, const ReplayData& data,
+                   const std::vector<Clip>& clips, const SamplingOptions& options,
+                   const CostTerms& reference, std::vector<std::unique_ptr<Rollout>>& rollouts,
+                   int threads, std::atomic<long>& rollout_count)
+      : space_(space),
+        data_(data),
+        clips_(clips),
+        options_(options),
+        reference_(reference),
+        rollouts_(rollouts),
+        threads_(threads),
+        rollout_count_(rollout_count) {}
+
+  void operator()(const Eigen::MatrixXd& X, Eigen::VectorXd& costs) {
+    const int count = static_cast<int>(X.cols());
+    const int clip_count = static_cast<int>(clips_.size());
+    candidates_.resize(count);
+    in_range_.assign(count, 0);
+    for (int k = 0; k < count; ++k) {
+      candidates_[k] = space_.candidate(X.col(k));
+      in_range_[k] = space_.inRange(candidates_[k]) ? 1 : 0;
+    }
+    const int pairs = count * clip_count;
+    pair_terms_.assign(pairs, CostTerms{});
+    // a candidate that diverged on one clip costs infinity: its other clips need not run
+    std::unique_ptr<std::atomic<bool>[]> diverged(new std::atomic<bool>[count]);
+    for (int k = 0; k < count; ++k) diverged[k] = false;
+    const int threads = std::min(threads_, pairs);
+    std::vector<std::exception_ptr> errors(threads);
+    std::atomic<int> next{0};
+    const auto work = [&](int t) {
+      try {
+        int applied = -1;
+        for (int i = next++; i < pairs; i = next++) {
+          const int k = i / clip_count;
+          if (!in_range_[k] || diverged[k]) continue;
+          if (k != applied) {
+            rollouts_[t]->apply(candidates_[k]);
+            applied = k;
+          }
+          pair_terms_[i] = rollouts_[t]->run(data_, clips_[i % clip_count], options_.replay);
+          ++rollout_count_;
+          if (!pair_terms_[i].finite) diverged[k] = true;
+        }
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
+    for (std::thread& th : pool) th.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (int k = 0; k < count; ++k) {
+      if (!in_range_[k] || diverged[k]) {
+        costs[k] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      CostTerms total;
+      for (int c = 0; c < clip_count; ++c) total += pair_terms_[k * clip_count + c];
+      costs[k] = weightedCost(total, reference_, options_.weights);
+    }
+  }
+
+ private:
+  const ParameterSpace& space_;
+  const ReplayData& data_;
+  const std::vector<Clip>& clips_;
+  const SamplingOptions& options_;
+  const CostTerms& reference_;
+  std::vector<std::unique_ptr<Rollout>>& rollouts_;
+  int threads_;
+  std::atomic<long>& rollout_count_;
+  std::vector<Candidate> candidates_;
+  std::vector<char> in_range_;
+  std::vector<CostTerms> pair_terms_;
+};
+
 std::string termsLine(const char* name, double start, double best, long start_steps,
                       long best_steps, const char* unit) {
   return std::string("  ") + name + " RMS " + num(std::sqrt(start / start_steps), 3) + " -> " +
@@ -152,67 +242,10 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   }
   const CostTerms& reference = summary.start_terms;
 
-  // The work of a generation is its (candidate, clip) pairs, candidate-major; each thread takes
-  // the next pair not yet taken, so the threads finish together (whole candidates, 5 per thread in
-  // a generation of 10, left one idle for half a candidate at the end). A thread re-applies a
-  // candidate only when its pair belongs to another one. A pair's terms do not depend on the
-  // thread (apply() sets every sampled value, a clip starts from reset data), and each candidate's
-  // clips are summed in clip order after the join: the result is the same for any number of
-  // threads, and the same as evaluate()'s.
-  const int clip_count = static_cast<int>(summary.clips.size());
-  std::vector<CostTerms> pair_terms;
-  std::vector<Candidate> candidates;
-  std::vector<char> in_range;
-  const excite::BatchObjective objective = [&](const Eigen::MatrixXd& X, Eigen::VectorXd& costs) {
-    const int count = static_cast<int>(X.cols());
-    candidates.resize(count);
-    in_range.assign(count, 0);
-    for (int k = 0; k < count; ++k) {
-      candidates[k] = space.candidate(X.col(k));
-      in_range[k] = space.inRange(candidates[k]) ? 1 : 0;
-    }
-    const int pairs = count * clip_count;
-    pair_terms.assign(pairs, CostTerms{});
-    // a candidate that diverged on one clip costs infinity: its other clips need not run
-    std::unique_ptr<std::atomic<bool>[]> diverged(new std::atomic<bool>[count]);
-    for (int k = 0; k < count; ++k) diverged[k] = false;
-    const int threads = std::min(summary.threads, pairs);
-    std::vector<std::exception_ptr> errors(threads);
-    std::atomic<int> next{0};
-    const auto work = [&](int t) {
-      try {
-        int applied = -1;
-        for (int i = next++; i < pairs; i = next++) {
-          const int k = i / clip_count;
-          if (!in_range[k] || diverged[k]) continue;
-          if (k != applied) {
-            rollouts[t]->apply(candidates[k]);
-            applied = k;
-          }
-          pair_terms[i] = rollouts[t]->run(data, summary.clips[i % clip_count], options.replay);
-          ++rollout_count;
-          if (!pair_terms[i].finite) diverged[k] = true;
-        }
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
-    for (int k = 0; k < count; ++k) {
-      if (!in_range[k] || diverged[k]) {
-        costs[k] = std::numeric_limits<double>::infinity();
-        continue;
-      }
-      CostTerms total;
-      for (int c = 0; c < clip_count; ++c) total += pair_terms[k * clip_count + c];
-      costs[k] = weightedCost(total, reference, options.weights);
-    }
-  };
+  GenerationScorer scorer(space, data, summary.clips, options, reference, rollouts, summary.threads,
+                          rollout_count);
+  const excite::BatchObjective objective = [&scorer](const Eigen::MatrixXd& X,
+                                                     Eigen::VectorXd& costs) { scorer(X, costs); };
   const excite::GenerationObserver observe = [&](const excite::CmaesSummary& s) {
     if (on_generation) on_generation(s.iterations, s.best_cost, elapsed());
   };
