@@ -135,6 +135,25 @@ TEST(SampleJob, FindsThePendulumPayloadAndPredictsHeldOutClips) {
   EXPECT_NE(readFile(out / "robot.urdf").find("<robot"), std::string::npos);
 }
 
+// Commands far below kappa leave it unobservable: the result says so instead of presenting a
+// number as an estimate.
+TEST(SampleJob, WarnsWhenTheCommandsNeverReachTheSaturation) {
+  const std::string log = test::writeSimulatedLog("sample_job", "double-pendulum", 3.0, 5);
+  const SampleJob::Config config = SampleJob::parse(
+      "robot: double_pendulum\nlog: " + log +
+          "\nactuators:\n  - {name: both, joints: [joint1, joint2], sample: [saturation]}\n"
+          "clips: {count: 4, min_horizon: 0.1, max_horizon: 0.2}\noptimizer: {iterations: 3}\n",
+      "saturation.yaml", ".");
+  const SampleJob::Result result = SampleJob::run(config);
+  ASSERT_EQ(result.groups.size(), 1u);
+  EXPECT_LT(result.groups[0].command_reach, 0.5);
+  const auto warned =
+      std::any_of(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
+        return w.find("actuator group both: the commands reach at most") != std::string::npos;
+      });
+  EXPECT_TRUE(warned) << result.report();
+}
+
 // The CLI: bad input is one line on stderr naming the field, exit 2, nothing written.
 TEST(SampleCommand, BadInputExitsTwoWritingNothing) {
   const fs::path config = scratch("bad_" + std::to_string(::getpid()) + ".yaml");

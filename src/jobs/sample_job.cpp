@@ -28,6 +28,10 @@ struct Section : yaml::YamlSection {
 
 std::string num(double x, int precision = 4) { return formatNumber(x, precision); }
 
+// Below this share of kappa (max |tau_cmd| / kappa) the tanh saturation is reported as barely
+// observable: tanh(0.5) is 7.6 % below 0.5.
+constexpr double kSaturationReach = 0.5;
+
 // [lo, hi] with 0 <= lo < hi (`positive`: 0 < lo).
 std::pair<double, double> readRange(Section& s, const YAML::Node& node, const std::string& key,
                                     bool positive) {
@@ -352,6 +356,18 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
     e.estimate = best.groups[g];
     e.gain_sampled = space.groups()[g].sample_gain;
     e.saturation_sampled = space.groups()[g].sample_saturation;
+    // tanh(u / kappa) bends by 1.9 % at u = 0.24 kappa, 11 % at 0.62: commands that stay low
+    // leave kappa to the noise
+    e.command_reach = 0;
+    for (int joint : space.groups()[g].joints)
+      e.command_reach = std::max(e.command_reach, data.tau_cmd.row(joint).cwiseAbs().maxCoeff());
+    if (e.estimate.saturation > 0) e.command_reach /= e.estimate.saturation;
+    if (e.saturation_sampled && e.command_reach < kSaturationReach)
+      result.warnings.push_back(
+          "actuator group " + e.name + ": the commands reach at most " + num(e.command_reach, 2) +
+          " of the estimated kappa " + num(e.estimate.saturation, 3) +
+          " N m, where tanh barely bends: its kappa is hardly observable (a motion that drives "
+          "these motors harder would pin it down)");
     result.groups.push_back(e);
   }
   for (std::size_t j = 0; j < space.joints().size(); ++j)

@@ -67,6 +67,9 @@ struct SampleJob {
     std::vector<std::string> joints;
     sim::ActuatorModel start, estimate;
     bool gain_sampled = false, saturation_sampled = false;
+    /// max |tau_cmd| over the group's joints / the estimated kappa: below 0.5 tanh barely bends
+    /// and kappa is hardly observable (a warning says so)
+    double command_reach = 0;
   };
   struct JointEstimate {
     std::string name;
