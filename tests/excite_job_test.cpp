@@ -1,9 +1,7 @@
 // The `heft excite` job: config errors, the written scenario replayed by `heft simulate`, the CLI.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -14,6 +12,7 @@
 #include "heft/model/robots.hpp"
 #include "heft/sim/controller.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/heft_cli.hpp"
 #include "support/scratch.hpp"
 
 using namespace heft;
@@ -168,13 +167,8 @@ TEST(ExciteCommand, BadInputExitsTwoWritingNothing) {
   std::ofstream(config) << "robot: panda\nduration: 0\n";
   const fs::path out = scratch("bad_out_" + std::to_string(::getpid()));
   const fs::path err = scratch("bad_err_" + std::to_string(::getpid()));
-  const char* env = std::getenv("HEFT_BINARY_DIR");
-  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
-  const int status = std::system((heft + " excite " + config.string() + " --out " + out.string() +
-                                  " --quiet >/dev/null 2>" + err.string())
-                                     .c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(test::runHeft("excite " + config.string() + " --out " + out.string() + " --quiet", err),
+            2);
   const std::string message = readFile(err);
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
   EXPECT_NE(message.find(config.string() + ":2: duration"), std::string::npos) << message;

@@ -2,11 +2,9 @@
 // with a payload whose result.json, robot.urdf and history.csv are written and whose held-out
 // prediction beats the start model; the CLI's exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +15,7 @@
 #include "heft/io/log_io.hpp"
 #include "heft/jobs/sample_job.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/heft_cli.hpp"
 #include "support/sim_log.hpp"
 
 using namespace heft;
@@ -160,13 +159,8 @@ TEST(SampleCommand, BadInputExitsTwoWritingNothing) {
   std::ofstream(config) << "robot: double_pendulum\nlog: x.h5\nbodies: [joint2]\nthreads: -1\n";
   const fs::path out = scratch("bad_out_" + std::to_string(::getpid()));
   const fs::path err = scratch("bad_err_" + std::to_string(::getpid()));
-  const char* env = std::getenv("HEFT_BINARY_DIR");
-  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
-  const int status = std::system((heft + " sample " + config.string() + " --out " + out.string() +
-                                  " --quiet >/dev/null 2>" + err.string())
-                                     .c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(test::runHeft("sample " + config.string() + " --out " + out.string() + " --quiet", err),
+            2);
   const std::string message = readFile(err);
   EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
   EXPECT_NE(message.find(config.string() + ":4: threads"), std::string::npos) << message;

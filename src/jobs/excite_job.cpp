@@ -15,6 +15,7 @@
 #include "heft/model/robots.hpp"
 #include "heft/results/json.hpp"
 #include "heft/sim/scenario.hpp"
+#include "optimizer_section.hpp"
 #include "yaml_section.hpp"
 
 namespace heft::jobs {
@@ -65,18 +66,6 @@ void readLimits(const YAML::Node& node, const std::string& source, excite::Desig
   s.read("velocity_fraction", d.velocity_fraction, fraction);
   s.read("max_acceleration", d.max_acceleration, yaml::positive);
   s.read("torque_fraction", d.torque_fraction, fraction);
-  s.finish();
-}
-
-void readOptimizer(const YAML::Node& node, const std::string& source, excite::CmaesOptions& o) {
-  Section s(node, "optimizer", source);
-  s.read("iterations", o.max_iterations, yaml::positiveCount);
-  s.read("population", o.population, [](int n) {
-    if (n != 0 && n < 2)
-      throw InputError("expected 0 (automatic) or >= 2, got " + std::to_string(n));
-  });
-  s.read("seed", o.seed);
-  s.read("sigma0", o.sigma0, yaml::positive);
   s.finish();
 }
 
@@ -158,7 +147,7 @@ ExciteJob::Config ExciteJob::parse(const std::string& yaml_text, const std::stri
       return n;
     });
   readLimits(top.raw("limits"), source, d);
-  readOptimizer(top.raw("optimizer"), source, config.optimizer);
+  yaml::readCmaesOptions(top.raw("optimizer"), source, "docs/guide/excite.md", config.optimizer);
   top.finish();
   if (d.ramp >= d.duration)
     top.fail(

@@ -14,6 +14,7 @@
 #include "heft/io/log_io.hpp"
 #include "heft/model/robots.hpp"
 #include "heft/results/json.hpp"
+#include "optimizer_section.hpp"
 #include "result_files.hpp"
 #include "yaml_section.hpp"
 
@@ -161,18 +162,6 @@ void readWeights(const YAML::Node& node, const std::string& source, sampling::Co
   s.finish();
 }
 
-void readOptimizer(const YAML::Node& node, const std::string& source, excite::CmaesOptions& o) {
-  Section s(node, "optimizer", source);
-  s.read("iterations", o.max_iterations, yaml::positiveCount);
-  s.read("population", o.population, [](int n) {
-    if (n != 0 && n < 2)
-      throw InputError("expected 0 (automatic) or >= 2, got " + std::to_string(n));
-  });
-  s.read("seed", o.seed);
-  s.read("sigma0", o.sigma0, yaml::positive);
-  s.finish();
-}
-
 int jointIndex(const sim::SimModel& sim, const std::string& name, const std::string& where) {
   const std::vector<std::string>& names = sim.jointNames();
   const auto it = std::find(names.begin(), names.end(), name);
@@ -269,7 +258,8 @@ SampleJob::Config SampleJob::parse(const std::string& yaml_text, const std::stri
     s.finish();
   }
   readWeights(top.raw("weights"), source, config.sampling.weights);
-  readOptimizer(top.raw("optimizer"), source, config.sampling.optimizer);
+  yaml::readCmaesOptions(top.raw("optimizer"), source, "docs/guide/sample.md",
+                         config.sampling.optimizer);
   top.read("threads", config.sampling.threads, yaml::nonNegativeCount);
   {
     Section s(top.raw("simulator"), "simulator", source);
