@@ -113,6 +113,14 @@ TEST(SampleJob, FindsThePendulumPayloadAndPredictsHeldOutClips) {
   EXPECT_GT(result.summary.holdout_prediction_error, 0);
   EXPECT_LT(result.summary.holdout_prediction_error, 0.2);
   EXPECT_EQ(result.summary.holdout_clips.size(), 10u);
+  // the Fisher information at the estimate: both joints turn about x, so the COM's x moves
+  // nothing and keeps a huge variance; the mass is well determined
+  ASSERT_TRUE(result.information.ok);
+  EXPECT_LT(result.information.rank, 10);
+  const results::BodyEstimate& link2 = result.bodies.at(0);
+  EXPECT_GT(link2.com_std[0], 1e3 * link2.com_std[1]);
+  EXPECT_GT(link2.mass_std, 0);
+  EXPECT_LT(link2.mass_std, 0.01 * link2.mass);
   const int fitted_end = static_cast<int>(0.75 * 8.0 / result.summary.dt + 0.5);
   for (const sampling::Clip& clip : result.summary.clips)
     EXPECT_LE(clip.start + clip.steps, fitted_end);

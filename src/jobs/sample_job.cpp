@@ -223,6 +223,23 @@ sampling::ParameterSpace makeSpace(const SampleJob::Config& config, const model:
   }
 }
 
+// d pi / d x of body b at x (10 x 10, central differences): maps the covariance of the body's
+// log-Cholesky coordinates (x units) to pi's.
+Eigen::MatrixXd piJacobian(const sampling::ParameterSpace& space, const Eigen::VectorXd& x, int b) {
+  Eigen::MatrixXd A(10, 10);
+  const double h = 1e-4;
+  Eigen::VectorXd xi = x;
+  for (int j = 0; j < 10; ++j) {
+    xi[10 * b + j] = x[10 * b + j] + h;
+    const Vector10 plus = space.candidate(xi).body_pi[b];
+    xi[10 * b + j] = x[10 * b + j] - h;
+    const Vector10 minus = space.candidate(xi).body_pi[b];
+    xi[10 * b + j] = x[10 * b + j];
+    A.col(j) = (plus - minus) / (2 * h);
+  }
+  return A;
+}
+
 }  // namespace
 
 void SampleJob::Config::validate() const {
@@ -324,20 +341,38 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
 
   const sampling::Candidate& best =
       result.summary.usable() ? result.summary.best : result.summary.start;
+  const Eigen::VectorXd best_x =
+      result.summary.usable() ? result.summary.best_x : Eigen::VectorXd::Zero(space.dimension());
+  // CMA-ES's search distribution is not a posterior; the Fisher information at the estimate gives
+  // the white-noise bound of each parameter's standard deviation
+  Eigen::MatrixXd covariance = Eigen::MatrixXd::Zero(space.dimension(), space.dimension());
+  if (result.summary.usable()) {
+    progress.say("Fisher information at the estimate (" +
+                 std::to_string(2 * space.dimension() * result.summary.clips.size()) +
+                 " rollouts)");
+    result.information = sampling::rolloutInformation(sim, space, data, result.summary.clips,
+                                                      options.replay, best_x);
+    if (result.information.ok) covariance = result.information.covariance;
+  }
+  const Eigen::VectorXd std_natural =
+      space.steps().cwiseProduct(covariance.diagonal().cwiseMax(0).cwiseSqrt());
   results::ParameterLayout layout;
   Eigen::VectorXd linear(10 * space.bodies().size());
   for (std::size_t b = 0; b < space.bodies().size(); ++b) {
     const sampling::SampledBody& body = space.bodies()[b];
     Vector10 pi = best.body_pi[b];
     results::moveInsideMargin(body.name, pi, body.start_pi, result.warnings);
-    // CMA-ES's search distribution is not a posterior: no standard deviations
-    result.bodies.push_back(results::makeBodyEstimate(body.name, body.start_pi, Vector10::Zero(),
-                                                      pi, Eigen::MatrixXd::Zero(10, 10)));
+    const Eigen::MatrixXd A = piJacobian(space, best_x, static_cast<int>(b));
+    const Eigen::MatrixXd pi_covariance =
+        A * covariance.block(10 * b, 10 * b, 10, 10) * A.transpose();
+    result.bodies.push_back(
+        results::makeBodyEstimate(body.name, body.start_pi, Vector10::Zero(), pi, pi_covariance));
     layout.body_names.push_back(body.name);
     layout.bodies.push_back(body.joint);
     linear.segment<10>(10 * b) = pi;
   }
   results::appendNearBoundaryWarnings(result.bodies, result.warnings);
+  int index = static_cast<int>(10 * space.bodies().size());  // the groups' first coordinate
   for (std::size_t g = 0; g < space.groups().size(); ++g) {
     GroupEstimate e;
     e.name = space.groups()[g].name;
@@ -346,6 +381,8 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
     e.estimate = best.groups[g];
     e.gain_sampled = space.groups()[g].sample_gain;
     e.saturation_sampled = space.groups()[g].sample_saturation;
+    if (e.gain_sampled) e.gain_std = std_natural[index++];
+    if (e.saturation_sampled) e.saturation_std = std_natural[index++];
     // tanh(u / kappa) bends by 1.9 % at u = 0.24 kappa, 11 % at 0.62: commands that stay low
     // leave kappa to the noise
     e.command_reach = 0;
@@ -364,6 +401,7 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
     result.joints.push_back(
         {space.joints()[j].name, result.summary.start.joints[j], best.joints[j]});
   result.floor_offset = best.floor_offset;
+  result.names = space.names();
   if (!space.bodies().empty() && log.truth && !log.truth->body_names.empty())
     result.truth = results::truthErrors(robot, log, layout, linear);
   if (!result.summary.usable()) result.warnings.push_back(result.summary.message);
@@ -374,14 +412,18 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
 std::string SampleJob::Result::report() const {
   std::ostringstream s;
   s << summary.report();
-  // CMA-ES's search distribution is not a posterior: no standard deviations
-  if (!bodies.empty()) s << "\n" << results::bodiesReport(bodies, false);
+  if (information.ok)
+    s << "\n+- std: the Fisher information of the fitted clips at the estimate (white-noise "
+         "bound: rollout residuals are correlated, the true spread is larger); rank "
+      << information.rank << " of " << information.information.rows() << "\n";
+  if (!bodies.empty()) s << "\n" << results::bodiesReport(bodies, information.ok);
   if (!groups.empty()) {
     s << "\nactuator groups (tau = gain kappa tanh(tau_cmd / kappa); start -> estimate)\n";
     for (const GroupEstimate& g : groups)
       s << "  " << g.name << ": gain " << num(g.start.gain) << " -> " << num(g.estimate.gain)
-        << ", kappa " << num(g.start.saturation) << " -> " << num(g.estimate.saturation)
-        << " N m\n";
+        << (g.gain_sampled ? " +- " + num(g.gain_std, 2) : std::string()) << ", kappa "
+        << num(g.start.saturation) << " -> " << num(g.estimate.saturation)
+        << (g.saturation_sampled ? " +- " + num(g.saturation_std, 2) : std::string()) << " N m\n";
   }
   if (!joints.empty()) {
     s << "\njoints (start -> estimate)\n";
@@ -461,6 +503,14 @@ nlohmann::json SampleJob::Result::toJson() const {
                    {"best_terms", termsJson(summary.best_terms)},
                    {"base_state_estimated", base_state_estimated},
                    {"floor_offset_m", floor_offset}};
+  if (information.ok)
+    j["information"] = {{"names", names},
+                        {"rank", information.rank},
+                        {"std_x", results::jsonArray(information.std_x)},
+                        {"channel_rms", results::jsonArray(information.channel_rms)},
+                        {"bound",
+                         "white-noise Cramer-Rao (Fisher information of the fitted "
+                         "clips at the estimate)"}};
   if (summary.holdout_prediction_error >= 0)
     j["validation"] = {{"clips", summary.holdout_clips.size()},
                        {"holdout_fraction", config.sampling.holdout_fraction},

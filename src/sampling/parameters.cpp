@@ -148,13 +148,31 @@ ParameterSpace::ParameterSpace(std::vector<SampledBody> bodies, std::vector<Actu
   if (dimension_ == 0) throw InputError("nothing to sample: no body, actuator group or joint term");
 }
 
+Eigen::VectorXd ParameterSpace::steps() const {
+  Eigen::VectorXd out(dimension_);
+  int i = 0;
+  for (std::size_t b = 0; b < bodies_.size(); ++b, i += 10) out.segment<10>(i) = logCholeskySteps();
+  for (const ActuatorGroup& g : groups_) {
+    if (g.sample_gain) out[i++] = 0.05;
+    if (g.sample_saturation) out[i++] = 2.0;
+  }
+  for (const SampledJoint& j : joints_) {
+    if (j.damping_max > 0) out[i++] = 0.05;
+    if (j.frictionloss_max > 0) out[i++] = 0.05;
+    if (j.armature_max > 0) out[i++] = 0.005;
+  }
+  if (floor_offset_range_ > 0) out[i++] = 0.002;
+  return out;
+}
+
 Candidate ParameterSpace::candidate(const Eigen::VectorXd& x) const {
   require(x.size() == dimension_, "x size", std::to_string(dimension_), std::to_string(x.size()));
   Candidate c;
   int i = 0;
-  const Vector10 steps = logCholeskySteps();
+  const Eigen::VectorXd step = steps();
   for (std::size_t b = 0; b < bodies_.size(); ++b) {
-    const Vector10 theta = start_log_cholesky_[b] + steps.cwiseProduct(x.segment<10>(i));
+    const Vector10 theta =
+        start_log_cholesky_[b] + step.segment<10>(i).cwiseProduct(x.segment<10>(i));
     c.body_pi.push_back(inertia::piFromLogCholesky(theta));
     i += 10;
   }
@@ -162,18 +180,33 @@ Candidate ParameterSpace::candidate(const Eigen::VectorXd& x) const {
     sim::ActuatorModel a;
     a.gain = g.gain;
     a.saturation = g.saturation;
-    if (g.sample_gain) a.gain += 0.05 * x[i++];
-    if (g.sample_saturation) a.saturation += 2.0 * x[i++];
+    if (g.sample_gain) {
+      a.gain += step[i] * x[i];
+      ++i;
+    }
+    if (g.sample_saturation) {
+      a.saturation += step[i] * x[i];
+      ++i;
+    }
     c.groups.push_back(a);
   }
   for (const SampledJoint& j : joints_) {
     sim::JointFriction f = j.start;
-    if (j.damping_max > 0) f.damping += 0.05 * x[i++];
-    if (j.frictionloss_max > 0) f.frictionloss += 0.05 * x[i++];
-    if (j.armature_max > 0) f.armature += 0.005 * x[i++];
+    if (j.damping_max > 0) {
+      f.damping += step[i] * x[i];
+      ++i;
+    }
+    if (j.frictionloss_max > 0) {
+      f.frictionloss += step[i] * x[i];
+      ++i;
+    }
+    if (j.armature_max > 0) {
+      f.armature += step[i] * x[i];
+      ++i;
+    }
     c.joints.push_back(f);
   }
-  if (floor_offset_range_ > 0) c.floor_offset = 0.002 * x[i++];
+  if (floor_offset_range_ > 0) c.floor_offset = step[i] * x[i];
   return c;
 }
 

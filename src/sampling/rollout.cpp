@@ -269,8 +269,14 @@ void Rollout::apply(const Candidate& c) {
   sim::guardedMujocoCallOrThrow("mj_setConst", [m, d] { mj_setConst(m, d); });
 }
 
-CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& replay) {
+int Rollout::residualSize() const { return (sim_.hasFreeFlyer() ? 9 : 0) + 3 * sim_.nu(); }
+
+CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& replay,
+                       Eigen::VectorXd* residuals) {
   CostTerms terms;
+  const int per_step = residualSize();
+  if (residuals && residuals->size() != clip.steps * per_step)
+    residuals->resize(clip.steps * per_step);
   require(clip.start >= 0 && clip.steps >= 1 && clip.start + clip.steps < data.samples(), "clip",
           "within the log", std::to_string(clip.start) + " + " + std::to_string(clip.steps));
   mjModel* m = model_;
@@ -307,6 +313,8 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     for (int i = 0; i < nu; ++i) tau_[i] = actuators_[i].apply(tau_cmd_[i]);
     sim_.setJointTorques(d, tau_);
     terms.joint_torque += (tau_ - data.tau.col(idx)).squaredNorm();
+    double* r = residuals ? residuals->data() + static_cast<Eigen::Index>(k) * per_step : nullptr;
+    if (r) Eigen::Map<Eigen::VectorXd>(r + per_step - nu, nu) = tau_ - data.tau.col(idx);
     if (!sim::guardedMujocoCall([m, d] { mj_step2(m, d); }, message)) return fail();
     if (sim::SimModel::warningCount(d) > 0) return fail();  // MuJoCo reset a diverged state
     sim_.getState(d, q_, v_);
@@ -320,6 +328,10 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
       terms.base_velocity += (v_.head<3>() - data.v.col(next).head<3>()).squaredNorm();
       terms.base_angular_velocity +=
           (v_.segment<3>(3) - data.v.col(next).segment<3>(3)).squaredNorm();
+      if (r) {
+        Eigen::Map<Eigen::VectorXd>(r, 3) = q_.head<3>() - data.q.col(next).head<3>() - floor_shift;
+        Eigen::Map<Eigen::VectorXd>(r + 3, 6) = v_.head<6>() - data.v.col(next).head<6>();
+      }
     }
     sim_.jointPositions(q_, positions_);
     v_.tail(nu) -= data.v.col(next).tail(nu);
@@ -327,6 +339,11 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     q_ = data.q.col(next);
     sim_.jointPositions(q_, positions_log_);
     terms.joint_position += (positions_ - positions_log_).squaredNorm();
+    if (r) {
+      const int base = free_flyer ? 9 : 0;
+      Eigen::Map<Eigen::VectorXd>(r + base, nu) = positions_ - positions_log_;
+      Eigen::Map<Eigen::VectorXd>(r + base + nu, nu) = v_.tail(nu);
+    }
     ++terms.steps;
   }
   return terms;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <Eigen/Eigenvalues>
+
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -180,6 +182,83 @@ std::string toString(SamplingSummary::Status status) {
       return "failed";
   }
   return "?";
+}
+
+namespace {
+
+// The channel (RolloutInformation::channel_rms) of residual entry e of a step.
+int residualChannel(int e, bool free_flyer, int nu) {
+  if (free_flyer) {
+    if (e < 9) return e / 3;
+    e -= 9;
+  }
+  return 3 + e / nu;
+}
+
+}  // namespace
+
+RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
+                                      const ReplayData& data, const std::vector<Clip>& clips,
+                                      const Replay& replay, const Eigen::VectorXd& x, double step) {
+  require(x.size() == space.dimension(), "x", std::to_string(space.dimension()) + " entries",
+          std::to_string(x.size()));
+  require(step > 0, "step", "> 0", formatNumber(step));
+  RolloutInformation info;
+  Rollout rollout(sim, space);
+  const int per_step = rollout.residualSize();
+  const bool free_flyer = sim.hasFreeFlyer();
+  const int nu = sim.nu();
+  const int n = space.dimension();
+  // the noise model: each channel's residual RMS at x
+  rollout.apply(space.candidate(x));
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(6), count = Eigen::VectorXd::Zero(6);
+  Eigen::VectorXd r;
+  for (const Clip& clip : clips) {
+    if (!rollout.run(data, clip, replay, &r).finite) return info;
+    for (Eigen::Index i = 0; i < r.size(); ++i) {
+      const int c = residualChannel(static_cast<int>(i % per_step), free_flyer, nu);
+      sum[c] += r[i] * r[i];
+      count[c] += 1;
+    }
+  }
+  info.channel_rms = (sum.array() / count.array().max(1.0)).sqrt();
+  Eigen::VectorXd weight(per_step);
+  for (int e = 0; e < per_step; ++e) {
+    const double rms = info.channel_rms[residualChannel(e, free_flyer, nu)];
+    weight[e] = rms > 0 ? 1.0 / rms : 0.0;
+  }
+  // F = sum over clips of J^T W^2 J, one clip's Jacobian at a time
+  info.information = Eigen::MatrixXd::Zero(n, n);
+  Eigen::VectorXd plus, minus;
+  for (const Clip& clip : clips) {
+    Eigen::MatrixXd J(static_cast<Eigen::Index>(clip.steps) * per_step, n);
+    for (int i = 0; i < n; ++i) {
+      Eigen::VectorXd xi = x;
+      xi[i] = x[i] + step;
+      rollout.apply(space.candidate(xi));
+      if (!rollout.run(data, clip, replay, &plus).finite) return info;
+      xi[i] = x[i] - step;
+      rollout.apply(space.candidate(xi));
+      if (!rollout.run(data, clip, replay, &minus).finite) return info;
+      J.col(i) = (plus - minus) / (2 * step);
+    }
+    for (Eigen::Index row = 0; row < J.rows(); ++row) J.row(row) *= weight[row % per_step];
+    info.information.noalias() += J.transpose() * J;
+  }
+  // a direction the clips do not see keeps a huge variance (1e14 times the best-seen one's), not
+  // the zero a pseudo-inverse would give it
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(info.information);
+  const double largest = std::max(eig.eigenvalues().cwiseAbs().maxCoeff(), 1e-300);
+  Eigen::VectorXd inverse(n);
+  for (int i = 0; i < n; ++i) {
+    const double lambda = eig.eigenvalues()[i];
+    if (lambda > 1e-12 * largest) ++info.rank;
+    inverse[i] = 1.0 / std::max(lambda, 1e-14 * largest);
+  }
+  info.covariance = eig.eigenvectors() * inverse.asDiagonal() * eig.eigenvectors().transpose();
+  info.std_x = info.covariance.diagonal().cwiseMax(0).cwiseSqrt();
+  info.ok = true;
+  return info;
 }
 
 CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,

@@ -70,6 +70,7 @@ struct SampleJob {
     /// max |tau_cmd| over the group's joints / the estimated kappa: below 0.5 tanh barely bends
     /// and kappa is hardly observable (a warning says so)
     double command_reach = 0;
+    double gain_std = 0, saturation_std = 0;  ///< Fisher bound (Result::information)
   };
   struct JointEstimate {
     std::string name;
@@ -90,6 +91,9 @@ struct SampleJob {
     std::vector<GroupEstimate> groups;
     std::vector<JointEstimate> joints;
     std::vector<Generation> history;
+    /// At the estimate, over the fitted clips: the bodies' and groups' std come from it.
+    sampling::RolloutInformation information;
+    std::vector<std::string> names;             ///< the sampled coordinates (ParameterSpace::names)
     std::optional<results::TruthErrors> truth;  ///< a simulated log's bodies
     bool base_state_estimated = false;          ///< the log had no base state
     std::vector<std::string> warnings;

@@ -92,6 +92,9 @@ class ParameterSpace {
   const std::vector<SampledJoint>& joints() const { return joints_; }
   double floorOffsetRange() const { return floor_offset_range_; }
 
+  /// Each coordinate's step: its value's change per unit of x (log-Cholesky units for bodies, N m
+  /// for kappa, m for the floor offset, ...).
+  Eigen::VectorXd steps() const;
   /// The candidate at x (dimension() entries); x = 0 is the start.
   Candidate candidate(const Eigen::VectorXd& x) const;
   /// Whether every value of `c` lies in its range; otherwise `why` names the first that does not.

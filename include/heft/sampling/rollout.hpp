@@ -104,8 +104,14 @@ class Rollout {
   /// moments), damping, frictionloss and armature, the actuator models; then MuJoCo's derived
   /// constants (mj_setConst).
   void apply(const Candidate& candidate);
-  /// Simulates one clip with the applied candidate and returns its summed terms.
-  CostTerms run(const ReplayData& data, const Clip& clip, const Replay& replay);
+  /// Simulates one clip with the applied candidate and returns its summed terms. With
+  /// `residuals`, also writes each step's simulated-minus-logged values into it, residualSize()
+  /// per step (clip.steps x residualSize() entries, step-major; resized when needed).
+  CostTerms run(const ReplayData& data, const Clip& clip, const Replay& replay,
+                Eigen::VectorXd* residuals = nullptr);
+  /// Residual entries per step: base position, velocity and angular velocity (3 each, a floating
+  /// base only), then joint positions, velocities and torques (nu each).
+  int residualSize() const;
 
  private:
   const sim::SimModel& sim_;

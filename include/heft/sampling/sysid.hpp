@@ -68,6 +68,31 @@ std::string toString(SamplingSummary::Status status);
 /// Called after each generation: (generation, best cost so far, seconds).
 using GenerationCallback = std::function<void(int, double, double)>;
 
+/// How well clips of a log determine the sampled coordinates around x (spi-active eq. 5: the
+/// Fisher information from rollout sensitivities). The residuals (simulated minus logged base
+/// position, velocity, angular velocity, joint positions, velocities, torques) are differentiated
+/// by central differences in x; each channel's noise is taken as its residual RMS at x; then
+/// F = J^T diag(1 / sigma^2) J. Residuals of a rollout are correlated in time, so F^-1 is a lower
+/// bound of the covariance (the white-noise Cramer-Rao bound), not a posterior.
+struct RolloutInformation {
+  bool ok = false;              ///< false when a rollout diverged
+  Eigen::MatrixXd information;  ///< F, dimension x dimension, x units
+  /// F^-1, eigenvalues floored at 1e-14 of the largest (an unseen direction keeps a huge variance)
+  Eigen::MatrixXd covariance;
+  Eigen::VectorXd std_x;  ///< sqrt of covariance's diagonal
+  int rank = 0;           ///< eigenvalues of F above 1e-12 of the largest
+  /// Residual RMS per channel: base position [m], velocity [m/s], angular velocity [rad/s],
+  /// joint position [rad], velocity [rad/s], torque [N m] (0 when absent).
+  Eigen::VectorXd channel_rms;
+};
+
+/// The Fisher information of `space`'s coordinates at x over `clips` (one thread); `step` is the
+/// central-difference step in x units.
+RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
+                                      const ReplayData& data, const std::vector<Clip>& clips,
+                                      const Replay& replay, const Eigen::VectorXd& x,
+                                      double step = 0.2);
+
 /// The summed terms of `candidate` over `clips` (one thread).
 CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,
                       const Candidate& candidate, const ReplayData& data,
