@@ -309,7 +309,11 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
   if (robot.hasFreeFlyer() && log.joints.base_pose.rows() == 0) {
     // a real log has no base state: heft base-state's estimator (smoothed, offline) gives it
     progress.say("estimating the base state from the IMU, the legs and the contacts");
-    basestate::fillBaseState(robot.pinocchio(), log);
+    try {
+      basestate::fillBaseState(robot.pinocchio(), log);
+    } catch (const InputError& e) {
+      throw InputError(config.log + ": " + e.what());
+    }
     result.base_state_estimated = true;
     result.warnings.push_back(
         "base pose and twist estimated from the IMU, the legs and the contacts (the log has "
@@ -337,7 +341,11 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
     result.history.push_back({g, best, seconds});
     if (g % 10 == 0) progress.say("generation " + std::to_string(g) + ": best cost " + num(best));
   };
-  result.summary = sampling::identifyBySampling(sim, space, data, options, on_generation);
+  try {
+    result.summary = sampling::identifyBySampling(sim, space, data, options, on_generation);
+  } catch (const InputError& e) {  // the clips' options against this log
+    throw InputError(config.source + ": " + e.what());
+  }
 
   const sampling::Candidate& best =
       result.summary.usable() ? result.summary.best : result.summary.start;
