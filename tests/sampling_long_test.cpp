@@ -181,7 +181,7 @@ TEST(SamplingStudy, ActuatorGroupsOverThreeSeeds) {
        "commands reach into the saturation (tanh(0.24) is 1.9 % below 0.24, tanh(0.62) 11 % below "
        "0.62): below about 0.5 kappa barely changes a rollout. The Fisher bound (heft sample's "
        "std, docs/sampling.md) flags the thigh but not the hip or the calf, whose errors are "
-       "10-400 times their bound: correlated residuals and model error are not in it.\n\n"
+       "3-90 times their bound: correlated residuals and model error are not in it.\n\n"
     << "| seed | group | max abs tau_cmd / true kappa | true gain | gain | error | "
        "true kappa [N m] | kappa [N m] | error | kappa std, Fisher bound [N m] | "
        "held-out prediction error | time [s] |\n"
