@@ -50,13 +50,13 @@ std::vector<std::vector<bool>> heldContactFlags(const sim::SimModel& sim, const 
 
 void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& data) {
   const int n = data.samples();
-  data.ground_shift = Eigen::VectorXd::Zero(n);
   const std::vector<int>& geoms = sim.contactGeoms();
   if (!sim.hasFreeFlyer() || geoms.empty()) return;
   const std::vector<std::vector<bool>> flags = heldContactFlags(sim, log);
   const mjModel* m = sim.mujoco();
   sim::SimModel::DataPtr d = sim.makeData();
   const Eigen::VectorXd v = Eigen::VectorXd::Zero(sim.nv());
+  Eigen::VectorXd shift = Eigen::VectorXd::Zero(n);
   std::vector<bool> known(n, false);
   for (int i = 0; i < n; ++i) {
     sim.setState(d.get(), data.q.col(i), v);
@@ -72,10 +72,10 @@ void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& 
       }
     }
     if (flags.empty()) {  // no flags: the lowest sphere stands on the floor
-      data.ground_shift[i] = -lowest;
+      shift[i] = -lowest;
       known[i] = true;
     } else if (touching > 0) {
-      data.ground_shift[i] = -sum / touching;
+      shift[i] = -sum / touching;
       known[i] = true;
     }
   }
@@ -84,10 +84,9 @@ void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& 
   while (first < n && !known[first]) ++first;
   if (first == n) return;  // never in contact: the log's heights are all there is
   for (int i = 0; i < n; ++i) {
-    if (!known[i])
-      data.ground_shift[i] = i < first ? data.ground_shift[first] : data.ground_shift[i - 1];
+    if (!known[i]) shift[i] = i < first ? shift[first] : shift[i - 1];
   }
-  data.q.row(2) += data.ground_shift.transpose();
+  data.q.row(2) += shift.transpose();
 }
 
 ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log, bool ground) {
@@ -136,11 +135,7 @@ ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log, boo
   }
   if (!data.q.allFinite() || !data.v.allFinite())
     throw InputError("joints: non-finite positions, velocities or base state");
-  if (ground) {
-    groundBaseHeight(sim, log, data);
-  } else {
-    data.ground_shift = Eigen::VectorXd::Zero(n);
-  }
+  if (ground) groundBaseHeight(sim, log, data);
   return data;
 }
 
@@ -321,16 +316,16 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     if (!q_.allFinite() || !v_.allFinite()) return fail();
     const int next = idx + 1;
     if (free_flyer) {
-      terms.base_position +=
-          (q_.head<3>() - data.q.col(next).head<3>() - floor_shift).squaredNorm();
+      const Vector3 position_error = q_.head<3>() - data.q.col(next).head<3>() - floor_shift;
+      const Eigen::Matrix<double, 6, 1> twist_error = v_.head<6>() - data.v.col(next).head<6>();
+      terms.base_position += position_error.squaredNorm();
       const double dot = q_.segment<4>(3).dot(data.q.col(next).segment<4>(3));
       terms.base_orientation += 1.0 - dot * dot;
-      terms.base_velocity += (v_.head<3>() - data.v.col(next).head<3>()).squaredNorm();
-      terms.base_angular_velocity +=
-          (v_.segment<3>(3) - data.v.col(next).segment<3>(3)).squaredNorm();
+      terms.base_velocity += twist_error.head<3>().squaredNorm();
+      terms.base_angular_velocity += twist_error.tail<3>().squaredNorm();
       if (r) {
-        Eigen::Map<Eigen::VectorXd>(r, 3) = q_.head<3>() - data.q.col(next).head<3>() - floor_shift;
-        Eigen::Map<Eigen::VectorXd>(r + 3, 6) = v_.head<6>() - data.v.col(next).head<6>();
+        Eigen::Map<Eigen::VectorXd>(r, 3) = position_error;
+        Eigen::Map<Eigen::VectorXd>(r + 3, 6) = twist_error;
       }
     }
     sim_.jointPositions(q_, positions_);

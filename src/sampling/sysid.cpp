@@ -261,14 +261,6 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
   return info;
 }
 
-CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,
-                      const Candidate& candidate, const ReplayData& data,
-                      const std::vector<Clip>& clips, const Replay& replay) {
-  Rollout rollout(sim, space);
-  std::atomic<long> count{0};
-  return evaluate(rollout, candidate, data, clips, replay, count);
-}
-
 SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpace& space,
                                    const ReplayData& data, const SamplingOptions& options,
                                    const GenerationCallback& on_generation) {

@@ -23,9 +23,6 @@ struct ReplayData {
   Eigen::MatrixXd v;        ///< nv x N; a floating base from joints/base_twist
   Eigen::MatrixXd tau;      ///< nu x N measured joint torques
   Eigen::MatrixXd tau_cmd;  ///< nu x N commanded joint torques
-  /// N [m] added to the logged base height so that the feet in contact stand on the simulator's
-  /// floor (groundBaseHeight); zeros for a fixed base.
-  Eigen::VectorXd ground_shift;
   int samples() const { return static_cast<int>(time.size()); }
   /// The log's joints group on `sim`'s joints, the base height grounded (groundBaseHeight) unless
   /// `ground` is false (a base position measured in the simulator's world, e.g. by motion capture
@@ -38,7 +35,7 @@ struct ReplayData {
 /// observable from an IMU and leg kinematics), but a rollout starts on MuJoCo's floor at z = 0.
 /// Shifts each sample's base height so that the contact spheres in contact at that sample (the
 /// log's contacts/flags, held; without flags the lowest sphere) have their bottom at z = 0 on
-/// average; in flight the last stance's shift is held. Records the shifts in data.ground_shift.
+/// average; in flight the last stance's shift is held.
 void groundBaseHeight(const sim::SimModel& sim, const io::Log& log, ReplayData& data);
 
 /// Samples [start, start + steps] of the log: `steps` simulated steps from sample `start`.

@@ -93,11 +93,6 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
                                       const Replay& replay, const Eigen::VectorXd& x,
                                       double step = 0.2);
 
-/// The summed terms of `candidate` over `clips` (one thread).
-CostTerms replayClips(const sim::SimModel& sim, const ParameterSpace& space,
-                      const Candidate& candidate, const ReplayData& data,
-                      const std::vector<Clip>& clips, const Replay& replay);
-
 /// Identifies `space` on `data`. \throws InputError for bad options or a log too short for the
 /// clips; a start model whose rollouts diverge is a Failed summary, not a throw.
 SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpace& space,
