@@ -61,3 +61,10 @@ echo "   (base state estimated, no truth input; about a minute and a half on 2 c
 "$heft" simulate go2-rear-4.7kg --out build/demo/go2-rear-4.7kg.h5 --overwrite > /dev/null
 "$heft" sample data/examples/go2_rear_sample.yaml --out build/demo/go2-rear-sample --overwrite \
   --quiet | sed -n '/held out/p;/errors against/,/^$/p'
+echo
+echo "== heft simulate go2-actuator, then heft explore data/examples/go2_actuator_explore.yaml:"
+echo "   go2's motor gains and saturation from a stance log (stage 1), then base commands designed"
+echo "   for the Fisher information of that estimate (active exploration; about four minutes)"
+"$heft" simulate go2-actuator --out build/demo/go2-actuator.h5 --overwrite > /dev/null
+"$heft" explore data/examples/go2_actuator_explore.yaml --out build/demo/go2-actuator-explore \
+  --overwrite --quiet | sed -n '/active exploration/,$p'

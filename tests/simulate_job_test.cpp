@@ -111,6 +111,12 @@ void expectSameMotion(const sim::Scenario& a, const sim::Scenario& b) {
         &sim::StanceMotionOptions::hop_clearance}) {
     EXPECT_EQ(s.*member, t.*member);
   }
+  EXPECT_EQ(s.commands.degree, t.commands.degree);
+  EXPECT_EQ(s.commands.segment_duration, t.commands.segment_duration);
+  EXPECT_TRUE(same(s.commands.hop_flight, t.commands.hop_flight));
+  ASSERT_EQ(s.commands.points.rows(), t.commands.points.rows());
+  ASSERT_EQ(s.commands.points.cols(), t.commands.points.cols());
+  EXPECT_TRUE(s.commands.points == t.commands.points);
   const auto &f = a.fourier, &g = b.fourier;
   EXPECT_EQ(f.harmonics, g.harmonics);
   EXPECT_EQ(f.base_frequency, g.base_frequency);
@@ -210,6 +216,13 @@ TEST(ScenarioFiles, WriterRoundTripsEveryBuiltInAndCustomRunOptions) {
   profile.mocap_rpy_offset << 0.01, -0.02, 1.0 / 3.0;
   config.options.profile = profile;
   config.scenario.model.torque_offsets["FL_calf_joint"] = 0.1;
+  // designed base commands (active exploration's output)
+  config.scenario.stance.commands.degree = 5;
+  config.scenario.stance.commands.points = Eigen::MatrixXd::Zero(6, 12);
+  config.scenario.stance.commands.points(2, 2) = -0.0312345678901;
+  config.scenario.stance.commands.points(5, 9) = 1.0 / 3.0;
+  config.scenario.stance.commands.segment_duration = 2.5;
+  config.scenario.stance.commands.hop_flight = Eigen::Vector2d(0, 0.0812345);
   config.options.force_torque = true;
   profile.ft_force_bias = 3.5;
   config.options.profile = profile;
@@ -306,6 +319,41 @@ TEST(ScenarioFiles, AGoodFileParses) {
   // without `name`, the file name
   EXPECT_EQ(SimulateJob::parse(replaced("name: test\n", ""), "dir/my-arm.yaml", ".").scenario.name,
             "my-arm");
+}
+
+// A designed command file (active exploration's): six rows of control points, each segment
+// starting and ending at rest.
+TEST(ScenarioFiles, DesignedCommandsAreReadAndTheirMistakesNamed) {
+  const std::string head =
+      "name: designed\nrobot: go2\nduration: 3\nmotion:\n  type: stance\n"
+      "  posture: [0, 0.8, -1.6, 0, 0.8, -1.6, 0, 0.8, -1.6, 0, 0.8, -1.6]\n  commands:\n"
+      "    degree: 4\n    segment_duration: 1\n    points:\n";
+  const std::string row = "      - [0, 0, 0.02, 0, 0]\n";
+  std::string rows;
+  for (int r = 0; r < 6; ++r) rows += row;
+  const SimulateJob::Config good = SimulateJob::parse(head + rows, "designed.yaml", ".");
+  EXPECT_EQ(good.scenario.stance.commands.points.cols(), 5);
+  EXPECT_EQ(good.scenario.stance.commands.points(3, 2), 0.02);
+  const auto message = [&](const std::string& text) {
+    try {
+      SimulateJob::parse(text, "bad.yaml", ".");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::string moving = rows;
+  moving.replace(moving.find("0.02, 0, 0]"), 11, "0.02, 0.1, 0]");
+  EXPECT_NE(message(head + moving).find("bad.yaml:8: motion.commands"), std::string::npos)
+      << message(head + moving);
+  EXPECT_NE(message(head + moving).find("segment 1"), std::string::npos);
+  EXPECT_NE(message(head + row + row).find("motion.commands.points: expected 6 lists"),
+            std::string::npos)
+      << message(head + row + row);
+  std::string short_row = rows;
+  short_row.replace(short_row.rfind("[0, 0, 0.02, 0, 0]"), 18, "[0, 0, 0]");
+  EXPECT_NE(message(head + short_row).find("points[5]: expected 5 numbers"), std::string::npos)
+      << message(head + short_row);
 }
 
 TEST(ScenarioFiles, EveryMistakeIsOneInputErrorNamingFileLineAndField) {

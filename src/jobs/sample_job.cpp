@@ -174,8 +174,10 @@ int jointIndex(const sim::SimModel& sim, const std::string& name, const std::str
   return static_cast<int>(it - names.begin());
 }
 
-sampling::ParameterSpace makeSpace(const SampleJob::Config& config, const model::RobotModel& robot,
-                                   const sim::SimModel& sim) {
+}  // namespace
+
+sampling::ParameterSpace SampleJob::space(const Config& config, const model::RobotModel& robot,
+                                          const sim::SimModel& sim) {
   std::vector<sampling::SampledBody> bodies;
   for (std::size_t i = 0; i < config.bodies.size(); ++i) {
     const SampleJob::BodyChoice& choice = config.bodies[i];
@@ -222,6 +224,8 @@ sampling::ParameterSpace makeSpace(const SampleJob::Config& config, const model:
     throw InputError(config.source + ": " + e.what());
   }
 }
+
+namespace {
 
 // d pi / d x of body b at x (10 x 10, central differences): maps the covariance of the body's
 // log-Cholesky coordinates (x units) to pi's.
@@ -286,6 +290,10 @@ SampleJob::Config SampleJob::parse(const std::string& yaml_text, const std::stri
     s.read("floor_offset_range", config.floor_offset_range, yaml::nonNegative);
     s.finish();
   }
+  if (top.has("more_logs")) {
+    top.read("more_logs", config.more_logs);
+    for (std::string& path : config.more_logs) path = yaml::resolveConfigPath(base_dir, path);
+  }
   top.raw("robot");
   top.raw("log");
   top.finish();
@@ -305,30 +313,35 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
   Result result;
   result.config = config;
   const model::RobotModel robot = model::loadRobot(config.robot);
-  io::Log log = io::readLog(config.log);
-  if (robot.hasFreeFlyer() && log.joints.base_pose.rows() == 0) {
-    // a real log has no base state: heft base-state's estimator (smoothed, offline) gives it
-    progress.say("estimating the base state from the IMU, the legs and the contacts");
-    try {
-      basestate::fillBaseState(robot.pinocchio(), log);
-    } catch (const InputError& e) {
-      throw InputError(config.log + ": " + e.what());
-    }
-    result.base_state_estimated = true;
-    result.warnings.push_back(
-        "base pose and twist estimated from the IMU, the legs and the contacts (the log has "
-        "none)");
-  }
   sim::SimModelOptions sim_options;
   sim_options.contact_radius = config.contact_radius;
   sim_options.floor_friction = config.floor_friction;
   const sim::SimModel sim(robot, sim_options);
-  const sampling::ParameterSpace space = makeSpace(config, robot, sim);
-  sampling::ReplayData data;
-  try {
-    data = sampling::ReplayData::fromLog(sim, log, config.ground_base);
-  } catch (const InputError& e) {
-    throw InputError(config.log + ": " + e.what());
+  const sampling::ParameterSpace space = SampleJob::space(config, robot, sim);
+  const auto replayOf = [&](const std::string& path, io::Log& log) {
+    try {
+      if (robot.hasFreeFlyer() && log.joints.base_pose.rows() == 0) {
+        // a real log has no base state: heft base-state's estimator (smoothed, offline) gives it
+        progress.say("estimating the base state of " + path +
+                     " from the IMU, the legs and the contacts");
+        basestate::fillBaseState(robot.pinocchio(), log);
+        if (!result.base_state_estimated)
+          result.warnings.push_back(
+              "base pose and twist estimated from the IMU, the legs and the contacts (the log "
+              "has none)");
+        result.base_state_estimated = true;
+      }
+      return sampling::ReplayData::fromLog(sim, log, config.ground_base);
+    } catch (const InputError& e) {
+      throw InputError(path + ": " + e.what());
+    }
+  };
+  // the first log's truth group (a simulated log) scores the bodies; the others' are not read
+  io::Log log = io::readLog(config.log);
+  sampling::ReplayData data = replayOf(config.log, log);
+  for (const std::string& path : config.more_logs) {
+    io::Log more = io::readLog(path);
+    data.append(replayOf(path, more));
   }
   sampling::SamplingOptions options = config.sampling;
   if (config.kp > 0 || config.kd > 0) {
@@ -473,6 +486,7 @@ nlohmann::json SampleJob::Result::toJson() const {
   j["method"] = "sampling";
   j["robot"] = {{"name", config.robot}};
   j["log"] = config.log;
+  if (!config.more_logs.empty()) j["more_logs"] = config.more_logs;
   j["parameters"] = results::parametersJson(bodies);
   nlohmann::json actuators = nlohmann::json::object();
   for (const GroupEstimate& g : groups)
@@ -536,8 +550,9 @@ nlohmann::json SampleJob::Result::toJson() const {
 
 std::vector<std::string> SampleJob::write(const Result& result, const std::string& out_dir,
                                           const WriteOptions& options) {
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "history.csv"},
-                            {result.config.log}, options);
+  std::vector<std::string> inputs = {result.config.log};
+  inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "history.csv"}, inputs, options);
   std::vector<std::string> written;
   std::ostringstream csv;
   csv << "generation,best_cost,seconds\n";

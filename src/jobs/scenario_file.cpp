@@ -508,6 +508,33 @@ void readSeries(Section& m, const RobotNames& robot, sim::FourierExcitationOptio
   });
 }
 
+// motion.commands: {degree, segment_duration, points: six lists (x, y, z, roll, pitch, yaw) of
+// segments (degree + 1) control points, hop_flight: one per segment}, the form heft::sampling's
+// active exploration designs.
+void readCommands(Section& m, double hop_push, sim::BezierCommands& commands) {
+  Section c(m.raw("commands"), m.field("commands"), m.source(),
+            {"degree", "segment_duration", "points", "hop_flight"});
+  c.read("degree", commands.degree, yaml::positiveCount);
+  if (c.has("hop_flight")) commands.hop_flight = c.vector("hop_flight");
+  c.read("segment_duration", commands.segment_duration, yaml::positive);
+  const YAML::Node rows = c.raw("points");
+  if (!rows || !rows.IsSequence() || rows.size() != sim::BezierCommands::kChannels)
+    c.fail(rows ? rows : c.node(), c.field("points"),
+           "expected 6 lists of control points (x, y, z, roll, pitch, yaw)");
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::string where = c.field("points") + "[" + std::to_string(r) + "]";
+    if (!rows[r].IsSequence()) c.fail(rows[r], where, "expected a list of numbers");
+    if (r == 0) commands.points.resize(sim::BezierCommands::kChannels, rows[0].size());
+    if (rows[r].size() != static_cast<std::size_t>(commands.points.cols()))
+      c.fail(rows[r], where,
+             "expected " + std::to_string(commands.points.cols()) + " numbers, as points[0]");
+    for (std::size_t i = 0; i < rows[r].size(); ++i)
+      commands.points(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(i)) =
+          c.number(rows[r][i], where);
+  }
+  c.check([&] { commands.validate(hop_push); });
+}
+
 void readMotion(const YAML::Node& node, const std::string& source, const RobotNames& robot,
                 sim::Scenario& scenario) {
   auto failAt = [&](const YAML::Node& n, const std::string& where, const std::string& what) {
@@ -534,7 +561,7 @@ void readMotion(const YAML::Node& node, const std::string& source, const RobotNa
            "expected stance, fourier or humanoid, got \"" + type + "\"");
   }
   std::vector<std::string> keys;
-  if (type == "stance") keys = keysOf(stanceNumbers(), {"type", "posture"});
+  if (type == "stance") keys = keysOf(stanceNumbers(), {"type", "posture", "commands"});
   if (type == "fourier")
     keys = keysOf(fourierNumbers(), {"type", "harmonics", "coefficient_seed", "center", "series"});
   if (type == "humanoid")
@@ -546,6 +573,7 @@ void readMotion(const YAML::Node& node, const std::string& source, const RobotNa
     auto& o = scenario.stance;
     m.readNumbers(stanceNumbers(), o);
     if (m.has("posture")) o.posture = m.vector("posture", robot.nu());
+    if (m.has("commands")) readCommands(m, o.hop_push, o.commands);
     m.check([&] { o.validate(robot.nu()); });
   } else if (type == "fourier") {
     scenario.motion = sim::Motion::Fourier;
@@ -834,6 +862,17 @@ Lines motionLines(const sim::Scenario& s) {
   if (s.motion == sim::Motion::Stance) {
     if (s.stance.posture.size() > 0) add(l, "posture", list(s.stance.posture));
     addNumbers(l, stanceNumbers(), s.stance);
+    const sim::BezierCommands& c = s.stance.commands;
+    if (c.points.size() > 0) {
+      Lines commands, rows;
+      add(commands, "degree", std::to_string(c.degree));
+      addNumber(commands, "segment_duration", c.segment_duration);
+      if (c.hop_flight.size() > 0) add(commands, "hop_flight", list(c.hop_flight));
+      for (Eigen::Index r = 0; r < c.points.rows(); ++r)
+        rows.push_back("- " + list(Eigen::VectorXd(c.points.row(r).transpose())));
+      addBlock(commands, "points", rows);
+      addBlock(l, "commands", commands);
+    }
   } else if (s.motion == sim::Motion::Fourier) {
     const sim::FourierExcitationOptions defaults;
     if (s.fourier.harmonics != defaults.harmonics)

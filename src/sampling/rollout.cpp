@@ -139,21 +139,65 @@ ReplayData ReplayData::fromLog(const sim::SimModel& sim, const io::Log& log, boo
   return data;
 }
 
+void ReplayData::append(const ReplayData& other) {
+  require(other.q.rows() == q.rows() && other.v.rows() == v.rows() &&
+              other.tau.rows() == tau.rows() && other.tau_cmd.rows() == tau_cmd.rows(),
+          "appended log", "the same robot's coordinates", "other sizes");
+  require(samples() >= 2 && other.samples() >= 2, "appended log", "at least 2 samples each",
+          std::to_string(std::min(samples(), other.samples())));
+  const int n = samples(), m = other.samples();
+  std::vector<double> steps(n - 1);
+  for (int k = 0; k + 1 < n; ++k) steps[k] = time[k + 1] - time[k];
+  std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+  const double shift = time[n - 1] + steps[steps.size() / 2] - other.time[0];
+  const auto grow = [n, m](Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+    a.conservativeResize(Eigen::NoChange, n + m);
+    a.rightCols(m) = b;
+  };
+  time.conservativeResize(n + m);
+  time.tail(m) = other.time.array() + shift;
+  grow(q, other.q);
+  grow(v, other.v);
+  grow(tau, other.tau);
+  grow(tau_cmd, other.tau_cmd);
+  joins.push_back(n);
+  for (int j : other.joins) joins.push_back(n + j);
+}
+
 std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps,
-                            std::uint64_t seed) {
+                            std::uint64_t seed, const std::vector<int>& joins) {
   require(count >= 1, "clips", ">= 1", std::to_string(count));
   require(min_steps >= 1 && min_steps <= max_steps, "clip steps", "1 <= min <= max",
           std::to_string(min_steps) + ", " + std::to_string(max_steps));
   if (samples < max_steps + 1)
     throw InputError("log: " + std::to_string(samples) + " samples, fewer than the longest clip (" +
                      std::to_string(max_steps + 1) + " samples)");
+  // some recording must hold the longest clip, or the redraws below would never end
+  int longest = 0, begin = 0;
+  for (int j : joins) {
+    if (j <= 0 || j >= samples) continue;
+    longest = std::max(longest, j - begin);
+    begin = j;
+  }
+  longest = std::max(longest, samples - begin);
+  if (longest < max_steps + 1)
+    throw InputError("log: the longest recording has " + std::to_string(longest) +
+                     " samples, fewer than the longest clip (" + std::to_string(max_steps + 1) +
+                     " samples)");
+  const auto crosses = [&joins](const Clip& c) {
+    for (int j : joins)
+      if (c.start < j && j <= c.start + c.steps) return true;
+    return false;
+  };
   sim::Rng rng(seed, 0x5a3f);
   std::vector<Clip> clips(count);
   for (Clip& c : clips) {
-    c.steps = min_steps + static_cast<int>(rng.uniform() * (max_steps - min_steps + 1));
-    c.steps = std::min(c.steps, max_steps);
-    const int last_start = samples - 1 - c.steps;
-    c.start = std::min(last_start, static_cast<int>(rng.uniform() * (last_start + 1)));
+    do {
+      c.steps = min_steps + static_cast<int>(rng.uniform() * (max_steps - min_steps + 1));
+      c.steps = std::min(c.steps, max_steps);
+      const int last_start = samples - 1 - c.steps;
+      c.start = std::min(last_start, static_cast<int>(rng.uniform() * (last_start + 1)));
+    } while (crosses(c));
   }
   return clips;
 }
@@ -167,6 +211,8 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
   joint_velocity += o.joint_velocity;
   joint_torque += o.joint_torque;
   steps += o.steps;
+  max_tilt = std::max(max_tilt, o.max_tilt);
+  min_base_height = std::min(min_base_height, o.min_base_height);
   finite = finite && o.finite;
   return *this;
 }
@@ -323,6 +369,10 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
       terms.base_orientation += 1.0 - dot * dot;
       terms.base_velocity += twist_error.head<3>().squaredNorm();
       terms.base_angular_velocity += twist_error.tail<3>().squaredNorm();
+      const double qx = q_[3], qy = q_[4];  // z axis tilt: cos = 1 - 2 (qx^2 + qy^2)
+      terms.max_tilt =
+          std::max(terms.max_tilt, std::acos(std::clamp(1 - 2 * (qx * qx + qy * qy), -1.0, 1.0)));
+      terms.min_base_height = std::min(terms.min_base_height, q_[2] - floor_shift.z());
       if (r) {
         Eigen::Map<Eigen::VectorXd>(r, 3) = position_error;
         Eigen::Map<Eigen::VectorXd>(r + 3, 6) = twist_error;

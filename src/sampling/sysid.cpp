@@ -199,10 +199,13 @@ int residualChannel(int e, bool free_flyer, int nu) {
 
 RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
                                       const ReplayData& data, const std::vector<Clip>& clips,
-                                      const Replay& replay, const Eigen::VectorXd& x, double step) {
+                                      const Replay& replay, const Eigen::VectorXd& x, double step,
+                                      const Eigen::VectorXd& channel_sigma) {
   require(x.size() == space.dimension(), "x", std::to_string(space.dimension()) + " entries",
           std::to_string(x.size()));
   require(step > 0, "step", "> 0", formatNumber(step));
+  require(channel_sigma.size() == 0 || channel_sigma.size() == 6, "channel_sigma",
+          "6 entries or none", std::to_string(channel_sigma.size()));
   RolloutInformation info;
   Rollout rollout(sim, space);
   const int per_step = rollout.residualSize();
@@ -222,9 +225,10 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
     }
   }
   info.channel_rms = (sum.array() / count.array().max(1.0)).sqrt();
+  const Eigen::VectorXd& sigma = channel_sigma.size() == 6 ? channel_sigma : info.channel_rms;
   Eigen::VectorXd weight(per_step);
   for (int e = 0; e < per_step; ++e) {
-    const double rms = info.channel_rms[residualChannel(e, free_flyer, nu)];
+    const double rms = sigma[residualChannel(e, free_flyer, nu)];
     weight[e] = rms > 0 ? 1.0 / rms : 0.0;
   }
   // F = sum over clips of J^T W^2 J, one clip's Jacobian at a time
@@ -261,6 +265,14 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
   return info;
 }
 
+CostTerms scoreCandidate(const sim::SimModel& sim, const ParameterSpace& space,
+                         const ReplayData& data, const std::vector<Clip>& clips,
+                         const Replay& replay, const Candidate& candidate) {
+  Rollout rollout(sim, space);
+  std::atomic<long> rollouts{0};
+  return evaluate(rollout, candidate, data, clips, replay, rollouts);
+}
+
 SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpace& space,
                                    const ReplayData& data, const SamplingOptions& options,
                                    const GenerationCallback& on_generation) {
@@ -284,10 +296,16 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
     throw InputError("clips.holdout_fraction: the held-out end of the log (" +
                      num(held * summary.dt, 3) + " s) is shorter than clips.max_horizon (" +
                      num(options.max_horizon, 3) + " s)");
-  summary.clips = drawClips(fitted, options.clips, min_steps, max_steps, options.clip_seed);
+  std::vector<int> fitted_joins, held_joins;  // recordings' starts in each part
+  for (int j : data.joins) {
+    if (j < fitted) fitted_joins.push_back(j);
+    if (j > fitted) held_joins.push_back(j - fitted);
+  }
+  summary.clips =
+      drawClips(fitted, options.clips, min_steps, max_steps, options.clip_seed, fitted_joins);
   if (held > 0) {
-    summary.holdout_clips =
-        drawClips(held, options.holdout_clips, min_steps, max_steps, options.clip_seed + 1);
+    summary.holdout_clips = drawClips(held, options.holdout_clips, min_steps, max_steps,
+                                      options.clip_seed + 1, held_joins);
     for (Clip& clip : summary.holdout_clips) clip.start += fitted;
   }
   summary.threads = options.threads > 0

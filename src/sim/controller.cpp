@@ -43,7 +43,7 @@ int sampleCount(double duration, double dt) {
 
 // Base pose offsets of the stance motion at time t.
 struct PoseOffset {
-  double roll = 0, pitch = 0, yaw = 0, dz = 0;
+  double roll = 0, pitch = 0, yaw = 0, dx = 0, dy = 0, dz = 0;
   std::vector<double> lift;  // per foot, above the floor [m] (trot and hop phases); empty: none
 };
 
@@ -99,25 +99,61 @@ constexpr double kGravity = 9.81;
 // One hop from rest to rest: push (base down then up to take-off at v0 with acceleration -g),
 // flight (ballistic base, feet lifted by a bump), landing (mirror of the push). Returns the base
 // height offset and sets `flight_lift` (feet above the floor) at local time `tau`.
-double hopOffset(const StanceMotionOptions& o, double tau, double& flight_lift) {
+double hopOffset(const StanceMotionOptions& o, double flight, double tau, double& flight_lift) {
   flight_lift = 0;
-  const double v0 = kGravity * o.hop_flight / 2;
+  const double v0 = kGravity * flight / 2;
   const double push = o.hop_push;
   if (tau < push) {
     // derivatives with respect to x = tau / push: velocity * push, acceleration * push^2
     return quintic(tau / push, 0, 0, 0, 0, v0 * push, -kGravity * push * push).s;
   }
   tau -= push;
-  if (tau < o.hop_flight) {
-    flight_lift = bump(tau / o.hop_flight, o.hop_clearance);
+  if (tau < flight) {
+    flight_lift = bump(tau / flight, o.hop_clearance);
     return v0 * tau - 0.5 * kGravity * tau * tau;
   }
-  tau -= o.hop_flight;
+  tau -= flight;
   if (tau < push) return quintic(tau / push, 0, -v0 * push, -kGravity * push * push, 0, 0, 0).s;
   return 0;
 }
 
+// Free time kept at each end of a pronking segment [s].
+constexpr double kHopMargin = 0.5;
+
+void addCommands(const StanceMotionOptions& o, double local, PoseOffset& p) {
+  const BezierCommands& commands = o.commands;
+  if (commands.points.size() == 0) return;
+  const Eigen::Matrix<double, BezierCommands::kChannels, 1> c = commands.evaluate(local);
+  p.dx += c[0];
+  p.dy += c[1];
+  p.dz += c[2];
+  p.roll += c[3];
+  p.pitch += c[4];
+  p.yaw += c[5];
+  if (!commands.hops() || local < 0 || local >= commands.duration()) return;
+  const int segment =
+      std::min(static_cast<int>(local / commands.segment_duration), commands.segments() - 1);
+  const double flight = commands.hop_flight[segment];
+  if (flight <= 0) return;
+  // whole hops from rest to rest, centred in the segment
+  const double period = 2 * o.hop_push + flight;
+  const double H = commands.segment_duration;
+  const int hops = static_cast<int>((H - 2 * kHopMargin) / period);
+  const double tau = local - segment * H - 0.5 * (H - hops * period);
+  double lift = 0;
+  if (tau >= 0 && tau < hops * period) p.dz += hopOffset(o, flight, std::fmod(tau, period), lift);
+  p.lift.assign(4, lift);
+}
+
+PoseOffset phaseOffset(const StanceMotionOptions& o, double t);
+
 PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
+  PoseOffset p = phaseOffset(o, t);
+  if (t >= o.settle) addCommands(o, t - o.settle, p);
+  return p;
+}
+
+PoseOffset phaseOffset(const StanceMotionOptions& o, double t) {
   PoseOffset p;
   if (t < o.settle) return p;
   std::vector<int> phases;  // 0 roll, 1 pitch, 2 yaw, 3 squat
@@ -172,7 +208,8 @@ PoseOffset stanceOffset(const StanceMotionOptions& o, double t) {
       const double start = 0.5 * (o.phase_duration - hops * period);
       const double tau = local - start;
       double lift = 0;
-      if (tau >= 0 && tau < hops * period) p.dz = hopOffset(o, std::fmod(tau, period), lift);
+      if (tau >= 0 && tau < hops * period)
+        p.dz = hopOffset(o, o.hop_flight, std::fmod(tau, period), lift);
       p.lift.assign(4, lift);
     }
   }
@@ -214,6 +251,64 @@ bool solveFeet(const pinocchio::Model& model, pinocchio::Data& data,
 
 }  // namespace
 
+Eigen::Matrix<double, BezierCommands::kChannels, 1> BezierCommands::evaluate(double local) const {
+  Eigen::Matrix<double, kChannels, 1> value = Eigen::Matrix<double, kChannels, 1>::Zero();
+  const int count = segments();
+  if (count == 0 || local < 0 || local >= count * segment_duration) return value;
+  const int segment = std::min(static_cast<int>(local / segment_duration), count - 1);
+  const double u = std::clamp(local / segment_duration - segment, 0.0, 1.0);
+  // Bernstein weights by the recurrence C(n, i) u^i (1-u)^(n-i): start at (1-u)^n
+  double weight = std::pow(1 - u, degree);
+  for (int i = 0; i <= degree; ++i) {
+    if (i > 0) {
+      // C(n, i) / C(n, i - 1) = (n - i + 1) / i; u / (1 - u) is avoided at u = 1
+      weight = u < 1 ? weight * (degree - i + 1) / i * u / (1 - u) : (i == degree ? 1.0 : 0.0);
+    }
+    value += weight * points.col(segment * (degree + 1) + i);
+  }
+  return value;
+}
+
+void BezierCommands::validate(double hop_push) const {
+  if (points.size() == 0) {
+    require(hop_flight.size() == 0, "commands.hop_flight", "none without control points",
+            std::to_string(hop_flight.size()) + " values");
+    return;
+  }
+  require(degree >= 4, "commands.degree", ">= 4 (two fixed control points at each end)",
+          std::to_string(degree));
+  requirePositive(segment_duration, "commands.segment_duration", " s");
+  require(points.rows() == kChannels, "commands.points",
+          std::to_string(kChannels) + " rows (x, y, z, roll, pitch, yaw)",
+          std::to_string(points.rows()));
+  require(points.cols() % (degree + 1) == 0, "commands.points",
+          "degree + 1 = " + std::to_string(degree + 1) + " columns per segment",
+          std::to_string(points.cols()) + " columns");
+  require(points.allFinite(), "commands.points", "finite values", "non-finite values");
+  for (int s = 0; s < segments(); ++s) {
+    const int first = s * (degree + 1);
+    const bool at_rest = points.col(first).isZero(0) && points.col(first + 1).isZero(0) &&
+                         points.col(first + degree - 1).isZero(0) &&
+                         points.col(first + degree).isZero(0);
+    require(at_rest, "commands.points",
+            "segments that start and end at rest (their first two and last two control points 0)",
+            "segment " + std::to_string(s + 1) + " with a non-zero end point");
+  }
+  if (hop_flight.size() == 0) return;
+  require(hop_flight.size() == segments(), "commands.hop_flight",
+          "one flight time per segment (" + std::to_string(segments()) + ")",
+          std::to_string(hop_flight.size()) + " values");
+  for (Eigen::Index s = 0; s < hop_flight.size(); ++s) {
+    require(std::isfinite(hop_flight[s]) && hop_flight[s] >= 0, "commands.hop_flight",
+            "flight times >= 0 s", num(hop_flight[s]));
+    require(
+        hop_flight[s] == 0 || 2 * hop_push + hop_flight[s] <= segment_duration - 2 * kHopMargin,
+        "commands.hop_flight",
+        "hops (2 hop_push + flight) that fit in a segment with 0.5 s free at each end",
+        num(2 * hop_push + hop_flight[s]) + " s in segments of " + num(segment_duration) + " s");
+  }
+}
+
 void StanceMotionOptions::validate(int nu) const {
   require(posture.size() == nu, "posture", std::to_string(nu) + " joint angles",
           std::to_string(posture.size()));
@@ -239,6 +334,7 @@ void StanceMotionOptions::validate(int nu) const {
   require(hop_flight == 0 || 2 * hop_push + hop_flight <= phase_duration - 2 * ramp, "hop_flight",
           "a hop (2 hop_push + hop_flight) that fits between the fades of a phase",
           num(2 * hop_push + hop_flight) + " s");
+  commands.validate(hop_push);
 }
 
 Reference stanceReference(const model::RobotModel& nominal, const std::vector<std::string>& feet,
@@ -288,7 +384,7 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
                                Eigen::AngleAxisd(o.pitch, Eigen::Vector3d::UnitY()) *
                                Eigen::AngleAxisd(o.roll, Eigen::Vector3d::UnitX()))
                                   .toRotationMatrix();
-    const Eigen::Vector3d p(0, 0, height + o.dz);
+    const Eigen::Vector3d p(o.dx, o.dy, height + o.dz);
     for (int f = 0; f < nf; ++f) {
       Eigen::Vector3d foot = feet_world.col(f);
       if (f < static_cast<int>(o.lift.size())) foot.z() += o.lift[f];
@@ -320,7 +416,7 @@ Reference stanceReference(const model::RobotModel& nominal, const std::vector<st
   }
 
   // feed-forward: base rows of the dynamics balanced by foot forces, joints take the rest
-  const bool lifting = options.trot_height > 0 || options.hop_flight > 0;
+  const bool lifting = options.trot_height > 0 || options.hop_flight > 0 || options.commands.hops();
   if (lifting) {
     require(nf == 4, "feet", "four feet for the trot and hop phases", std::to_string(nf));
   }

@@ -44,6 +44,10 @@ struct SampleJob {
     std::string source = "<config>";  ///< where it came from, for messages
     std::string robot;                ///< short name or URDF path
     std::string log;
+    /// Further recordings identified together with `log` (spi-active's second stage: the first
+    /// log and the designed experiment's); no clip crosses from one to the next, and the held-out
+    /// clips come from the end of the last.
+    std::vector<std::string> more_logs;
     std::vector<BodyChoice> bodies;
     std::vector<GroupChoice> actuators;
     std::vector<JointChoice> joints;
@@ -115,6 +119,11 @@ struct SampleJob {
     Progress silent;
     return run(config, silent);
   }
+
+  /// The search space the config describes (the order of SamplingSummary::best_x).
+  /// \throws InputError naming a body, joint or range of the config.
+  static sampling::ParameterSpace space(const Config& config, const model::RobotModel& robot,
+                                        const sim::SimModel& sim);
 
   /// Writes DIR/result.json, DIR/history.csv and (bodies sampled, search usable) DIR/robot.urdf,
   /// atomically. \throws SolveError (exit 1) after result.json when the search failed or the URDF

@@ -5,6 +5,7 @@
 /// (eq. 4, the terms of Table 3). One Rollout per thread: it owns a copy of the compiled model that
 /// each candidate edits in place, and its data; nothing is allocated per step.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,13 @@ struct ReplayData {
   Eigen::MatrixXd v;        ///< nv x N; a floating base from joints/base_twist
   Eigen::MatrixXd tau;      ///< nu x N measured joint torques
   Eigen::MatrixXd tau_cmd;  ///< nu x N commanded joint torques
+  /// Where each appended recording starts (sample indices, increasing): no clip crosses one.
+  std::vector<int> joins;
   int samples() const { return static_cast<int>(time.size()); }
+  /// Appends another recording of the same robot (spi-active's second stage identifies on the
+  /// first log and the designed one together); its time continues this one's after one median
+  /// step. \throws InputError when the sizes differ.
+  void append(const ReplayData& other);
   /// The log's joints group on `sim`'s joints, the base height grounded (groundBaseHeight) unless
   /// `ground` is false (a base position measured in the simulator's world, e.g. by motion capture
   /// over the same floor). \throws InputError naming what is missing: a joint of the model,
@@ -45,10 +52,11 @@ struct Clip {
 };
 
 /// `count` clips with uniformly random starts and lengths in [min_steps, max_steps] (spi-active:
-/// H ~ U(H_min, H_max)), deterministic in `seed`, within `samples` samples.
-/// \throws InputError when the log is shorter than max_steps + 1 samples.
+/// H ~ U(H_min, H_max)), deterministic in `seed`, within `samples` samples; a clip that would
+/// cross one of `joins` (ReplayData::joins) is drawn again.
+/// \throws InputError when the log is shorter than max_steps + 1 samples, or no recording is.
 std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps,
-                            std::uint64_t seed);
+                            std::uint64_t seed, const std::vector<int>& joins = {});
 
 /// How a clip is driven. Open loop: tau_cmd of the log. Through the PD: tau_cmd of the log plus
 /// kp (q_log - q) + kd (v_log - v), which is what a joint PD with the same targets would command
@@ -68,6 +76,10 @@ struct CostTerms {
   double joint_velocity = 0;
   double joint_torque = 0;  ///< |tau - tau_log|^2 (tau: what the actuator model applies)
   long steps = 0;
+  /// Extremes of a floating base over the steps: the largest angle between its z axis and the
+  /// world's [rad] and its lowest height [m] (falls, active exploration's feasibility).
+  double max_tilt = 0;
+  double min_base_height = std::numeric_limits<double>::infinity();
   bool finite = true;  ///< false when a rollout diverged or MuJoCo failed
   CostTerms& operator+=(const CostTerms& other);
 };

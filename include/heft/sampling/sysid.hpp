@@ -87,11 +87,20 @@ struct RolloutInformation {
 };
 
 /// The Fisher information of `space`'s coordinates at x over `clips` (one thread); `step` is the
-/// central-difference step in x units.
+/// central-difference step in x units. `channel_sigma` (6 entries, the channels of channel_rms),
+/// when given, is the noise model instead of the residual RMS at x (a designed motion, whose
+/// "log" is the command itself: its residuals are not noise).
 RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
                                       const ReplayData& data, const std::vector<Clip>& clips,
                                       const Replay& replay, const Eigen::VectorXd& x,
-                                      double step = 0.2);
+                                      double step = 0.2,
+                                      const Eigen::VectorXd& channel_sigma = Eigen::VectorXd());
+
+/// The summed terms of `candidate` on `clips` of `data` (one thread): how well a model predicts
+/// a log, e.g. one the fit did not see. Stops at the first clip that diverges (terms not finite).
+CostTerms scoreCandidate(const sim::SimModel& sim, const ParameterSpace& space,
+                         const ReplayData& data, const std::vector<Clip>& clips,
+                         const Replay& replay, const Candidate& candidate);
 
 /// Identifies `space` on `data`. \throws InputError for bad options or a log too short for the
 /// clips; a start model whose rollouts diverge is a Failed summary, not a throw.

@@ -26,6 +26,34 @@ struct Reference {
   int samples() const { return static_cast<int>(q.cols()); }
 };
 
+/// Base commands given as Bezier curves (spi-active App. A.3: command sequences reparametrized by
+/// the control points of a Bezier curve per horizon), the form active exploration designs
+/// (heft::sampling::designCommands). After the stance motion's `settle`, consecutive segments of
+/// `segment_duration` seconds; in segment s, at u = (t - start) / segment_duration in [0, 1],
+///   offset(t) = sum_{i=0..n} C(n, i) u^i (1 - u)^(n - i) P_{s,i},  n = degree,
+/// where P_{s,i} is column s (n + 1) + i of `points`, whose rows are the base offsets
+/// [x, y, z (m, world), roll, pitch, yaw (rad)]. The first two and the last two control points of
+/// each segment are 0, so every segment starts and ends standing at rest (offset and rate 0) and
+/// the segments join smoothly. After the last segment the robot stands.
+/// A segment may also pronk (spi-active's gait commands: its exploration favours pronking): with
+/// hop_flight[s] > 0, whole hops of that flight time (the stance motion's hop_push and
+/// hop_clearance) from rest to rest, centred in the segment with at least 0.5 s free at each end,
+/// add their height and foot lift to the curves'.
+struct BezierCommands {
+  static constexpr int kChannels = 6;  ///< x, y, z, roll, pitch, yaw
+  int degree = 10;                     ///< spi-active's 10-degree curve
+  double segment_duration = 4.0;       ///< [s], spi-active's horizon H
+  Eigen::MatrixXd points;              ///< kChannels x segments (degree + 1); empty = none
+  Eigen::VectorXd hop_flight;          ///< [s] per segment, 0 = no hops; empty = none
+  bool hops() const { return hop_flight.size() > 0 && hop_flight.maxCoeff() > 0; }
+  int segments() const { return static_cast<int>(points.cols()) / (degree + 1); }
+  double duration() const { return segments() * segment_duration; }
+  /// The offsets at `local` seconds after the commands start (0 outside them).
+  Eigen::Matrix<double, kChannels, 1> evaluate(double local) const;
+  /// Throws InputError naming the field; `hop_push` is the motion's.
+  void validate(double hop_push = 0.3) const;
+};
+
 /// Quadruped motions with every foot planted: the base follows a pose trajectory and inverse
 /// kinematics of the nominal model keeps the feet where they stood. After `settle` seconds of
 /// standing, the phases roll, pitch, yaw (sinusoids) and squats (height) follow each other for
@@ -56,6 +84,8 @@ struct StanceMotionOptions {
   double hop_flight = 0;
   double hop_push = 0.3;        ///< [s]
   double hop_clearance = 0.03;  ///< [m]
+  /// Designed base commands, added to the phases' offsets from the end of `settle` on.
+  BezierCommands commands;
   /// Throws InputError naming the field (`nu` = actuated joints of the robot).
   void validate(int nu) const;
 };

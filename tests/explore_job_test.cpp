@@ -1,0 +1,179 @@
+// The `heft explore` job: config errors naming file, line and field; a short run on a go2-actuator
+// log whose scenario.yaml plays in heft simulate and whose reference.csv has the documented
+// columns; the CLI's exit codes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/jobs/explore_job.hpp"
+#include "heft/jobs/simulate_job.hpp"
+#include "support/heft_cli.hpp"
+#include "support/sim_log.hpp"
+
+using namespace heft;
+using jobs::ExploreJob;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ctest runs the cases in parallel processes: every file carries the process id.
+fs::path scratch(const std::string& name) {
+  return test::scratchPath("explore_job", std::to_string(::getpid()) + "_" + name);
+}
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// A small stage 1: the calf group of a short go2-actuator log, a few clips and generations.
+fs::path sampleConfig(const std::string& log, double kp = 60) {
+  const fs::path p = scratch("stage1_kp" + std::to_string(static_cast<int>(kp)) + ".yaml");
+  writeFile(p, "robot: go2\nlog: " + log +
+                   "\nactuators:\n"
+                   "  - {name: calf, joints: [FL_calf_joint, FR_calf_joint, RL_calf_joint, "
+                   "RR_calf_joint]}\n"
+                   "weights: {joint_torque: 1.0}\nreplay: {kp: " +
+                   std::to_string(kp) +
+                   ", kd: 1.5}\n"
+                   "clips: {count: 6, min_horizon: 0.2, max_horizon: 0.3, seed: 1, "
+                   "holdout_fraction: 0}\n"
+                   "optimizer: {iterations: 4, seed: 1}\nthreads: 2\n");
+  return p;
+}
+
+const char* kExploration =
+    "exploration: {segments: 1, segment_duration: 2.5, degree: 4, max_hop_flight: 0.1}\n"
+    "optimizer: {iterations: 2, population: 4, seed: 3}\n";
+
+std::string parseError(const std::string& text) {
+  try {
+    const fs::path config = scratch("bad.yaml");
+    ExploreJob::parse(text, config.string(), config.parent_path().string());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ExploreJob, BadInputNamesFileLineAndField) {
+  const std::string log = test::writeSimulatedLog("explore_job", "go2-actuator", 3.0, 5);
+  const std::string sample = sampleConfig(log).filename().string();
+  EXPECT_NE(parseError("exploration: {segments: 1}\n").find("sample: missing"), std::string::npos)
+      << parseError("exploration: {segments: 1}\n");
+  const std::string criterion =
+      parseError("sample: " + sample + "\nexploration:\n  criterion: trace\n");
+  EXPECT_NE(criterion.find("bad.yaml:3: exploration.criterion: expected trace_inverse"),
+            std::string::npos)
+      << criterion;
+  const std::string bounds =
+      parseError("sample: " + sample + "\nexploration:\n  bounds: [0.1, 0.1]\n");
+  EXPECT_NE(bounds.find("exploration.bounds: expected 6 numbers"), std::string::npos) << bounds;
+  const std::string other_robot =
+      parseError("sample: " + sample + "\nreference_scenario: go1-7.2kg\n");
+  EXPECT_NE(
+      other_robot.find("reference_scenario: expected a scenario of the sample config's robot"),
+      std::string::npos)
+      << other_robot;
+  const std::string missing = parseError("sample: nowhere.yaml\n");
+  EXPECT_NE(missing.find("nowhere.yaml"), std::string::npos) << missing;
+  // the design replays the commands through the robot's PD: the reference scenario's gains
+  const std::string gains_config = sampleConfig(log, 40).filename().string();
+  const std::string gains = parseError("sample: " + gains_config + "\n");
+  EXPECT_NE(gains.find("the gains of the sample config's replay (kp 40"), std::string::npos)
+      << gains;
+}
+
+TEST(ExploreJob, DesignsCommandsThatHeftSimulatePlays) {
+  const std::string log = test::writeSimulatedLog("explore_job", "go2-actuator", 3.0, 5);
+  const fs::path config = scratch("explore.yaml");
+  writeFile(config, "sample: " + sampleConfig(log).filename().string() + "\n" + kExploration);
+  const ExploreJob::Result result = ExploreJob::run(ExploreJob::load(config.string()));
+  ASSERT_TRUE(result.ok()) << result.report();
+  EXPECT_TRUE(result.random.feasible) << result.random.why;
+  EXPECT_LE(result.design.best.criterion, result.design.optimizer.initial_cost);
+  // the calf's gain and kappa, and the floor under the grounded base
+  EXPECT_EQ(result.names,
+            (std::vector<std::string>{"gain[calf]", "saturation[calf]", "floor_offset"}));
+  const fs::path out = scratch("explore_out");
+  fs::remove_all(out);
+  ExploreJob::write(result, out.string());
+  // the scenario plays: the reference scenario (go2-stand) with the designed commands
+  const jobs::SimulateJob::Config played =
+      jobs::SimulateJob::load((out / "scenario.yaml").string());
+  EXPECT_EQ(played.scenario.stance.commands.points, result.design.best.motion.commands.points);
+  EXPECT_EQ(played.scenario.duration, result.design.best.duration);
+  EXPECT_EQ(played.scenario.kp, 60);
+  // reference.csv: t, 7 base columns, 12 joints, 12 feed-forward torques at 100 Hz
+  std::ifstream csv(out / "reference.csv");
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 32 - 1) << header;
+  EXPECT_EQ(header.rfind("t,base_x,base_y,base_z,base_qx,base_qy,base_qz,base_qw,FL_hip_joint", 0),
+            0u)
+      << header;
+  int rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, static_cast<int>(std::floor(result.design.best.duration * 100 + 1e-9)) + 1);
+  const nlohmann::json j = nlohmann::json::parse(readFile(out / "result.json"));
+  EXPECT_EQ(j["status"], "designed");
+  EXPECT_EQ(j["design"]["criterion_name"], "trace_inverse");
+  EXPECT_TRUE(j["design"]["predicted_std"].contains("saturation[calf]")) << j["design"].dump();
+  EXPECT_EQ(j["design"]["commands"]["points"]["z"].size(), 5u);
+  EXPECT_EQ(j["stage1"]["method"], "sampling");
+}
+
+TEST(ExploreJob, LimitsThatStandingStillBreaksAreBadInput) {
+  const std::string log = test::writeSimulatedLog("explore_job", "go2-actuator", 3.0, 5);
+  const fs::path config = scratch("tight.yaml");
+  writeFile(config, "sample: " + sampleConfig(log).filename().string() +
+                        "\nexploration: {segments: 1, segment_duration: 2.5, degree: 4, "
+                        "torque_fraction: 0.01}\noptimizer: {iterations: 2, population: 4}\n");
+  try {
+    ExploreJob::run(ExploreJob::load(config.string()));
+    FAIL() << "designed under limits that standing still breaks";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tight.yaml: exploration.torque_fraction: expected a "
+                                         "share of the effort limits that standing still"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ExploreJob, CliExitCodes) {
+  const fs::path config = scratch("cli_bad.yaml");
+  writeFile(config, "sample: missing.yaml\n");
+  const fs::path out = scratch("cli_out"), err = scratch("cli_err.txt");
+  fs::remove_all(out);
+  EXPECT_EQ(
+      test::runHeft("explore " + config.string() + " --out " + out.string() + " --quiet", err), 2);
+  const std::string message = readFile(err);
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  EXPECT_NE(message.find("missing.yaml"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(ExploreJob, TheExampleConfigLoads) {
+  const ExploreJob::Config config =
+      ExploreJob::load(std::string(HEFT_SOURCE_DIR) + "/data/examples/go2_actuator_explore.yaml");
+  EXPECT_EQ(config.sample.actuators.size(), 3u);
+  EXPECT_EQ(config.exploration.degree, 6);
+  EXPECT_EQ(config.exploration.optimizer.max_iterations, 20);
+  EXPECT_EQ(config.reference_scenario, "go2-stand");
+}
