@@ -157,7 +157,7 @@ ExploreJob::Result ExploreJob::run(const Config& config, Progress& progress) {
   result.config = config;
   progress.say("stage 1: heft sample " + config.sample_config);
   SampleJob::Config sample = config.sample;
-  sample.sampling.threads = config.exploration.threads;
+  if (config.exploration.threads > 0) sample.sampling.threads = config.exploration.threads;
   result.stage1 = SampleJob::run(sample, progress);
   result.names = result.stage1.names;
   if (!result.stage1.ok()) {

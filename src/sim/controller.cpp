@@ -117,6 +117,18 @@ double hopOffset(const StanceMotionOptions& o, double flight, double tau, double
   return 0;
 }
 
+// Pronking in a window of `window` seconds: as many whole hops from rest to rest as fit with
+// `margin` seconds free at each end, centred. Returns the height offset at `local` seconds into
+// the window and sets `lift` (the feet above the floor).
+double pronkOffset(const StanceMotionOptions& o, double flight, double window, double margin,
+                   double local, double& lift) {
+  const double period = 2 * o.hop_push + flight;
+  const int hops = static_cast<int>((window - 2 * margin) / period);
+  const double tau = local - 0.5 * (window - hops * period);
+  lift = 0;
+  return tau >= 0 && tau < hops * period ? hopOffset(o, flight, std::fmod(tau, period), lift) : 0.0;
+}
+
 // Free time kept at each end of a pronking segment [s].
 constexpr double kHopMargin = 0.5;
 
@@ -135,14 +147,12 @@ void addCommands(const StanceMotionOptions& o, double local, PoseOffset& p) {
       std::min(static_cast<int>(local / commands.segment_duration), commands.segments() - 1);
   const double flight = commands.hop_flight[segment];
   if (flight <= 0) return;
-  // whole hops from rest to rest, centred in the segment
-  const double period = 2 * o.hop_push + flight;
   const double H = commands.segment_duration;
-  const int hops = static_cast<int>((H - 2 * kHopMargin) / period);
-  const double tau = local - segment * H - 0.5 * (H - hops * period);
   double lift = 0;
-  if (tau >= 0 && tau < hops * period) p.dz += hopOffset(o, flight, std::fmod(tau, period), lift);
-  p.lift.assign(4, lift);
+  p.dz += pronkOffset(o, flight, H, kHopMargin, local - segment * H, lift);
+  // a phase's own lift (trot, hops) stays where it is higher
+  if (p.lift.empty()) p.lift.assign(4, 0.0);
+  for (double& l : p.lift) l = std::max(l, lift);
 }
 
 PoseOffset phaseOffset(const StanceMotionOptions& o, double t);
@@ -202,14 +212,8 @@ PoseOffset phaseOffset(const StanceMotionOptions& o, double t) {
       break;
     }
     default: {
-      // pronking: whole hops from rest to rest between the fades
-      const double period = 2 * o.hop_push + o.hop_flight;
-      const int hops = static_cast<int>((o.phase_duration - 2 * o.ramp) / period);
-      const double start = 0.5 * (o.phase_duration - hops * period);
-      const double tau = local - start;
       double lift = 0;
-      if (tau >= 0 && tau < hops * period)
-        p.dz = hopOffset(o, o.hop_flight, std::fmod(tau, period), lift);
+      p.dz = pronkOffset(o, o.hop_flight, o.phase_duration, o.ramp, local, lift);
       p.lift.assign(4, lift);
     }
   }

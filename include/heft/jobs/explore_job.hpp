@@ -29,8 +29,10 @@ struct ExploreJob {
     /// use; its phases are replaced by the designed commands.
     std::string reference_scenario = "go2-stand";
     sampling::ExplorationOptions exploration;
-    std::uint64_t random_seed = 1;  ///< the random design reported beside the optimized one
-    double csv_rate = 100;          ///< [Hz] of reference.csv
+    /// The random design reported beside the optimized one (CMA-ES starts from the random
+    /// design of its own seed, 1 by default: another seed here gives another draw).
+    std::uint64_t random_seed = 0;
+    double csv_rate = 100;  ///< [Hz] of reference.csv
     /// \throws InputError naming the field.
     void validate() const;
   };
