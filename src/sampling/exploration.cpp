@@ -4,10 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include <mujoco/mujoco.h>
 #include <Eigen/Eigenvalues>
@@ -15,6 +13,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/sim/random.hpp"
+#include "parallel.hpp"
 
 namespace heft::sampling {
 
@@ -296,31 +295,14 @@ ExplorationSummary designCommands(const CommandExperiment& experiment, const Eig
   }
   require(start.size() == experiment.dimension(), "z0",
           std::to_string(experiment.dimension()) + " entries", std::to_string(start.size()));
-  const int threads = options.threads > 0
-                          ? options.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = threadCount(options.threads);
   const excite::BatchObjective objective = [&](const Eigen::MatrixXd& X, Eigen::VectorXd& costs) {
-    const int count = static_cast<int>(X.cols());
-    std::atomic<int> next{0};
-    std::vector<std::exception_ptr> errors(threads);
-    const auto work = [&](int t) {
-      try {
-        for (int k = next++; k < count; k = next++) {
-          const CommandDesign d = experiment.evaluate(X.col(k));
-          costs[k] = d.criterion;
-          ++designs;
-          if (!d.feasible) ++infeasible;
-        }
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min(threads, count); ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    forEachItem(static_cast<int>(X.cols()), threads, [&](int, int k) {
+      const CommandDesign d = experiment.evaluate(X.col(k));
+      costs[k] = d.criterion;
+      ++designs;
+      if (!d.feasible) ++infeasible;
+    });
   };
   summary.optimizer = excite::cmaesBatch(objective, start, options.optimizer);
   summary.best = experiment.evaluate(summary.optimizer.best_x);

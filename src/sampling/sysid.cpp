@@ -4,17 +4,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 #include <Eigen/Eigenvalues>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "parallel.hpp"
 
 namespace heft::sampling {
 
@@ -81,33 +80,18 @@ class GenerationScorer {
     // a candidate that diverged on one clip costs infinity: its other clips need not run
     std::unique_ptr<std::atomic<bool>[]> diverged(new std::atomic<bool>[count]);
     for (int k = 0; k < count; ++k) diverged[k] = false;
-    const int threads = std::min(threads_, pairs);
-    std::vector<std::exception_ptr> errors(threads);
-    std::atomic<int> next{0};
-    const auto work = [&](int t) {
-      try {
-        int applied = -1;
-        for (int i = next++; i < pairs; i = next++) {
-          const int k = i / clip_count;
-          if (!in_range_[k] || diverged[k]) continue;
-          if (k != applied) {
-            rollouts_[t]->apply(candidates_[k]);
-            applied = k;
-          }
-          pair_terms_[i] = rollouts_[t]->run(data_, clips_[i % clip_count], options_.replay);
-          ++rollout_count_;
-          if (!pair_terms_[i].finite) diverged[k] = true;
-        }
-      } catch (...) {
-        errors[t] = std::current_exception();
+    std::vector<int> applied(threads_, -1);  // the candidate each thread's rollout holds
+    forEachItem(pairs, threads_, [&](int t, int i) {
+      const int k = i / clip_count;
+      if (!in_range_[k] || diverged[k]) return;
+      if (k != applied[t]) {
+        rollouts_[t]->apply(candidates_[k]);
+        applied[t] = k;
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (std::thread& th : pool) th.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+      pair_terms_[i] = rollouts_[t]->run(data_, clips_[i % clip_count], options_.replay);
+      ++rollout_count_;
+      if (!pair_terms_[i].finite) diverged[k] = true;
+    });
     for (int k = 0; k < count; ++k) {
       if (!in_range_[k] || diverged[k]) {
         costs[k] = std::numeric_limits<double>::infinity();
@@ -212,19 +196,21 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
   const bool free_flyer = sim.hasFreeFlyer();
   const int nu = sim.nu();
   const int n = space.dimension();
-  // the noise model: each channel's residual RMS at x
-  rollout.apply(space.candidate(x));
-  Eigen::VectorXd sum = Eigen::VectorXd::Zero(6), count = Eigen::VectorXd::Zero(6);
-  Eigen::VectorXd r;
-  for (const Clip& clip : clips) {
-    if (!rollout.run(data, clip, replay, &r).finite) return info;
-    for (Eigen::Index i = 0; i < r.size(); ++i) {
-      const int c = residualChannel(static_cast<int>(i % per_step), free_flyer, nu);
-      sum[c] += r[i] * r[i];
-      count[c] += 1;
+  // the noise model: the given one, else each channel's residual RMS at x
+  if (channel_sigma.size() == 0) {
+    rollout.apply(space.candidate(x));
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(6), count = Eigen::VectorXd::Zero(6);
+    Eigen::VectorXd r;
+    for (const Clip& clip : clips) {
+      if (!rollout.run(data, clip, replay, &r).finite) return info;
+      for (Eigen::Index i = 0; i < r.size(); ++i) {
+        const int c = residualChannel(static_cast<int>(i % per_step), free_flyer, nu);
+        sum[c] += r[i] * r[i];
+        count[c] += 1;
+      }
     }
+    info.channel_rms = (sum.array() / count.array().max(1.0)).sqrt();
   }
-  info.channel_rms = (sum.array() / count.array().max(1.0)).sqrt();
   const Eigen::VectorXd& sigma = channel_sigma.size() == 6 ? channel_sigma : info.channel_rms;
   Eigen::VectorXd weight(per_step);
   for (int e = 0; e < per_step; ++e) {
@@ -308,9 +294,7 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
                                       options.clip_seed + 1, held_joins);
     for (Clip& clip : summary.holdout_clips) clip.start += fitted;
   }
-  summary.threads = options.threads > 0
-                        ? options.threads
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  summary.threads = threadCount(options.threads);
   std::vector<std::unique_ptr<Rollout>> rollouts;
   for (int t = 0; t < summary.threads; ++t)
     rollouts.push_back(std::make_unique<Rollout>(sim, space));

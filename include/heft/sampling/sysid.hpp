@@ -82,14 +82,15 @@ struct RolloutInformation {
   Eigen::VectorXd std_x;  ///< sqrt of covariance's diagonal
   int rank = 0;           ///< eigenvalues of F above 1e-12 of the largest
   /// Residual RMS per channel: base position [m], velocity [m/s], angular velocity [rad/s],
-  /// joint position [rad], velocity [rad/s], torque [N m] (0 when absent).
+  /// joint position [rad], velocity [rad/s], torque [N m] (0 when absent); empty when the noise
+  /// model was given (rolloutInformation's channel_sigma).
   Eigen::VectorXd channel_rms;
 };
 
 /// The Fisher information of `space`'s coordinates at x over `clips` (one thread); `step` is the
 /// central-difference step in x units. `channel_sigma` (6 entries, the channels of channel_rms),
 /// when given, is the noise model instead of the residual RMS at x (a designed motion, whose
-/// "log" is the command itself: its residuals are not noise).
+/// "log" is the command itself: its residuals are not noise), and the rollouts at x are skipped.
 RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
                                       const ReplayData& data, const std::vector<Clip>& clips,
                                       const Replay& replay, const Eigen::VectorXd& x,
