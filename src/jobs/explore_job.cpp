@@ -155,40 +155,43 @@ ExploreJob::Result ExploreJob::run(const Config& config, Progress& progress) {
   progress.start();
   Result result;
   result.config = config;
+  const SampleJob::Config& sample = config.sample;
+  const model::RobotModel robot = model::loadRobot(sample.robot);
+  sim::SimModelOptions sim_options;
+  sim_options.contact_radius = sample.contact_radius;
+  sim_options.floor_friction = sample.floor_friction;
+  const sim::SimModel sim(robot, sim_options);
+  sim::StanceMotionOptions base = sim::findScenario(config.reference_scenario).stance;
+  base.roll_amplitude = base.pitch_amplitude = base.yaw_amplitude = base.squat_depth = 0;
+  base.trot_height = base.hop_flight = 0;
+  // limits that not even standing still satisfies leave nothing to design: bad input, found
+  // before stage 1 so that no estimate is computed and then dropped
+  const double standing = sampling::feedforwardRatio(
+      robot.pinocchio(), sim::stanceReference(robot, sim.contactNames(), sample.contact_radius,
+                                              base, base.settle + 1, sim.mujoco()->opt.timestep));
+  if (standing > config.exploration.torque_fraction)
+    throw InputError(config.source + ": exploration.torque_fraction: expected a share of the " +
+                     "effort limits that standing still respects (it needs " +
+                     num(100 * standing, 3) + " %), got " +
+                     num(config.exploration.torque_fraction));
   progress.say("stage 1: heft sample " + config.sample_config);
-  SampleJob::Config sample = config.sample;
-  if (config.exploration.threads > 0) sample.sampling.threads = config.exploration.threads;
-  result.stage1 = SampleJob::run(sample, progress);
+  SampleJob::Config stage1 = sample;
+  if (config.exploration.threads > 0) stage1.sampling.threads = config.exploration.threads;
+  result.stage1 = SampleJob::run(stage1, progress);
   result.names = result.stage1.names;
   if (!result.stage1.ok()) {
     result.design.status = sampling::ExplorationSummary::Status::Failed;
     result.design.message = "stage 1 failed: nothing to design around";
     return result;
   }
-  const model::RobotModel robot = model::loadRobot(sample.robot);
-  sim::SimModelOptions sim_options;
-  sim_options.contact_radius = sample.contact_radius;
-  sim_options.floor_friction = sample.floor_friction;
-  const sim::SimModel sim(robot, sim_options);
   const sampling::ParameterSpace space = SampleJob::space(sample, robot, sim);
   result.steps = space.steps();
   sampling::Replay replay;
   replay.kp = Eigen::VectorXd::Constant(sim.nu(), sample.kp);
   replay.kd = Eigen::VectorXd::Constant(sim.nu(), sample.kd);
-  sim::StanceMotionOptions base = sim::findScenario(config.reference_scenario).stance;
-  base.roll_amplitude = base.pitch_amplitude = base.yaw_amplitude = base.squat_depth = 0;
-  base.trot_height = base.hop_flight = 0;
   const sampling::CommandExperiment experiment(sim, space, result.stage1.summary.best_x, replay,
                                                result.stage1.information.channel_rms, base,
                                                config.exploration);
-  // limits that not even standing still satisfies leave nothing to design: bad input
-  const sampling::CommandDesign still =
-      experiment.evaluate(Eigen::VectorXd::Zero(experiment.dimension()));
-  if (still.max_feedforward_ratio > config.exploration.torque_fraction)
-    throw InputError(config.source + ": exploration.torque_fraction: expected a share of the " +
-                     "effort limits that standing still respects (it needs " +
-                     num(100 * still.max_feedforward_ratio, 3) + " %), got " +
-                     num(config.exploration.torque_fraction));
   progress.say("designing " + std::to_string(experiment.dimension()) +
                " control points for the information of " + std::to_string(space.dimension()) +
                " parameters");

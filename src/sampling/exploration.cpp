@@ -99,6 +99,17 @@ void ExplorationOptions::validate() const {
   optimizer.validate();
 }
 
+double feedforwardRatio(const pinocchio::Model& model, const sim::Reference& reference) {
+  const int nu = static_cast<int>(reference.tau.rows());
+  double ratio = 0;
+  for (int j = 0; j < nu; ++j) {
+    const double effort = model.upperEffortLimit[model.nv - nu + j];
+    if (std::isfinite(effort) && effort > 0)
+      ratio = std::max(ratio, reference.tau.row(j).cwiseAbs().maxCoeff() / effort);
+  }
+  return ratio;
+}
+
 CommandExperiment::CommandExperiment(const sim::SimModel& sim, const ParameterSpace& space,
                                      Eigen::VectorXd x_hat, Replay replay,
                                      Eigen::VectorXd channel_sigma, sim::StanceMotionOptions base,
@@ -180,18 +191,15 @@ CommandDesign CommandExperiment::evaluate(const Eigen::VectorXd& z) const {
   // joint and torque limits of the commanded motion
   const int nu = sim_.nu();
   for (int j = 0; j < nu; ++j) {
-    const int iq = model.nq - nu + j, iv = model.nv - nu + j;
+    const int iq = model.nq - nu + j;
     const double lo = model.lowerPositionLimit[iq], hi = model.upperPositionLimit[iq];
     if (std::isfinite(lo) && std::isfinite(hi) && lo < hi &&
         (ref.q.row(iq).minCoeff() < lo || ref.q.row(iq).maxCoeff() > hi)) {
       d.why = "joint " + sim_.jointNames()[j] + " leaves its position limits";
       return d;
     }
-    const double effort = model.upperEffortLimit[iv];
-    if (std::isfinite(effort) && effort > 0)
-      d.max_feedforward_ratio =
-          std::max(d.max_feedforward_ratio, ref.tau.row(j).cwiseAbs().maxCoeff() / effort);
   }
+  d.max_feedforward_ratio = feedforwardRatio(model, ref);
   if (d.max_feedforward_ratio > options_.torque_fraction) {
     d.why = "the feed-forward needs " + num(100 * d.max_feedforward_ratio, 3) +
             " % of a joint's effort limit";

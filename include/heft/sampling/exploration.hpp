@@ -71,6 +71,10 @@ struct ExplorationOptions {
   void validate() const;
 };
 
+/// The largest |tau_ff| / effort limit of `reference` over the actuated joints (the last columns
+/// of `model`) and time; joints without a finite positive limit are left out.
+double feedforwardRatio(const pinocchio::Model& model, const sim::Reference& reference);
+
 /// One evaluated command design.
 struct CommandDesign {
   Eigen::VectorXd z;                ///< the free control points scaled by the bounds, in [-1, 1]
