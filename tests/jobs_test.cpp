@@ -25,6 +25,8 @@
 #include "heft/model/model.hpp"
 #include "heft/model/robots.hpp"
 #include "heft/results/truth.hpp"
+#include "heft/sim/sim_model.hpp"
+#include "support/heft_cli.hpp"
 #include "support/scratch.hpp"
 
 namespace heft::jobs {
@@ -332,6 +334,66 @@ TEST(MjcfExport, ABodyOrJointTheModelLacksIsAnInputErrorNamingIt) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("none.xml"), std::string::npos) << e.what();
   }
+}
+
+// heft's own MuJoCo model of a robot, written out: the simulator's model (same bodies, masses,
+// joints, contact spheres and sensors, to MuJoCo's 6 printed digits), and with a result the
+// estimate written into it as into a user's model; the temporary model file is gone.
+TEST(MjcfExport, TheSimulationModelIsTheSimulatorsOwnAndTakesAResult) {
+  const mjcf_test::Case c = mjcf_test::writeCase("mjcf-sim");
+  for (const std::string robot_name : {"go2", "panda"}) {
+    const fs::path out = c.out.parent_path() / (robot_name + "_sim.xml");
+    jobs::MjcfExport::writeSimulationModel(robot_name, "", out.string());
+    char error[1000] = "";
+    mjModel* m = mj_loadXML(out.string().c_str(), nullptr, error, sizeof(error));
+    ASSERT_NE(m, nullptr) << error;
+    const sim::SimModel sim(model::loadRobot(robot_name));
+    const mjModel* s = sim.mujoco();
+    EXPECT_EQ(m->nbody, s->nbody);
+    EXPECT_EQ(m->nq, s->nq);
+    EXPECT_EQ(m->nv, s->nv);
+    EXPECT_EQ(m->ngeom, s->ngeom);
+    EXPECT_EQ(m->nsensor, s->nsensor);
+    EXPECT_EQ(m->nu, 0);
+    EXPECT_EQ(m->opt.timestep, s->opt.timestep);
+    for (int b = 0; b < s->nbody; ++b) {
+      EXPECT_STREQ(mj_id2name(m, mjOBJ_BODY, b), mj_id2name(s, mjOBJ_BODY, b));
+      EXPECT_NEAR(m->body_mass[b], s->body_mass[b], 5e-6 * s->body_mass[b]);
+    }
+    for (int j = 0; j < s->njnt; ++j)
+      EXPECT_STREQ(mj_id2name(m, mjOBJ_JOINT, j), mj_id2name(s, mjOBJ_JOINT, j));
+    mj_deleteModel(m);
+  }
+  const fs::path patched = c.out.parent_path() / "panda_sim_identified.xml";
+  jobs::MjcfExport::writeSimulationModel("panda", c.result.string(), patched.string());
+  char error[1000] = "";
+  mjModel* m = mj_loadXML(patched.string().c_str(), nullptr, error, sizeof(error));
+  ASSERT_NE(m, nullptr) << error;
+  EXPECT_NEAR(m->body_mass[mj_name2id(m, mjOBJ_BODY, "panda_link3")], c.link3(0), 1e-9);
+  const int dof2 = m->jnt_dofadr[mj_name2id(m, mjOBJ_JOINT, "panda_joint2")];
+  EXPECT_DOUBLE_EQ(m->dof_damping[dof2], 0.3);
+  mj_deleteModel(m);
+  for (const auto& entry : fs::directory_iterator(c.out.parent_path()))
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
+  EXPECT_THROW(jobs::MjcfExport::writeSimulationModel("panda", "", patched.string()), InputError);
+}
+
+// The CLI: exactly one of --model (with a RESULT) and --robot, else one error line and exit 2.
+TEST(MjcfExport, CliTakesEitherAModelOrARobot) {
+  const mjcf_test::Case c = mjcf_test::writeCase("mjcf-cli");
+  const fs::path err = c.out.parent_path() / "stderr.txt";
+  const std::string out = " --out " + c.out.string();
+  for (const std::string& args :
+       {std::string("mjcf") + out, "mjcf --robot panda --model " + c.model.string() + out,
+        "mjcf --model " + c.model.string() + out}) {
+    EXPECT_EQ(test::runHeft(args, err), 2) << args;
+    const std::string message = io::readTextFile(err.string());
+    EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+    EXPECT_NE(message.find("--model"), std::string::npos) << message;
+    EXPECT_FALSE(fs::exists(c.out)) << args;
+  }
+  EXPECT_EQ(test::runHeft("mjcf --robot panda" + out, err), 0);
+  EXPECT_TRUE(fs::exists(c.out));
 }
 
 }  // namespace

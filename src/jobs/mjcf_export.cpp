@@ -7,6 +7,8 @@
 
 #include "heft/common/error.hpp"
 #include "heft/io/atomic_file.hpp"
+#include "heft/model/model.hpp"
+#include "heft/sim/sim_model.hpp"
 #include "result_files.hpp"
 
 namespace heft::jobs {
@@ -66,6 +68,36 @@ std::vector<std::string> MjcfExport::write(const std::string& result_json, const
             "an output path that is not an input", "the input " + input);
   }
   const std::string text = sim::patchMjcf(model, patch, notes);
+  io::writeTextFileAtomically(out, text, options.overwrite);
+  return notes;
+}
+
+std::vector<std::string> MjcfExport::writeSimulationModel(const std::string& robot,
+                                                          const std::string& result_json,
+                                                          const std::string& out,
+                                                          const WriteOptions& options) {
+  std::vector<std::string> notes;
+  sim::MjcfPatch patch;
+  if (!result_json.empty()) {
+    patch = readPatch(result_json, notes);
+    std::error_code same;
+    require(!fs::exists(out) || !fs::equivalent(out, result_json, same), out,
+            "an output path that is not an input", "the input " + result_json);
+  }
+  const sim::SimModel sim(model::loadRobot(robot));
+  std::string text = sim.mjcf();
+  if (!result_json.empty()) {
+    // patchMjcf reads a file: the unpatched model goes through a temporary one beside `out`
+    const fs::path staged = fs::path(out).string() + ".model.tmp.xml";
+    io::writeTextFileAtomically(staged.string(), text, true);
+    try {
+      text = sim::patchMjcf(staged.string(), patch, notes);
+    } catch (...) {
+      fs::remove(staged);
+      throw;
+    }
+    fs::remove(staged);
+  }
   io::writeTextFileAtomically(out, text, options.overwrite);
   return notes;
 }

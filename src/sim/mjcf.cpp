@@ -35,20 +35,6 @@ void weldedDescendants(mjsBody* body, std::vector<mjsBody*>& out) {
   }
 }
 
-// The spec as MJCF text (compiled before).
-std::string saveXml(const mjSpec* spec, const std::string& model_path) {
-  char error[1024] = "";
-  std::vector<char> text(1 << 20);
-  for (;;) {
-    const int needed =
-        mj_saveXMLString(spec, text.data(), static_cast<int>(text.size()), error, sizeof(error));
-    if (needed == 0) break;
-    if (needed < 0) throw SolveError(model_path + ": MuJoCo could not save the model: " + error);
-    text.resize(static_cast<std::size_t>(needed) + 1);
-  }
-  return std::string(text.data());
-}
-
 std::string fullPrecision(const double* values, int n) {
   std::ostringstream s;
   s << std::setprecision(17);
@@ -127,7 +113,7 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
     throw SolveError(std::string("the patched model does not compile: ") + e.what());
   }
   mj_deleteModel(compiled);
-  std::string saved = saveXml(spec.get(), model_path);
+  std::string saved = saveSpecXml(spec.get(), model_path);
   // MuJoCo's writer prints 6 significant digits: the identified inertials are written again at
   // full precision (a body near the consistency boundary must not cross it by rounding)
   for (const MjcfPatch::Body& b : patch.bodies)

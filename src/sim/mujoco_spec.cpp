@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "heft/common/error.hpp"
 #include "heft/sim/mujoco_errors.hpp"
@@ -65,6 +66,19 @@ mjModel* compileSpec(mjSpec* spec, const std::string& name) {
                      ": compiler warning: " + std::string(err ? err : ""));
   }
   return compiled;
+}
+
+std::string saveSpecXml(const mjSpec* spec, const std::string& name) {
+  char error[1024] = "";
+  std::vector<char> text(1 << 20);
+  for (;;) {
+    const int needed =
+        mj_saveXMLString(spec, text.data(), static_cast<int>(text.size()), error, sizeof(error));
+    if (needed == 0) break;
+    if (needed < 0) throw SolveError(name + ": MuJoCo could not save the model: " + error);
+    text.resize(static_cast<std::size_t>(needed) + 1);
+  }
+  return std::string(text.data());
 }
 
 }  // namespace heft::sim

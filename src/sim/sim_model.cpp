@@ -342,26 +342,50 @@ std::string addImu(mjSpec* spec, const model::RobotModel& nominal, const SimMode
   return imu_frame;
 }
 
+// The simulation model's spec and the names the model is mapped by.
+struct BuiltSpec {
+  SpecPtr spec;
+  std::vector<std::string> joint_names, contact_names;
+  std::vector<ContactPoint> contact_points;
+  std::string imu_frame;
+};
+
+BuiltSpec buildSpec(const model::RobotModel& nominal, const SimModelOptions& options) {
+  BuiltSpec built;
+  const std::vector<pinocchio::Inertia> inertias = editedInertias(nominal, options.link_edits);
+  built.spec = makeSpec(nominal.displayName(), options.timestep);
+  std::set<std::string> used_names;
+  const std::vector<mjsBody*> bodies = addJointBodies(
+      built.spec.get(), nominal, inertias, options.joint_friction, built.joint_names, used_names);
+  addPayloads(nominal, options.payloads, bodies, used_names);
+  built.contact_points = scenarioContactPoints(nominal, options);
+  built.contact_names =
+      addContactGeoms(built.spec.get(), nominal, options, built.contact_points, bodies);
+  if (nominal.hasFreeFlyer()) built.imu_frame = addImu(built.spec.get(), nominal, options, bodies);
+  return built;
+}
+
 }  // namespace
 
 SimModel::SimModel(const model::RobotModel& nominal, SimModelOptions options)
     : nominal_(nominal), options_(std::move(options)) {
   options_.validate();
   installMujocoHandlers();
-  const std::vector<pinocchio::Inertia> inertias = editedInertias(nominal_, options_.link_edits);
-  SpecPtr spec = makeSpec(nominal_.displayName(), options_.timestep);
-  std::set<std::string> used_names;
-  const std::vector<mjsBody*> bodies = addJointBodies(
-      spec.get(), nominal_, inertias, options_.joint_friction, joint_names_, used_names);
-  addPayloads(nominal_, options_.payloads, bodies, used_names);
-  const std::vector<ContactPoint> points = scenarioContactPoints(nominal_, options_);
-  contact_names_ = addContactGeoms(spec.get(), nominal_, options_, points, bodies);
-  contact_points_ = points;
-  if (nominal_.hasFreeFlyer()) imu_frame_ = addImu(spec.get(), nominal_, options_, bodies);
-  model_ = compileSpec(spec.get(), nominal_.displayName());
+  BuiltSpec built = buildSpec(nominal_, options_);
+  joint_names_ = std::move(built.joint_names);
+  contact_names_ = std::move(built.contact_names);
+  contact_points_ = std::move(built.contact_points);
+  imu_frame_ = std::move(built.imu_frame);
+  model_ = compileSpec(built.spec.get(), nominal_.displayName());
   mapModels();
   mapMassVariations();
   mapActuators();
+}
+
+std::string SimModel::mjcf() const {
+  const BuiltSpec built = buildSpec(nominal_, options_);
+  mj_deleteModel(compileSpec(built.spec.get(), nominal_.displayName()));
+  return saveSpecXml(built.spec.get(), nominal_.displayName());
 }
 
 // Maps between the two models, by name: bodies, joints, contact spheres, payloads, IMU sensors.

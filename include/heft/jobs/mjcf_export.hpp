@@ -20,6 +20,13 @@ struct MjcfExport {
   /// the model or the result). Returns the notes.
   static std::vector<std::string> write(const std::string& result_json, const std::string& model,
                                         const std::string& out, const WriteOptions& options = {});
+  /// Writes heft's own MuJoCo model of `robot` (a short name or a URDF path; the table's base),
+  /// the model heft simulate and heft sample roll out, without payloads or joint friction; with
+  /// `result_json` (may be empty) patched in as by write(). Returns the notes.
+  static std::vector<std::string> writeSimulationModel(const std::string& robot,
+                                                       const std::string& result_json,
+                                                       const std::string& out,
+                                                       const WriteOptions& options = {});
 };
 
 }  // namespace heft::jobs

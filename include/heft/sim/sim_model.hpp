@@ -145,6 +145,10 @@ class SimModel {
   SimModel& operator=(const SimModel&) = delete;
 
   const mjModel* mujoco() const { return model_; }
+  /// The model as MJCF text (MuJoCo's writer, 6 significant digits): bodies, joints with their
+  /// friction and armature, payloads, contact spheres and the IMU's sensors; the joint torques
+  /// are applied forces (qfrc_applied), so the text has no actuators. Rebuilt on each call.
+  std::string mjcf() const;
   const model::RobotModel& nominal() const { return nominal_; }
   const SimModelOptions& options() const { return options_; }
   bool hasFreeFlyer() const { return nominal_.hasFreeFlyer(); }
