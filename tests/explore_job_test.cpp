@@ -157,6 +157,24 @@ TEST(ExploreJob, LimitsThatStandingStillBreaksAreBadInput) {
   }
 }
 
+TEST(ExploreJob, AHopThatDoesNotFitASegmentIsBadInputBeforeStageOne) {
+  // go2-stand's hop_push with a 1 s flight in 2.5 s segments: refused at load, the log not read
+  const std::string log = scratch("never_read_hop.h5").string();
+  const fs::path config = scratch("long_hop.yaml");
+  writeFile(config, "sample: " + sampleConfig(log).filename().string() +
+                        "\nexploration: {segments: 1, segment_duration: 2.5, degree: 4, "
+                        "max_hop_flight: 1.0}\noptimizer: {iterations: 2, population: 4}\n");
+  try {
+    ExploreJob::run(ExploreJob::load(config.string()));
+    FAIL() << "a hop longer than its segment was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("long_hop.yaml: exploration.max_hop_flight: expected a "
+                                         "hop (2 hop_push + flight) that fits in a segment"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ExploreJob, CliExitCodes) {
   const fs::path config = scratch("cli_bad.yaml");
   writeFile(config, "sample: missing.yaml\n");

@@ -6,13 +6,13 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
-#include "heft/io/atomic_file.hpp"
 #include "heft/jobs/excite_job.hpp"
 #include "heft/jobs/simulate_job.hpp"
 #include "heft/model/robots.hpp"
 #include "heft/results/json.hpp"
 #include "heft/sim/controller.hpp"
 #include "heft/sim/scenario.hpp"
+#include "result_files.hpp"
 
 namespace heft::jobs {
 
@@ -219,18 +219,11 @@ std::vector<std::string> ExciteJob::write(const Result& result, const std::strin
                                           const WriteOptions& options) {
   const OutputFolder folder(out_dir, {"result.json", "scenario.yaml", "trajectory.csv"}, {},
                             options);
-  std::vector<std::string> written;
-  if (result.ok()) {
-    for (const auto& [name, text] :
-         {std::pair<std::string, const std::string&>{"scenario.yaml", result.scenario_yaml},
-          {"trajectory.csv", result.csv}}) {
-      io::writeTextFileAtomically(folder.path(name), text, options.overwrite);
-      written.push_back(folder.path(name));
-    }
-  }
-  const std::string json_out = folder.path("result.json");
-  io::writeTextFileAtomically(json_out, result.toJson().dump(2) + "\n", options.overwrite);
-  written.push_back(json_out);
+  const std::vector<std::string> written =
+      writeDesignFiles(folder, result.ok(),
+                       {{"scenario.yaml", &result.scenario_yaml}, {"trajectory.csv", &result.csv}},
+                       result.toJson(), options.overwrite);
+  const std::string& json_out = written.back();
   if (!result.ok())
     throw SolveError("the design " +
                      (result.collision.free()

@@ -15,6 +15,7 @@
 #include "heft/results/json.hpp"
 #include "heft/sim/scenario.hpp"
 #include "optimizer_section.hpp"
+#include "result_files.hpp"
 #include "yaml_section.hpp"
 
 namespace heft::jobs {
@@ -120,6 +121,11 @@ void ExploreJob::Config::validate() const {
           "the gains of the sample config's replay (kp " + num(sample.kp) + ", kd " +
               num(sample.kd) + "): the design replays the commands through them",
           reference_scenario + " with kp " + num(reference.kp) + ", kd " + num(reference.kd));
+  try {  // before stage 1: its estimate would otherwise be computed and dropped
+    exploration.requireHopFits(reference.stance.hop_push);
+  } catch (const InputError& e) {
+    throw InputError(source + ": " + e.what());
+  }
 }
 
 ExploreJob::Config ExploreJob::parse(const std::string& yaml_text, const std::string& source,
@@ -282,18 +288,11 @@ std::vector<std::string> ExploreJob::write(const Result& result, const std::stri
                 result.config.sample.more_logs.end());
   const OutputFolder folder(out_dir, {"result.json", "scenario.yaml", "reference.csv"}, inputs,
                             options);
-  std::vector<std::string> written;
-  if (result.ok()) {
-    for (const auto& [name, text] :
-         {std::pair<std::string, const std::string&>{"scenario.yaml", result.scenario_yaml},
-          {"reference.csv", result.csv}}) {
-      io::writeTextFileAtomically(folder.path(name), text, options.overwrite);
-      written.push_back(folder.path(name));
-    }
-  }
-  const std::string json_out = folder.path("result.json");
-  io::writeTextFileAtomically(json_out, result.toJson().dump(2) + "\n", options.overwrite);
-  written.push_back(json_out);
+  const std::vector<std::string> written =
+      writeDesignFiles(folder, result.ok(),
+                       {{"scenario.yaml", &result.scenario_yaml}, {"reference.csv", &result.csv}},
+                       result.toJson(), options.overwrite);
+  const std::string& json_out = written.back();
   if (!result.ok())
     throw SolveError("active exploration failed (" + result.design.message + "); " + json_out +
                      " says why, no scenario written");

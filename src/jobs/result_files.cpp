@@ -75,4 +75,21 @@ double resultNumber(const nlohmann::json& value, const std::string& where) {
   return value.get<double>();
 }
 
+std::vector<std::string> writeDesignFiles(
+    const OutputFolder& folder, bool usable,
+    const std::vector<std::pair<std::string, const std::string*>>& texts,
+    const nlohmann::json& result, bool overwrite) {
+  std::vector<std::string> written;
+  if (usable) {
+    for (const auto& [name, text] : texts) {
+      io::writeTextFileAtomically(folder.path(name), *text, overwrite);
+      written.push_back(folder.path(name));
+    }
+  }
+  const std::string json_out = folder.path("result.json");
+  io::writeTextFileAtomically(json_out, result.dump(2) + "\n", overwrite);
+  written.push_back(json_out);
+  return written;
+}
+
 }  // namespace heft::jobs

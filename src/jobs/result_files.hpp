@@ -1,6 +1,7 @@
 #pragma once
 // robot.urdf and result.json of a batch estimate, written the same way by every batch job.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "heft/io/data_quality.hpp"
 #include "heft/io/log.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/jobs/job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/results/body_estimate.hpp"
 
@@ -46,5 +48,12 @@ double resultNumber(const nlohmann::json& value, const std::string& where);
 
 // A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);
+
+// A design job's outputs in `folder`: the named texts only when the design is `usable`, then
+// result.json always (it says why a design was refused). Returns the paths, result.json last.
+std::vector<std::string> writeDesignFiles(
+    const OutputFolder& folder, bool usable,
+    const std::vector<std::pair<std::string, const std::string*>>& texts,
+    const nlohmann::json& result, bool overwrite);
 
 }  // namespace heft::jobs

@@ -99,6 +99,13 @@ void ExplorationOptions::validate() const {
   optimizer.validate();
 }
 
+void ExplorationOptions::requireHopFits(double hop_push) const {
+  require(max_hop_flight == 0 || 2 * hop_push + max_hop_flight <= segment_duration - 1.0,
+          "exploration.max_hop_flight",
+          "a hop (2 hop_push + flight) that fits in a segment with 0.5 s free at each end",
+          num(2 * hop_push + max_hop_flight) + " s in segments of " + num(segment_duration) + " s");
+}
+
 double feedforwardRatio(const pinocchio::Model& model, const sim::Reference& reference) {
   const int nu = static_cast<int>(reference.tau.rows());
   double ratio = 0;
@@ -137,12 +144,7 @@ CommandExperiment::CommandExperiment(const sim::SimModel& sim, const ParameterSp
           std::to_string(channel_sigma_.size()) + " values");
   base_.commands = sim::BezierCommands{};
   base_.validate(sim_.nu());
-  require(options_.max_hop_flight == 0 ||
-              2 * base_.hop_push + options_.max_hop_flight <= options_.segment_duration - 1.0,
-          "exploration.max_hop_flight",
-          "a hop (2 hop_push + flight) that fits in a segment with 0.5 s free at each end",
-          num(2 * base_.hop_push + options_.max_hop_flight) + " s in segments of " +
-              num(options_.segment_duration) + " s");
+  options_.requireHopFits(base_.hop_push);
 }
 
 int CommandExperiment::dimension() const {

@@ -69,6 +69,9 @@ struct ExplorationOptions {
   static excite::CmaesOptions defaultOptimizer();
   /// \throws InputError naming the field.
   void validate() const;
+  /// The largest hop (2 hop_push + max_hop_flight) fits in a segment with 0.5 s free at each end.
+  /// \throws InputError naming max_hop_flight.
+  void requireHopFits(double hop_push) const;
 };
 
 /// The largest |tau_ff| / effort limit of `reference` over the actuated joints (the last columns
