@@ -4,12 +4,16 @@ JOBS ?= $(shell nproc)
 CMAKE_BUILD_TYPE ?= Release
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test test-long demo bench format clean
+.PHONY: all deps peer configure build test test-long demo bench format clean
 
 all: build
 
 deps:
 	@bash scripts/bootstrap.sh
+
+# The peer of the long studies (mujoco.sysid, studies/peer) in .deps/venv-peer.
+peer:
+	@bash scripts/bootstrap.sh --peer
 
 # Configure once; CMake re-runs itself when CMakeLists or globbed sources change.
 $(BUILD_DIR)/Makefile: .deps/paths.cmake
@@ -27,7 +31,7 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE long $(CTEST_ARGS)
 
 # Long studies and slow checks.
-test-long: build
+test-long: build peer
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L long $(CTEST_ARGS)
 
 demo: build

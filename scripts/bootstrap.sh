@@ -46,6 +46,10 @@ ensure_venv "$venv" requirements.txt
 # Crocoddyl, the reference solver, with the Pinocchio its wheel was built against (docs/install.md).
 ref_venv="$root/.deps/venv-reference"
 ensure_venv "$ref_venv" requirements-reference.txt
+# --peer: MuJoCo's own identification module for studies/peer, in a venv of its own.
+if [ "${1:-}" = "--peer" ]; then
+  ensure_venv "$root/.deps/venv-peer" requirements-peer.txt
+fi
 
 prefix="$("$venv/bin/python" -m cmeel cmake 2>/dev/null)"
 ref_prefix="$("$ref_venv/bin/python" -m cmeel cmake 2>/dev/null)"
