@@ -75,6 +75,9 @@ LogSummary summarize(const Log& log, const SummaryOptions& options) {
   }
   if (log.mocap)
     s.groups.push_back(summarizeTime("mocap", log.mocap->time, f, "position orientation"));
+  if (log.force_torque)
+    s.groups.push_back(summarizeTime("force_torque", log.force_torque->time, f,
+                                     std::to_string(log.force_torque->names.size()) + " sensors"));
   if (log.contacts) {
     const ContactSeries& c = *log.contacts;
     s.groups.push_back(
