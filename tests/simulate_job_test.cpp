@@ -3,8 +3,13 @@
 // built-in; every mistake in a file is one InputError naming the file, the line and the field.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -416,3 +421,37 @@ TEST(ScenarioFiles, NamesAndBuiltInsAreFoundOrListed) {
 
 }  // namespace
 }  // namespace heft::jobs
+
+// Progress lines are for a person at a terminal: under a pseudo-terminal (util-linux `script`)
+// heft simulate prints them; to a file or a pipe, and with --quiet, it does not.
+TEST(SimulateCli, ProgressLinesOnATerminalOnlyAndNotWithQuiet) {
+  const std::filesystem::path dir = std::filesystem::path(HEFT_BINARY_DIR) / "test-scratch" /
+                                    "simulate_job" / ("progress-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const char* env = std::getenv("HEFT_BINARY_DIR");
+  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
+  const std::string run = heft + " simulate go2-payload-3kg --duration 1 --overwrite --out " +
+                          (dir / "log.h5").string();
+  auto text = [&](const std::string& name) {
+    std::ifstream in(dir / name);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string line = "] simulating go2-payload-3kg: 1 s of go2";
+  ASSERT_EQ(
+      std::system(("script -qec '" + run + "' /dev/null > " + (dir / "tty.txt").string() + " 2>&1")
+                      .c_str()),
+      0);
+  EXPECT_NE(text("tty.txt").find(line), std::string::npos) << text("tty.txt");
+  ASSERT_EQ(
+      std::system(
+          (run + " > " + (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string()).c_str()),
+      0);
+  EXPECT_EQ(text("err.txt").find("simulating"), std::string::npos) << text("err.txt");
+  EXPECT_NE(text("err.txt").find("scenario  go2-payload-3kg: completed"), std::string::npos);
+  ASSERT_EQ(std::system(("script -qec '" + run + " --quiet' /dev/null > " +
+                         (dir / "quiet.txt").string() + " 2>&1")
+                            .c_str()),
+            0);
+  EXPECT_EQ(text("quiet.txt").find("simulating"), std::string::npos) << text("quiet.txt");
+}

@@ -58,7 +58,7 @@ int runSimulate(const SimulateArgs& args) {
   write.overwrite = args.overwrite;
   // refuse an existing destination before simulating, not after
   SimulateJob::checkOutput(args.out, write);
-  heft::jobs::Progress progress;
+  heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const SimulateJob::Result result = SimulateJob::run(config, progress);
   if (!args.quiet) std::cerr << result.report();
   SimulateJob::write(result, args.out, write);
@@ -88,7 +88,7 @@ std::function<int()> setupSimulate(CLI::App& app) {
                "also log force/torque sensors at the contact frames (the force_torque group; "
                "same as the file's sensors: {force_torque: true})");
   app.add_flag("--overwrite", args->overwrite, "replace an existing log");
-  app.add_flag("--quiet", args->quiet, "print nothing on success");
+  app.add_flag("--quiet", args->quiet, "print nothing on success (no progress lines either)");
   return [args]() { return runSimulate(*args); };
 }
 

@@ -1,5 +1,6 @@
 #include "heft/jobs/job.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <streambuf>
 
@@ -62,7 +63,10 @@ double Progress::seconds() const {
 }
 
 void Progress::say(const std::string& text) const {
-  if (sink_) sink_("[" + formatNumber(seconds(), 3) + " s] " + text);
+  if (!sink_) return;
+  char stamp[32];  // fixed point: "[0.00 s]", not "[4.68e-06 s]"
+  std::snprintf(stamp, sizeof stamp, "[%.2f s] ", seconds());
+  sink_(stamp + text);
 }
 
 std::ostream* Progress::stream() {

@@ -352,7 +352,12 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
                " parameters: " + std::to_string(options.clips) + " clips of " + config.log);
   const sampling::GenerationCallback on_generation = [&](int g, double best, double seconds) {
     result.history.push_back({g, best, seconds});
-    if (g % 10 == 0) progress.say("generation " + std::to_string(g) + ": best cost " + num(best));
+    // CMA-ES may stop before its budget: the time left is an upper bound
+    const int budget = options.optimizer.max_iterations;
+    if (g % 10 == 0 && g > 0)
+      progress.say("generation " + std::to_string(g) + " of at most " + std::to_string(budget) +
+                   ": best cost " + num(best) + ", at most about " +
+                   formatNumber(seconds / g * std::max(0, budget - g), 2) + " s left");
   };
   try {
     result.summary = sampling::identifyBySampling(sim, space, data, options, on_generation);

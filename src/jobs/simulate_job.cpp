@@ -73,7 +73,19 @@ SimulateJob::Result SimulateJob::run(const Config& config, Progress& progress) {
   progress.start();
   Result result;
   result.config = config;
-  result.simulation = sim::simulate(config.scenario, config.options);
+  const double duration =
+      config.options.duration > 0 ? config.options.duration : config.scenario.duration;
+  progress.say("simulating " + config.scenario.name + ": " + formatNumber(duration) + " s of " +
+               config.scenario.robot);
+  double last_line = 0;
+  const sim::SimulationProgress on_progress = [&](double simulated, double total) {
+    const double now = progress.seconds();
+    if (now - last_line < 1.0) return;  // a line a second at most: short runs stay quiet
+    last_line = now;
+    progress.say("simulated " + formatNumber(simulated, 3) + " of " + formatNumber(total, 3) +
+                 " s, about " + formatNumber(now / simulated * (total - simulated), 2) + " s left");
+  };
+  result.simulation = sim::simulate(config.scenario, config.options, on_progress);
   return result;
 }
 

@@ -482,7 +482,8 @@ std::string SimulationSummary::report() const {
   return s.str();
 }
 
-SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options) {
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options,
+                          const SimulationProgress& on_progress) {
   options.validate();
   installMujocoHandlers();
   const NoiseProfile profile =
@@ -589,6 +590,8 @@ SimulationResult simulate(const Scenario& scenario, const SimulationOptions& opt
       summary.status = SimulationSummary::Status::Fell;
       if (options.stop_on_fall) break;
     }
+    if (on_progress && std::floor((k + 1) * dt) > std::floor(k * dt))
+      on_progress((k + 1) * dt, duration);
   }
   summary.steps = recorded;
   summary.simulated_time = recorded * dt;

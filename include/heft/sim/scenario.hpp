@@ -3,6 +3,7 @@
 /// MuJoCo physics at 1 kHz, a PD + inverse-dynamics controller on the nominal model, the truth of
 /// every step recorded, then the sensor models (sensors.hpp) make the log.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -109,8 +110,12 @@ struct SimulationResult {
   SimulationSummary summary;
 };
 
+/// Called once per simulated second: (simulated time, duration) [s].
+using SimulationProgress = std::function<void(double, double)>;
+
 /// Runs `scenario`. Errors in the input throw InputError; a MuJoCo error throws SolveError; a fall
 /// or a MuJoCo warning is reported in the summary (and the log ends at the fall).
-SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {});
+SimulationResult simulate(const Scenario& scenario, const SimulationOptions& options = {},
+                          const SimulationProgress& on_progress = {});
 
 }  // namespace heft::sim
