@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -151,7 +154,18 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
 
   const fs::path out = scratch("panda_map");
   const auto written = IdentifyJob::write(result, out.string(), {false});
-  ASSERT_EQ(written.size(), 2u);
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written.back(), (out / "result.json").string()) << "result.json comes last";
+  // torques.csv: a header and one line per problem row (TorquesCsv below checks its numbers)
+  {
+    std::ifstream csv(out / "torques.csv");
+    std::string line;
+    std::getline(csv, line);
+    EXPECT_EQ(line, "recording,time,channel,held_out,measured,nominal,identified");
+    int lines = 0;
+    while (std::getline(csv, line)) ++lines;
+    EXPECT_EQ(lines, result.rows);
+  }
   std::ifstream in(out / "result.json");
   const nlohmann::json j = nlohmann::json::parse(in);
   for (const char* key : {"method", "parameters", "friction", "covariance", "residuals", "summary",
@@ -188,6 +202,64 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
 // (triangle-inequality margin -2.6e-18 kg m^2) and the job ended as bad input (exit 2) without
 // result.json. The estimate is now moved inside the project's margin (a warning says by how much),
 // the URDF is written, every link written keeps the margin and every other link is the input's.
+
+// torques.csv holds, per problem row, the measured torque and the nominal and identified models'
+// predictions: over the fitted rows the identified residual is result.json's residual RMS, over the
+// held-out rows both models' RMSE are the held-out prediction's (least squares: the estimate is
+// written as solved, so the numbers agree to rounding).
+TEST(TorquesCsv, ReproducesTheResidualsAndTheHeldOutPrediction) {
+  IdentifyJob::Config config = pandaConfig("ls");
+  config.validation = {{2.2, 3.0}};
+  const IdentifyJob::Result result = IdentifyJob::run(config);
+  ASSERT_EQ(result.status, identify::Status::Converged) << result.report();
+  ASSERT_EQ(result.heldout.size(), 2u);
+  const fs::path out = scratch("torques_csv");
+  try {
+    IdentifyJob::write(result, out.string(), {false});
+  } catch (const SolveError&) {
+    // least squares may leave a body inconsistent: the URDF is refused, the rest is written
+  }
+  std::ifstream csv(out / "torques.csv");
+  std::string line;
+  std::getline(csv, line);
+  // per (held_out, channel): sums of squared residuals of the nominal and identified models
+  std::map<std::pair<int, std::string>, std::array<double, 3>> sums;
+  int fitted = 0;
+  while (std::getline(csv, line)) {
+    std::stringstream cells(line);
+    std::vector<std::string> c;
+    for (std::string cell; std::getline(cells, cell, ',');) c.push_back(cell);
+    ASSERT_EQ(c.size(), 7u) << line;
+    const int held_out = std::stoi(c[3]);
+    const double time = std::stod(c[1]), measured = std::stod(c[4]);
+    EXPECT_EQ(held_out == 1, time >= 2.2 - 1e-12 && time <= 3.0 + 1e-12) << line;
+    auto& s = sums[{held_out, c[2]}];
+    s[0] += std::pow(measured - std::stod(c[5]), 2);
+    s[1] += std::pow(measured - std::stod(c[6]), 2);
+    s[2] += 1;
+    fitted += held_out == 0;
+  }
+  EXPECT_EQ(fitted, result.rows);
+  const double scale = result.rms_after.maxCoeff();
+  for (std::size_t k = 0; k < result.channel_names.size(); ++k) {
+    const std::string& name = result.channel_names[k];
+    const auto& fit = sums[{0, name}];
+    EXPECT_NEAR(std::sqrt(fit[1] / fit[2]), result.rms_after[static_cast<Eigen::Index>(k)],
+                1e-9 * scale)
+        << name;
+    const auto& held = sums[{1, name}];
+    ASSERT_GT(held[2], 0) << name;
+    for (int model = 0; model < 2; ++model) {
+      const results::TorquePrediction& p = result.heldout[static_cast<std::size_t>(model)];
+      const auto it = std::find(p.channels.begin(), p.channels.end(), name);
+      ASSERT_NE(it, p.channels.end()) << name;
+      EXPECT_NEAR(std::sqrt(held[model] / held[2]),
+                  p.rmse[static_cast<Eigen::Index>(it - p.channels.begin())], 1e-9 * scale)
+          << p.model << " " << name;
+    }
+  }
+}
+
 TEST(Job, BundledPandaExampleOnTheBoundaryIsMovedInsideAndWritten) {
   const IdentifyJob::Config config = IdentifyJob::load(
       std::string(HEFT_SOURCE_DIR) + "/data/examples/panda_friction_identify.yaml");

@@ -326,6 +326,37 @@ void warnAboutTightPriors(const results::BodyEstimate& b, bool moved_inside,
       "clock): compare held-out predictions (validation:) before trusting either");
 }
 
+// Appends to `rows` the measured torque and both models' predictions for every problem row of the
+// samples `preparation` takes from each recording (the fitted ones, or the held-out ranges).
+void appendTorqueRows(const model::RobotModel& robot, const std::vector<const io::Log*>& logs,
+                      const model::IdentifiedSet& set, const IdentifyJob::Config& config,
+                      const PreparationOptions& preparation, bool held_out,
+                      const Eigen::VectorXd& nominal, const Eigen::VectorXd& estimate,
+                      IdentifyJob::Result::TorqueRows& rows) {
+  for (std::size_t l = 0; l < logs.size(); ++l) {
+    Samples samples;
+    try {
+      samples = prepareSamples(robot, *logs[l], preparation);
+    } catch (const InputError&) {
+      continue;  // a recording with no samples in these ranges
+    }
+    const StackedProblem problem = buildProblem(robot, samples, set, config.options.problem);
+    const LinearSystem system = torqueSystem(problem);
+    const Eigen::VectorXd nominal_error = system.y - system.Phi * nominal;
+    const Eigen::VectorXd identified_error = system.y - system.Phi * estimate;
+    for (int r = 0; r < problem.rows(); ++r) {
+      const double measured = problem.G.row(r).dot(samples.tau.col(problem.sample[r]));
+      rows.recording.push_back(static_cast<int>(l));
+      rows.time.push_back(samples.time[problem.sample[r]]);
+      rows.channel.push_back(problem.channel[r]);
+      rows.held_out.push_back(held_out);
+      rows.measured.push_back(measured);
+      rows.nominal.push_back(measured - nominal_error[r]);
+      rows.identified.push_back(measured - identified_error[r]);
+    }
+  }
+}
+
 // The held-out prediction of the priors' model and of the estimate, on the validation ranges only.
 std::vector<results::TorquePrediction> predictHeldOut(const model::RobotModel& robot,
                                                       const std::vector<const io::Log*>& logs,
@@ -476,6 +507,16 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
       result.warnings.push_back("held-out prediction skipped: the solve failed");
     }
   }
+  if (run.status == Status::Converged || run.status == Status::MaxIterations) {
+    appendTorqueRows(robot, logs, set, config, options.preparation, false, run.nominal,
+                     result.linear, result.torques);
+    if (!config.validation.empty()) {
+      PreparationOptions heldout = config.options.preparation;
+      heldout.only = config.validation;
+      appendTorqueRows(robot, logs, set, config, heldout, true, run.nominal, result.linear,
+                       result.torques);
+    }
+  }
   result.time_s = progress.seconds();
   return result;
 }
@@ -584,10 +625,22 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
                                             const WriteOptions& options) {
   std::vector<std::string> inputs{result.config.log};
   inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf"}, inputs, options);
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "torques.csv"}, inputs, options);
   const std::string urdf_out = folder.path("robot.urdf");
   const std::string json_out = folder.path("result.json");
   std::vector<std::string> written;
+  if (!result.torques.time.empty()) {
+    const IdentifyJob::Result::TorqueRows& t = result.torques;
+    std::ostringstream csv;
+    csv << "recording,time,channel,held_out,measured,nominal,identified\n";
+    for (std::size_t r = 0; r < t.time.size(); ++r)
+      csv << t.recording[r] << ',' << formatNumber(t.time[r], 17) << ','
+          << result.channel_names[static_cast<std::size_t>(t.channel[r])] << ','
+          << (t.held_out[r] ? 1 : 0) << ',' << formatNumber(t.measured[r], 17) << ','
+          << formatNumber(t.nominal[r], 17) << ',' << formatNumber(t.identified[r], 17) << '\n';
+    io::writeTextFileAtomically(folder.path("torques.csv"), csv.str(), options.overwrite);
+    written.push_back(folder.path("torques.csv"));
+  }
 
   // The URDF first: if it is not written, result.json says why.
   nlohmann::json json = result.toJson();

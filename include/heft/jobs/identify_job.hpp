@@ -69,6 +69,16 @@ struct IdentifyJob {
     /// With config.validation: the held-out prediction of the nominal model (the priors) and of
     /// the identified one, in that order.
     std::vector<results::TorquePrediction> heldout;
+    /// Measured torque and the two models' predictions, one entry per row of the problem (a
+    /// joint, or a contact-projected row on a floating base) over the fitted samples and the
+    /// held-out ranges: torques.csv, what `heft report` plots. Empty when the solve failed.
+    struct TorqueRows {
+      std::vector<int> recording;  ///< index into config.log, config.more_logs...
+      std::vector<double> time;    ///< [s], the recording's clock
+      std::vector<int> channel;    ///< index into channel_names
+      std::vector<bool> held_out;  ///< in a validation range
+      std::vector<double> measured, nominal, identified;  ///< [N m]
+    } torques;
     std::vector<std::string> names;          ///< of the linear vector
     Eigen::VectorXd linear;                  ///< pi_S, friction, armature (layout order)
     Eigen::MatrixXd covariance;              ///< of `linear`
