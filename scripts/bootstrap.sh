@@ -2,8 +2,8 @@
 # Installs what heft needs on a fresh Debian 12 machine, idempotently:
 #  - Debian -dev packages (only those missing),
 #  - a virtual environment in .deps/venv with the pinned wheels of requirements.txt,
-#  - .deps/venv-reference (Crocoddyl, requirements-reference.txt) and .deps/venv-bag (rosbags for
-#    heft import, requirements-bag.txt),
+#  - .deps/venv-reference (Crocoddyl, requirements-reference.txt) and .deps/venv-tools (rosbags for
+#    heft import, matplotlib for heft report: requirements-tools.txt),
 #  - .deps/paths.cmake, which tells CMake where the wheels put their CMake configs and libmujoco.
 # A second run with nothing to do takes about a second.
 set -euo pipefail
@@ -14,6 +14,7 @@ apt_packages=(
   build-essential cmake pkg-config python3-venv
   libhdf5-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  chromium
 )
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -48,8 +49,8 @@ ensure_venv "$venv" requirements.txt
 # Crocoddyl, the reference solver, with the Pinocchio its wheel was built against (docs/install.md).
 ref_venv="$root/.deps/venv-reference"
 ensure_venv "$ref_venv" requirements-reference.txt
-# heft import's ROS 2 bag reader (rosbags) and the tests' bag writer, in a small venv of their own.
-ensure_venv "$root/.deps/venv-bag" requirements-bag.txt
+# The Python tools of the CLI (heft import: rosbags; heft report: matplotlib), in a venv of their own.
+ensure_venv "$root/.deps/venv-tools" requirements-tools.txt
 # --peer: MuJoCo's own identification module for studies/peer, in a venv of its own.
 if [ "${1:-}" = "--peer" ]; then
   ensure_venv "$root/.deps/venv-peer" requirements-peer.txt

@@ -15,7 +15,7 @@ echo
 echo "== heft identify data/examples/go2_payload_identify.yaml --out $build/demo/go2-payload"
 "$heft" identify data/examples/go2_payload_identify.yaml --out "$build/demo/go2-payload" --overwrite
 echo
-echo "Outputs: $build/demo/go2-payload/result.json, $build/demo/go2-payload/robot.urdf"
+echo "Outputs: $build/demo/go2-payload/{result.json,robot.urdf,torques.csv}"
 echo
 echo "== heft estimate data/examples/go2_payload_estimate.yaml: the same log, the whole trajectory and"
 echo "   the trunk's inertia jointly (batch MAP, parametrized Riccati), without a base state estimator"
@@ -61,6 +61,12 @@ echo "   (base state estimated, no truth input; about a minute and a half on 2 c
 "$heft" simulate go2-rear-4.7kg --out build/demo/go2-rear-4.7kg.h5 --overwrite > /dev/null
 "$heft" sample data/examples/go2_rear_sample.yaml --out build/demo/go2-rear-sample --overwrite \
   --quiet | sed -n '/held out/p;/errors against/,/^$/p'
+echo
+echo "== heft report: one self-contained HTML page per run above (torque fits with the held-out range,"
+echo "   residuals, parameters, inertia boxes, correlations; open them in a browser)"
+"$heft" report "$build/demo/go2-payload" --out "$build/demo/go2-payload-report.html" --overwrite
+"$heft" report build/demo/panda-id --out "$build/demo/panda-id-report.html" --overwrite
+"$heft" report build/demo/go2-rear-sample --out "$build/demo/go2-rear-sample-report.html" --overwrite
 echo
 echo "== heft simulate go2-actuator, then heft explore data/examples/go2_actuator_explore.yaml:"
 echo "   go2's motor gains and saturation from a stance log (stage 1), then base commands designed"

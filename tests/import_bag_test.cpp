@@ -65,8 +65,8 @@ fs::path sourceLog(const fs::path& dir) {
 }
 
 std::string bagPython() {
-  const char* env = std::getenv("HEFT_BAG_PYTHON");
-  return env != nullptr ? env : std::string(HEFT_SOURCE_DIR) + "/.deps/venv-bag/bin/python";
+  const char* env = std::getenv("HEFT_PYTHON");
+  return env != nullptr ? env : std::string(HEFT_SOURCE_DIR) + "/.deps/venv-tools/bin/python";
 }
 
 // Writes BAG and REFERENCE (a CSV log) from the source log.
@@ -76,7 +76,7 @@ void writeBag(const fs::path& source, const fs::path& bag, const fs::path& refer
                   source.string() + " " + bag.string() + " " + reference.string() + " " + storage +
                   " " + std::to_string(kContactThreshold)),
             0)
-      << "the bag writer failed (scripts/bootstrap.sh installs .deps/venv-bag)";
+      << "the bag writer failed (scripts/bootstrap.sh installs .deps/venv-tools)";
 }
 
 const char* kMapping =

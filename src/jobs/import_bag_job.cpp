@@ -3,14 +3,8 @@
 // errors, the interpolation and the validation are heft's own.
 #include "heft/jobs/import_bag_job.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <Eigen/Geometry>
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,9 +20,8 @@
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/model/model.hpp"
+#include "python_tool.hpp"
 #include "yaml_section.hpp"
-
-extern char** environ;
 
 namespace heft::jobs {
 namespace {
@@ -42,15 +35,6 @@ constexpr const char* kWrench = "geometry_msgs/msg/WrenchStamped";
 constexpr const char* kOdometry = "nav_msgs/msg/Odometry";
 constexpr const char* kPose = "geometry_msgs/msg/PoseStamped";
 constexpr const char* kTf = "tf2_msgs/msg/TFMessage";
-
-std::string defaultPython() {
-  const char* env = std::getenv("HEFT_BAG_PYTHON");
-  return env != nullptr ? env : HEFT_BAG_PYTHON;
-}
-std::string defaultReader() {
-  const char* env = std::getenv("HEFT_BAG_READER");
-  return env != nullptr ? env : HEFT_BAG_READER;
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -94,54 +78,6 @@ TopicTable readTable(const std::string& path) {
   return table;
 }
 
-// Runs read_bag.py; its exit 2 (not a bag, messages that disagree) is the user's input.
-void runReader(const ImportBagJob::Config& config, const std::vector<std::string>& specs,
-               const fs::path& dir) {
-  std::vector<std::string> args{config.python, config.reader, config.bag, dir.string()};
-  args.insert(args.end(), specs.begin(), specs.end());
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const std::string errors = (dir / "stderr.txt").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0)
-    throw SolveError(
-        "cannot run the bag reader " + config.python + " (" + std::strerror(spawned) +
-        "): scripts/bootstrap.sh installs it in .deps/venv-bag, or set HEFT_BAG_PYTHON");
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::string message = fs::exists(errors) ? io::readTextFile(errors) : std::string();
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 2) throw InputError(message);
-  throw SolveError("the bag reader " + config.reader + " failed: " + message);
-}
-
-// A temporary folder, removed when it goes out of scope.
-struct ScratchFolder {
-  fs::path path;
-  ScratchFolder() {
-    std::string pattern = (fs::temp_directory_path() / "heft-import-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw SolveError("cannot create a temporary folder in " + fs::temp_directory_path().string());
-    path = pattern;
-  }
-  ~ScratchFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-};
-
 // A mapped topic as read: its table, type and the frame ids of its first message.
 struct ReadTopic {
   const ImportBagJob::Topic* mapping = nullptr;
@@ -161,11 +97,11 @@ std::vector<ReadTopic> readTopics(
     const std::vector<std::pair<std::string, const ImportBagJob::Topic*>>& wanted,
     const std::map<std::string, std::vector<std::string>>& types) {
   ScratchFolder scratch;
-  std::vector<std::string> specs;
-  for (const auto& [group, topic] : wanted) specs.push_back(specOf(*topic));
-  runReader(config, specs, scratch.path);
+  std::vector<std::string> args{config.bag, scratch.path().string()};
+  for (const auto& [group, topic] : wanted) args.push_back(specOf(*topic));
+  runPythonTool({config.python, config.reader}, args, (scratch.path() / "stderr.txt").string());
   const nlohmann::json manifest =
-      nlohmann::json::parse(io::readTextFile((scratch.path / "manifest.json").string()));
+      nlohmann::json::parse(io::readTextFile((scratch.path() / "manifest.json").string()));
   std::vector<std::string> available;
   for (const auto& t : manifest.at("topics"))
     available.push_back(t.at("name").get<std::string>() + " (" + t.at("type").get<std::string>() +
@@ -193,7 +129,7 @@ std::vector<ReadTopic> readTopics(
                        ", got " + std::to_string(entry.at("count").get<long>()));
     read.frame_id = entry.at("frame_id").get<std::string>();
     read.child_frame_id = entry.at("child_frame_id").get<std::string>();
-    read.table = readTable((scratch.path / entry.at("file").get<std::string>()).string());
+    read.table = readTable((scratch.path() / entry.at("file").get<std::string>()).string());
     read.stamps = config.time == ImportBagJob::TimeSource::Header ? read.table.header_ns
                                                                   : read.table.receive_ns;
     for (std::size_t k = 1; k < read.stamps.size(); ++k)
@@ -565,8 +501,9 @@ void ImportBagJob::loadMapping(const std::string& path, Config& config) {
 ImportBagJob::Result ImportBagJob::run(const Config& config_in, Progress& progress) {
   progress.start();
   Config config = config_in;
-  if (config.python.empty()) config.python = defaultPython();
-  if (config.reader.empty()) config.reader = defaultReader();
+  const PythonTool reader = pythonTool("read_bag.py");
+  if (config.python.empty()) config.python = reader.python;
+  if (config.reader.empty()) config.reader = reader.script;
   config.validate();
   require(!config.bag.empty(), "bag", "a ROS 2 bag (folder, .db3 or .mcap)", "nothing");
   if (!fs::exists(config.bag)) throw InputError(config.bag + ": no such bag (file or folder)");

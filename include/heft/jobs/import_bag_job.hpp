@@ -2,7 +2,7 @@
 /// \file The `heft import` job: a ROS 2 bag (sqlite3 or MCAP) to a heft log. A mapping file says
 /// which topic fills which group (sensor_msgs/JointState -> joints, Imu -> imu, WrenchStamped ->
 /// force_torque, nav_msgs/Odometry -> the base pose and twist, PoseStamped or one tf transform ->
-/// mocap); rosbags (PyPI, in .deps/venv-bag) reads the messages through python/read_bag.py, and
+/// mocap); rosbags (PyPI, in .deps/venv-tools) reads the messages through python/read_bag.py, and
 /// this job assembles, checks and writes the log. docs/guide/import.md documents the mapping.
 #include <cstdint>
 #include <optional>
@@ -42,8 +42,8 @@ struct ImportBagJob {
     std::optional<double> contact_force_threshold;            ///< contacts from the F/T forces
     std::optional<Topic> base;                                ///< Odometry
     std::optional<Topic> mocap;                               ///< PoseStamped or tf
-    /// How the bag is read: the Python of .deps/venv-bag and python/read_bag.py (build-time paths;
-    /// HEFT_BAG_PYTHON and HEFT_BAG_READER replace them).
+    /// How the bag is read: the Python of .deps/venv-tools and python/read_bag.py (empty: the
+    /// build-time paths, or HEFT_PYTHON and HEFT_PYTHON_DIR).
     std::string python, reader;
     /// \throws InputError naming the field.
     void validate() const;
