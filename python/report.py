@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """heft report: one self-contained HTML page (inline SVG plots, no network at view time) from the
-output folders of heft identify and heft sample runs on one robot.
+output folders of heft identify, heft sample, heft estimate and heft filter runs on one robot.
 
-    report.py OUT_HTML DIR [DIR...]
+    report.py [--bodies BODIES.json] OUT_HTML DIR [DIR...]
 
-Reads DIR/result.json and, when present, DIR/torques.csv (heft identify) and DIR/history.csv
-(heft sample). Exit 2 with one line on stderr for a folder it cannot read. docs/guide/report.md
-lists what the page shows.
+BODIES.json maps the robot's body names (links) to their joints' names, the names a log's truth
+uses (heft report writes it). Reads DIR/result.json and, when present, DIR/torques.csv (heft identify), DIR/history.csv (heft
+sample), DIR/trajectory.h5 (heft estimate); or DIR/summary.json with DIR/estimates.h5 and
+DIR/baseline.h5 (heft filter). The log a run names is read for the measurements and, in a
+simulated log, the truth the page compares with (scoring only). Exit 2 with one line on stderr
+for a folder it cannot read. docs/guide/report.md lists what the page shows.
 """
 import csv
 import html
@@ -22,10 +25,16 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+try:
+    import h5py
+except ImportError:  # the page then says what it could not draw
+    h5py = None
+
 plt.rcParams.update({'svg.fonttype': 'none', 'font.size': 9, 'axes.titlesize': 9,
                      'figure.dpi': 96, 'svg.hashsalt': 'heft'})
 MAX_CHANNEL_PLOTS = 24
 COLORS = {'measured': '#222222', 'nominal': '#999999', 'identified': '#d62728'}
+BODY_JOINTS = {}  # body (link) name -> its joint's name, the name a log's truth uses
 NEAR_BOUNDARY = 0.01  # relative_margin below this is flagged (docs/guide/report.md)
 
 
@@ -68,15 +77,21 @@ def table(header, rows, cls=''):
 class Run:
     def __init__(self, folder):
         self.folder = Path(folder)
-        path = self.folder / 'result.json'
+        self.kind = 'filter' if (self.folder / 'summary.json').exists() and not (
+            self.folder / 'result.json').exists() else None
+        path = self.folder / ('summary.json' if self.kind else 'result.json')
         try:
             self.result = json.loads(path.read_text())
         except (OSError, ValueError) as e:
             raise ReportError(f'{path}: cannot read it as JSON ({e})')
-        self.robot = (self.result.get('robot') or {}).get('name')
+        robot = self.result.get('robot')
+        self.robot = robot.get('name') if isinstance(robot, dict) else robot
         if not self.robot:
-            raise ReportError(f'{path}: expected the result of heft identify or heft sample '
-                              '(a "robot" field), got none')
+            raise ReportError(f'{path}: expected the result of heft identify, sample, estimate or '
+                              'filter (a "robot" field), got none')
+        if self.kind is None:
+            self.kind = 'estimate' if 'estimation' in self.result else (
+                'sample' if 'sampling' in self.result else 'identify')
         self.name = self.folder.name or str(self.folder)
         self.torques = self.read_torques()
         self.history = self.read_csv('history.csv')
@@ -359,9 +374,186 @@ def actuator_tables(run):
     return '\n'.join(out)
 
 
-def run_section(index, run):
+def h5(path):
+    if h5py is None:
+        return None
+    try:
+        return h5py.File(path, 'r')
+    except OSError:
+        return None
+
+
+def strings(dataset):
+    return [x.decode() if isinstance(x, bytes) else str(x) for x in dataset[()]]
+
+
+def log_of(run, name):
+    """The log a run names (relative paths: from where heft ran, or from the folder's parent)."""
+    for candidate in (Path(name), run.folder.parent / name, run.folder.parent.parent / name):
+        if candidate.exists():
+            return h5(candidate)
+    return None
+
+
+def trajectory_plots(run):
+    windows = (run.result.get('estimation') or {}).get('windows') or []
+    window = windows[0] if windows else (run.result.get('estimation') or {}).get('window', {})
+    written = (window.get('trajectory') or {}).get('path') or 'trajectory.h5'
+    estimate = h5(run.folder / Path(written).name)
+    if estimate is None:
+        return '<p>No trajectory.h5 (or h5py missing).</p>'
+    log = log_of(run, window.get('log', ''))
+    parts = []
+    names = strings(estimate['joints/names'])
+    shown = names[:12]
+    columns = 3
+    rows = math.ceil(len(shown) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.0 * rows), squeeze=False)
+    t_est = estimate['joints/time'][()]
+    q_est = estimate['joints/q'][()]
+    if log is not None and 'joints' in log:
+        log_names = strings(log['joints/names'])
+        t_log = log['joints/time'][()]
+        sel = (t_log >= t_est[0]) & (t_log <= t_est[-1])
+    for k, name in enumerate(shown):
+        ax = axes[k // columns][k % columns]
+        if log is not None and name in log_names:
+            ax.plot(t_log[sel], log['joints/q'][()][sel, log_names.index(name)], '.', ms=1.5,
+                    color=COLORS['measured'], label='measured')
+        ax.plot(t_est, q_est[:, k], color=COLORS['identified'], lw=1, label='estimated')
+        ax.set_title(name)
+        if k % columns == 0:
+            ax.set_ylabel('q [rad]')
+    for k in range(len(shown), rows * columns):
+        axes[k // columns][k % columns].axis('off')
+    axes[0][0].legend(fontsize=7, markerscale=4)
+    fig.supxlabel('time [s]')
+    fig.tight_layout()
+    parts.append('<h4>Joint positions: estimated and measured</h4>' + svg(fig))
+    if 'force_torque' in estimate:
+        parts.append(contact_force_plot(estimate, log))
+    return '\n'.join(parts)
+
+
+def contact_force_plot(estimate, log):
+    names = strings(estimate['force_torque/names'])
+    t = estimate['force_torque/time'][()]
+    wrench = estimate['force_torque/wrench'][()]
+    truth = None
+    if log is not None and 'truth/contact_forces' in log and 'truth/contact_names' in log:
+        truth = (strings(log['truth/contact_names']), log['truth/time'][()],
+                 log['truth/contact_forces'][()])
+    columns = 2
+    rows = math.ceil(len(names) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 2.0 * rows), squeeze=False)
+    for k, name in enumerate(names):
+        ax = axes[k // columns][k % columns]
+        if truth is not None and name in truth[0]:
+            i = truth[0].index(name)
+            sel = (truth[1] >= t[0]) & (truth[1] <= t[-1])
+            ax.plot(truth[1][sel], np.linalg.norm(truth[2][sel, 3 * i:3 * i + 3], axis=1),
+                    color=COLORS['measured'], lw=1, label='truth (simulator)')
+        ax.plot(t, np.linalg.norm(wrench[:, 6 * k:6 * k + 3], axis=1), color=COLORS['identified'],
+                lw=1, label='reconstructed')
+        ax.set_title(name)
+        if k % columns == 0:
+            ax.set_ylabel('|f| [N]')
+    for k in range(len(names), rows * columns):
+        axes[k // columns][k % columns].axis('off')
+    axes[0][0].legend(fontsize=7)
+    fig.supxlabel('time [s]')
+    fig.tight_layout()
+    errors = ''
+    return ('<h4>Contact forces: reconstructed and, in a simulated log, the simulator\'s '
+            '(force magnitude, frame-independent)</h4>' + errors + svg(fig))
+
+
+def estimate_errors(run):
+    est = run.result.get('estimation') or {}
+    windows = est.get('windows') or [est.get('window') or {}]
+    rows = []
+    for key, label in (('trajectory_errors', 'trajectory'), ('contact_force_errors',
+                                                              'contact forces')):
+        for name, value in (windows[0].get(key) or est.get(key) or {}).items():
+            if isinstance(value, (int, float)):
+                rows.append([label, esc(name), num(value)])
+    return table(['what', 'error', 'value'], rows) if rows else ''
+
+
+def filter_plots(run):
+    parts = []
+    log = log_of(run, run.result.get('log', ''))
+    truth = {}
+    if log is not None and 'truth' in log:
+        tr = log['truth']
+        if 'varying_body_names' in tr:
+            for b, name in enumerate(strings(tr['varying_body_names'])):
+                truth[name] = (tr['time'][()], tr['varying_body_pi'][()][:, 10 * b])
+        if 'bodies/names' in tr:
+            for b, name in enumerate(strings(tr['bodies/names'])):
+                truth.setdefault(name, (None, tr['bodies/pi'][()][b, 0]))
+    files = [(f, label, color) for f, label, color in (
+        ('estimates.h5', 'log-Cholesky EKF', COLORS['identified']),
+        ('baseline.h5', 'linear KF baseline', COLORS['nominal'])) if (run.folder / f).exists()]
+    opened = [(h5(run.folder / f), label, color) for f, label, color in files]
+    opened = [(f, label, color) for f, label, color in opened if f is not None]
+    if not opened:
+        return '<p>No estimates.h5 (or h5py missing).</p>'
+    bodies = strings(opened[0][0]['estimates/body_names'])
+    fig, axes = plt.subplots(len(bodies), 1, figsize=(10, 2.6 * len(bodies)), squeeze=False)
+    for b, body in enumerate(bodies):
+        ax = axes[b][0]
+        for f, label, color in opened:
+            t = f['estimates/time'][()]
+            m = f['estimates/body_pi'][()][:, 10 * b]
+            ax.plot(t, m, color=color, lw=1, label=label)
+            if 'estimates/body_pi_std' in f:
+                sd = f['estimates/body_pi_std'][()][:, 10 * b]
+                ax.fill_between(t, m - 2 * sd, m + 2 * sd, color=color, alpha=0.15, lw=0)
+        key = body if body in truth else BODY_JOINTS.get(body)
+        if key in truth:
+            tt, tm = truth[key]
+            if tt is None:
+                ax.axhline(tm, color=COLORS['measured'], lw=1, ls='--', label='truth')
+            else:
+                ax.plot(tt, tm, color=COLORS['measured'], lw=1, ls='--', label='truth')
+        ax.set_title(f'{body}: mass with its 2-sigma band')
+        ax.set_ylabel('[kg]')
+        ax.legend(fontsize=7)
+    axes[-1][0].set_xlabel('time [s]')
+    fig.tight_layout()
+    parts.append(svg(fig))
+    rows = []
+    for r in run.result.get('runs') or []:
+        for b in r.get('bodies') or []:
+            rows.append([esc(r.get('estimator')), esc(b.get('name')), num(b.get('final_mass'), 6),
+                         num(b.get('final_truth_mass'), 6), num(b.get('mass_rms_relative'), 3),
+                         num(1000 * b['final_com_error_m'], 3) if 'final_com_error_m' in b else ''])
+    if rows:
+        parts.append(table(['estimator', 'body', 'final mass [kg]', 'true mass [kg]',
+                            'mass RMS (relative)', 'final COM error [mm]'], rows))
+    return '\n'.join(parts)
+
+
+def filter_section(index, run):
     warnings = run.result.get('warnings') or []
-    parts = [f'<section id="run{index}"><h2>{esc(run.name)}</h2>',
+    parts = [f'<section id="run{index}"><h2>{esc(run.name)} (heft filter)</h2>',
+             f'<p class="path">{esc(run.folder.resolve())}</p>',
+             table(['', ''], [['log', esc(run.result.get('log', ''))],
+                              ['bodies', esc(', '.join(run.result.get('bodies') or []))],
+                              ['gate threshold', num(run.result.get('gate_threshold'))]], 'kv')]
+    if warnings:
+        parts.append('<details open><summary>Warnings ({})</summary><ul class="warnings">'.format(
+            len(warnings)) + ''.join(f'<li>{esc(w)}</li>' for w in warnings) + '</ul></details>')
+    parts += ['<h3>Estimates over time</h3>', filter_plots(run), '</section>']
+    return '\n'.join(parts)
+
+
+def run_section(index, run):
+    if run.kind == 'filter':
+        return filter_section(index, run)
+    warnings = run.result.get('warnings') or []
+    parts = [f'<section id="run{index}"><h2>{esc(run.name)} (heft {run.kind})</h2>',
              f'<p class="path">{esc(run.folder.resolve())}</p>',
              summary_table(run)]
     if warnings:
@@ -374,16 +566,28 @@ def run_section(index, run):
               actuator_tables(run),
               '<h3>Equivalent inertia boxes (prior grey, estimate red)</h3>', box_plot(run),
               '<h3>Correlation of the identified parameters</h3>', correlation_plot(run),
-              '<h3>Measured and predicted torque</h3>', torque_plots(run),
-              '<h3>Held-out prediction</h3>', heldout_table(run),
-              '<h3>Residuals</h3>', residual_rms_plot(run), histogram_plot(run),
-              '<h3>Solver</h3>', convergence_plot(run), '</section>']
+              ]
+    if run.kind == 'estimate':
+        parts += ['<h3>Trajectory and contact forces</h3>', estimate_errors(run),
+                  trajectory_plots(run)]
+    else:
+        parts += ['<h3>Measured and predicted torque</h3>', torque_plots(run),
+                  '<h3>Held-out prediction</h3>', heldout_table(run),
+                  '<h3>Residuals</h3>', residual_rms_plot(run), histogram_plot(run)]
+    parts += ['<h3>Solver</h3>', convergence_plot(run), '</section>']
     return '\n'.join(parts)
 
 
 def comparison(runs):
     rows = []
     for i, run in enumerate(runs):
+        if run.kind == 'filter':
+            for r in run.result.get('runs') or []:
+                for b in r.get('bodies') or []:
+                    rows.append([f'<a href="#run{i}">{esc(run.name)}</a>',
+                                 esc(r.get('estimator', '')), 'final', esc(b.get('name')),
+                                 num(b.get('final_mass'), 6), ''])
+            continue
         s = run.result.get('summary') or {}
         for body, p in (run.result.get('parameters') or {}).items():
             rows.append([f'<a href="#run{i}">{esc(run.name)}</a>', esc(run.result.get('method', '')),
@@ -420,12 +624,17 @@ document.addEventListener('DOMContentLoaded', function () {
 
 
 def main(argv):
-    if len(argv) < 3:
-        print('usage: report.py OUT_HTML DIR [DIR...]', file=sys.stderr)
+    global BODY_JOINTS
+    args = argv[1:]
+    if args[:1] == ['--bodies']:
+        BODY_JOINTS = json.loads(Path(args[1]).read_text())
+        args = args[2:]
+    if len(args) < 2:
+        print('usage: report.py [--bodies BODIES.json] OUT_HTML DIR [DIR...]', file=sys.stderr)
         return 2
-    out = Path(argv[1])
+    out = Path(args[0])
     try:
-        runs = [Run(d) for d in argv[2:]]
+        runs = [Run(d) for d in args[1:]]
         robots = {r.robot for r in runs}
         if len(robots) > 1:
             raise ReportError('results of different robots: ' + ', '.join(

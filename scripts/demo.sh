@@ -63,10 +63,13 @@ echo "   (base state estimated, no truth input; about a minute and a half on 2 c
   --quiet | sed -n '/held out/p;/errors against/,/^$/p'
 echo
 echo "== heft report: one self-contained HTML page per run above (torque fits with the held-out range,"
-echo "   residuals, parameters, inertia boxes, correlations; open them in a browser)"
+echo "   residuals, parameters, inertia boxes, correlations, trajectories, filter estimates; open them"
+echo "   in a browser)"
 "$heft" report "$build/demo/go2-payload" --out "$build/demo/go2-payload-report.html" --overwrite
 "$heft" report build/demo/panda-id --out "$build/demo/panda-id-report.html" --overwrite
 "$heft" report build/demo/go2-rear-sample --out "$build/demo/go2-rear-sample-report.html" --overwrite
+"$heft" report "$build/demo/go2-estimate" --out "$build/demo/go2-estimate-report.html" --overwrite
+"$heft" report "$build/demo/forearm-filter" --out "$build/demo/forearm-filter-report.html" --overwrite
 echo
 echo "== heft simulate go2-actuator, then heft explore data/examples/go2_actuator_explore.yaml:"
 echo "   go2's motor gains and saturation from a stance log (stage 1), then base commands designed"

@@ -753,6 +753,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
   nlohmann::json j;
   j["schema_version"] = results::kResultSchemaVersion;
   j["method"] = "riccati-map";
+  j["robot"] = {{"name", config.robot}, {"base", model::toString(config.base)}};
   j["parameters"] = results::parametersJson(bodies);
   j["friction"] = results::frictionJson(friction);
   j["armature"] = results::armatureJson(armature);
