@@ -78,6 +78,58 @@ def write_csv(path, header, rows):
             f.write(','.join(fmt(x) for x in row) + '\n')
 
 
+def write_reference(reference, meta, imu_frame, names, sensors, threshold, st, d, fh, ft):
+    """The bag's data as a heft CSV log, by the rules of docs/guide/import.md."""
+    js, istamps, fstamps, ostamps, mstamps = (st['js'], st['istamps'], st['fstamps'],
+                                              st['ostamps'], st['mstamps'])
+    q, v, tau, pose, twist = d['q'], d['v'], d['tau'], d['pose'], d['twist']
+    gyro, accel, orientation = d['gyro'], d['accel'], d['orientation']
+    position, mocap_q = d['position'], d['mocap_q']
+    origin = min(int(js[0]), int(istamps[0]), int(fstamps[0]), int(ostamps[0]), int(mstamps[0]))
+
+    def seconds(ns):
+        return np.array([float(int(x) - origin) / 1e9 for x in ns])
+
+    jt, ot = seconds(js), seconds(ostamps)
+    keep = (jt >= ot[0]) & (jt <= ot[-1])
+    base_pose, base_twist = [], []
+    for t in jt[keep]:
+        k = min(int(np.searchsorted(ot, t, side='right')) - 1, len(ot) - 2)
+        s = (t - ot[k]) / (ot[k + 1] - ot[k])
+        base_pose.append(np.concatenate([pose[k, :3] + s * (pose[k + 1, :3] - pose[k, :3]),
+                                         slerp(pose[k, 3:], pose[k + 1, 3:], s)]))
+        base_twist.append(twist[k] + s * (twist[k + 1] - twist[k]))
+    reference.mkdir(parents=True)
+    with open(reference / 'metadata.yaml', 'w') as f:
+        f.write(f'robot: {meta.get("robot", "")}\nbase_type: free-flyer\nunits: SI\n'
+                f'imu_frame: {imu_frame}\nmocap_frame: base\n')
+    write_csv(reference / 'joints.csv',
+              ['time'] + [f'{f}/{n}' for f in ('q', 'v', 'tau') for n in names] +
+              [f'base_pose/{c}' for c in ('x', 'y', 'z', 'qx', 'qy', 'qz', 'qw')] +
+              [f'base_twist/{c}' for c in ('vx', 'vy', 'vz', 'wx', 'wy', 'wz')],
+              np.column_stack([jt[keep], q[keep], v[keep], tau[keep], np.array(base_pose),
+                               np.array(base_twist)]))
+    write_csv(reference / 'imu.csv',
+              ['time', 'gyro/x', 'gyro/y', 'gyro/z', 'accel/x', 'accel/y', 'accel/z',
+               'orientation/qx', 'orientation/qy', 'orientation/qz', 'orientation/qw'],
+              np.column_stack([seconds(istamps), gyro, accel, orientation]))
+    wrench_header, wrench_columns, flags = ['time'], [seconds(fstamps)], []
+    for name, frame in sensors:
+        _, w = columns(fh, ft, f'wrench/{name}/')
+        wrench_header += [f'wrench/{name}/{c}' for c in ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')]
+        wrench_columns.append(w)
+        flags.append((np.linalg.norm(w[:, :3], axis=1) > threshold).astype(float))
+    write_csv(reference / 'force_torque.csv', wrench_header, np.column_stack(wrench_columns))
+    with open(reference / 'force_torque_sensors.csv', 'w') as f:
+        f.write('sensor,frame\n' + ''.join(f'{n},{fr}\n' for n, fr in sensors))
+    write_csv(reference / 'contacts.csv', ['time'] + [f'flags/{fr}' for _, fr in sensors],
+              np.column_stack([seconds(fstamps)] + flags))
+    write_csv(reference / 'mocap.csv',
+              ['time', 'position/x', 'position/y', 'position/z', 'orientation/qx',
+               'orientation/qy', 'orientation/qz', 'orientation/qw'],
+              np.column_stack([seconds(mstamps), position, mocap_q]))
+
+
 def main(argv):
     source, bag, reference, storage, threshold = Path(argv[1]), Path(argv[2]), Path(
         argv[3]), argv[4], float(argv[5])
@@ -192,50 +244,12 @@ def main(argv):
             writer.write(connections[topic], int(ns) + LATENCY_NS,
                          ts.serialize_cdr(msg, msgtype))
 
-    # The same data as a heft log.
-    origin = min(int(js[0]), int(istamps[0]), int(fstamps[0]), int(ostamps[0]), int(mstamps[0]))
-
-    def seconds(ns):
-        return np.array([float(int(x) - origin) / 1e9 for x in ns])
-
-    jt, ot = seconds(js), seconds(ostamps)
-    keep = (jt >= ot[0]) & (jt <= ot[-1])
-    base_pose, base_twist = [], []
-    for t in jt[keep]:
-        k = min(int(np.searchsorted(ot, t, side='right')) - 1, len(ot) - 2)
-        s = (t - ot[k]) / (ot[k + 1] - ot[k])
-        base_pose.append(np.concatenate([pose[k, :3] + s * (pose[k + 1, :3] - pose[k, :3]),
-                                         slerp(pose[k, 3:], pose[k + 1, 3:], s)]))
-        base_twist.append(twist[k] + s * (twist[k + 1] - twist[k]))
-    reference.mkdir(parents=True)
-    with open(reference / 'metadata.yaml', 'w') as f:
-        f.write(f'robot: {meta.get("robot", "")}\nbase_type: free-flyer\nunits: SI\n'
-                f'imu_frame: {imu_frame}\nmocap_frame: base\n')
-    write_csv(reference / 'joints.csv',
-              ['time'] + [f'{f}/{n}' for f in ('q', 'v', 'tau') for n in names] +
-              [f'base_pose/{c}' for c in ('x', 'y', 'z', 'qx', 'qy', 'qz', 'qw')] +
-              [f'base_twist/{c}' for c in ('vx', 'vy', 'vz', 'wx', 'wy', 'wz')],
-              np.column_stack([jt[keep], q[keep], v[keep], tau[keep], np.array(base_pose),
-                               np.array(base_twist)]))
-    write_csv(reference / 'imu.csv',
-              ['time', 'gyro/x', 'gyro/y', 'gyro/z', 'accel/x', 'accel/y', 'accel/z',
-               'orientation/qx', 'orientation/qy', 'orientation/qz', 'orientation/qw'],
-              np.column_stack([seconds(istamps), gyro, accel, orientation]))
-    wrench_header, wrench_columns, flags = ['time'], [seconds(fstamps)], []
-    for name, frame in sensors:
-        _, w = columns(fh, ft, f'wrench/{name}/')
-        wrench_header += [f'wrench/{name}/{c}' for c in ('fx', 'fy', 'fz', 'tx', 'ty', 'tz')]
-        wrench_columns.append(w)
-        flags.append((np.linalg.norm(w[:, :3], axis=1) > threshold).astype(float))
-    write_csv(reference / 'force_torque.csv', wrench_header, np.column_stack(wrench_columns))
-    with open(reference / 'force_torque_sensors.csv', 'w') as f:
-        f.write('sensor,frame\n' + ''.join(f'{n},{fr}\n' for n, fr in sensors))
-    write_csv(reference / 'contacts.csv', ['time'] + [f'flags/{fr}' for _, fr in sensors],
-              np.column_stack([seconds(fstamps)] + flags))
-    write_csv(reference / 'mocap.csv',
-              ['time', 'position/x', 'position/y', 'position/z', 'orientation/qx',
-               'orientation/qy', 'orientation/qz', 'orientation/qw'],
-              np.column_stack([seconds(mstamps), position, mocap_q]))
+    write_reference(reference, meta, imu_frame, names, sensors, threshold,
+                    dict(js=js, istamps=istamps, fstamps=fstamps, ostamps=ostamps,
+                         mstamps=mstamps),
+                    dict(q=q, v=v, tau=tau, pose=pose, twist=twist, gyro=gyro, accel=accel,
+                         orientation=orientation, position=position, mocap_q=mocap_q),
+                    fh, ft)
     return 0
 
 

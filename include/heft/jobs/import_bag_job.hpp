@@ -76,7 +76,7 @@ struct ImportBagJob {
 
   /// \throws InputError for a bag that cannot be read, a mapped topic it lacks or of another type,
   /// joints the model lacks, stamps that go back, or a log that does not validate;
-  /// SolveError when the reader cannot be run (the bag venv is missing).
+  /// SolveError when the reader cannot be run (.deps/venv-tools is missing).
   static Result run(const Config& config, Progress& progress);
   static Result run(const Config& config) {
     Progress silent;
