@@ -61,6 +61,31 @@ bool rewriteInertial(std::string& xml, const std::string& name, const mjsBody* b
   return true;
 }
 
+// The attributes `names` of joint `name` in `xml` replaced by the spec joint's values at 17 digits
+// (added when MuJoCo's writer left one out); false if the joint is not in the text.
+bool rewriteJointAttributes(std::string& xml, const std::string& name, const mjsJoint* joint,
+                            const std::vector<std::string>& names) {
+  const std::size_t at = xml.find("<joint name=\"" + name + "\"");
+  if (at == std::string::npos) return false;
+  std::size_t end = xml.find("/>", at);
+  if (end == std::string::npos) return false;
+  for (const std::string& attribute : names) {
+    const double value = attribute == "armature"  ? joint->armature
+                         : attribute == "damping" ? joint->damping
+                                                  : joint->frictionloss;
+    const std::string text = attribute + "=\"" + fullPrecision(&value, 1) + "\"";
+    const std::size_t old = xml.find(" " + attribute + "=\"", at);
+    if (old != std::string::npos && old < end) {
+      const std::size_t close = xml.find('"', old + attribute.size() + 3);
+      xml.replace(old + 1, close + 1 - (old + 1), text);
+    } else {
+      xml.insert(end, " " + text);
+    }
+    end = xml.find("/>", at);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
@@ -121,6 +146,18 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
       throw SolveError("body '" + b.name +
                        "': its <inertial/> was not found in MuJoCo's saved model, so it cannot be "
                        "written at full precision");
+  // and so are the identified joint terms (an armature rounded to 6 digits moves the mass matrix)
+  for (const MjcfPatch::Joint& j : patch.joints) {
+    std::vector<std::string> attributes;
+    if (j.armature) attributes.push_back("armature");
+    if (j.damping) attributes.push_back("damping");
+    if (j.frictionloss) attributes.push_back("frictionloss");
+    const mjsJoint* joint = mjs_asJoint(mjs_findElement(spec.get(), mjOBJ_JOINT, j.name.c_str()));
+    if (!rewriteJointAttributes(saved, j.name, joint, attributes))
+      throw SolveError("joint '" + j.name +
+                       "': it was not found in MuJoCo's saved model, so its terms cannot be "
+                       "written at full precision");
+  }
   return saved;
 }
 

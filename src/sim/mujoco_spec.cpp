@@ -4,7 +4,12 @@
 #include <Eigen/Geometry>
 
 #include <algorithm>
+#include <cmath>
+#include <iomanip>
 #include <limits>
+#include <sstream>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "heft/common/error.hpp"
@@ -68,6 +73,74 @@ mjModel* compileSpec(mjSpec* spec, const std::string& name) {
   return compiled;
 }
 
+namespace {
+
+// The numbers of attribute `attribute` inside [begin, end) of `xml`, and where its value sits.
+bool attributeValues(const std::string& xml, std::size_t begin, std::size_t end,
+                     const std::string& attribute, std::size_t& value_begin, std::size_t& value_end,
+                     std::vector<double>& values) {
+  const std::size_t at = xml.find(" " + attribute + "=\"", begin);
+  if (at == std::string::npos || at >= end) return false;
+  value_begin = at + attribute.size() + 3;
+  value_end = xml.find('"', value_begin);
+  std::istringstream in(xml.substr(value_begin, value_end - value_begin));
+  values.clear();
+  for (double x; in >> x;) values.push_back(x);
+  return true;
+}
+
+std::string digits17(const double* values, int n) {
+  std::ostringstream s;
+  s << std::setprecision(17);
+  for (int i = 0; i < n; ++i) s << (i ? " " : "") << values[i];
+  return s.str();
+}
+
+// Every body's pos and quat written again from the spec at 17 digits: MuJoCo's writer prints 6,
+// which turns an exact 45-degree frame into one off by 4e-7 rad. A value is replaced only where the
+// text agrees with the spec to the writer's rounding (else the text is left as MuJoCo wrote it).
+void fullPrecisionFrames(const mjSpec* spec, std::string& xml) {
+  for (mjsElement* e = mjs_firstElement(const_cast<mjSpec*>(spec), mjOBJ_BODY); e;
+       e = mjs_nextElement(const_cast<mjSpec*>(spec), e)) {
+    const mjsBody* body = mjs_asBody(e);
+    const std::string name = mjs_getString(mjs_getName(e));
+    if (!body || name.empty() || name == "world") continue;
+    const std::size_t begin = xml.find("<body name=\"" + name + "\"");
+    if (begin == std::string::npos) continue;
+    const std::size_t end = xml.find('>', begin);
+    Eigen::Quaterniond q(body->quat[0], body->quat[1], body->quat[2], body->quat[3]);
+    if (q.norm() == 0) continue;
+    q.normalize();
+    const double quat[4] = {q.w(), q.x(), q.y(), q.z()};
+    for (const auto& [attribute, spec_values, n] :
+         {std::tuple<std::string, const double*, int>{"quat", quat, 4},
+          std::tuple<std::string, const double*, int>{"pos", body->pos, 3}}) {
+      std::size_t value_begin = 0, value_end = 0;
+      std::vector<double> text;
+      if (!attributeValues(xml, begin, end, attribute, value_begin, value_end, text) ||
+          static_cast<int>(text.size()) != n)
+        continue;
+      double sign = 1, gap = 0, gap_flipped = 0;
+      for (int i = 0; i < n; ++i) {
+        gap = std::max(gap, std::abs(text[i] - spec_values[i]));
+        gap_flipped = std::max(gap_flipped, std::abs(text[i] + spec_values[i]));
+      }
+      if (attribute == "quat" && gap_flipped < gap) {
+        sign = -1;
+        gap = gap_flipped;
+      }
+      if (gap >
+          1e-5 * (1 + Eigen::Map<const Eigen::VectorXd>(spec_values, n).cwiseAbs().maxCoeff()))
+        continue;
+      double value[4];
+      for (int i = 0; i < n; ++i) value[i] = sign * spec_values[i];
+      xml.replace(value_begin, value_end - value_begin, digits17(value, n));
+    }
+  }
+}
+
+}  // namespace
+
 std::string saveSpecXml(const mjSpec* spec, const std::string& name) {
   char error[1024] = "";
   std::vector<char> text(1 << 20);
@@ -78,7 +151,9 @@ std::string saveSpecXml(const mjSpec* spec, const std::string& name) {
     if (needed < 0) throw SolveError(name + ": MuJoCo could not save the model: " + error);
     text.resize(static_cast<std::size_t>(needed) + 1);
   }
-  return std::string(text.data());
+  std::string xml(text.data());
+  fullPrecisionFrames(spec, xml);
+  return xml;
 }
 
 }  // namespace heft::sim

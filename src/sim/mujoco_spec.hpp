@@ -31,8 +31,8 @@ pinocchio::Inertia mujocoInertia(const mjModel* m, int b);
 // `name`.
 mjModel* compileSpec(mjSpec* spec, const std::string& name);
 
-// The compiled spec as MJCF text (MuJoCo's writer: 6 significant digits); a failure throws
-// SolveError naming `name`.
+// The compiled spec as MJCF text: MuJoCo's writer (6 significant digits), with every body's pos
+// and quat written again at 17 digits; a failure throws SolveError naming `name`.
 std::string saveSpecXml(const mjSpec* spec, const std::string& name);
 
 }  // namespace heft::sim
