@@ -229,6 +229,11 @@ TEST(ImportBag, BadInputIsOneLineNamingTheFieldAndExitTwo) {
        bag.string(), "imu.frame: 'imu_link' is not a frame"},
       {"an unknown key", good_joints + "odometry: {topic: /odom}\n", bag.string(),
        "odometry: unknown key"},
+      {"every joint ignored",
+       "robot: go2\njoints:\n  topic: /joint_states\n  ignore: [FL_hip_joint, FL_thigh_joint, "
+       "FL_calf_joint, FR_hip_joint, FR_thigh_joint, FR_calf_joint, RL_hip_joint, RL_thigh_joint, "
+       "RL_calf_joint, RR_hip_joint, RR_thigh_joint, RR_calf_joint]\n",
+       bag.string(), "expected joint states of go2's joints, got none"},
       {"a path that is not a bag", good_joints, (dir / "reference").string(),
        "not a readable ROS 2 bag"},
       {"a bag that does not exist", good_joints, (dir / "nothing").string(), "no such bag"},

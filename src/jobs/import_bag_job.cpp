@@ -238,6 +238,9 @@ struct Assembly {
       throw InputError(where + ": joints the model " + robot.displayName() +
                        " lacks: " + joined(unknown) +
                        " (rename them with joints.rename or leave them out with joints.ignore)");
+    if (bag_names.empty())
+      throw InputError(where + ": expected joint states of " + robot.displayName() +
+                       "'s joints, got none (messages without names, or every joint ignored)");
     for (const char* field : {"velocity/", "effort/"})
       if (read.table.column(field + bag_names.front()) < 0)
         throw InputError(where + ": the messages carry no " +

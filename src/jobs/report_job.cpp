@@ -61,6 +61,8 @@ std::string ReportJob::run(const std::vector<std::string>& folders, const std::s
   if (!options.overwrite && fs::exists(out))
     throw InputError("--out " + out +
                      ": expected a new path, got an existing one (pass --overwrite to replace it)");
+  const fs::path folder = fs::path(out).parent_path();
+  if (!folder.empty()) fs::create_directories(folder);  // as every job's output folder
   ScratchFolder scratch;
   const std::string page = (scratch.path() / "report.html").string();
   // Logs' truth names bodies by joint, estimates by link: the tool gets the robot's pairs (when
