@@ -9,7 +9,7 @@ topic. OUT_DIR/manifest.json lists every topic of the bag (name, type, count) an
 order, its CSV file (OUT_DIR/<index>.csv) with the frame ids of its first message. Every CSV row
 is one message: `header_ns` (the header stamp, ns), `receive_ns` (the bag's receive time, ns),
 then the fields of its type (FIELDS below; JointState: position/<name>, velocity/<name>,
-effort/<name>). Floats are printed with repr, the shortest text that reads back to the same
+effort/<name>, each when the messages carry it). Floats are printed with repr, the shortest text that reads back to the same
 double. A SPEC naming a topic the bag lacks or of a type heft does not read is listed with
 `"file": null`; heft reports it. Exit 2 with one line on stderr for a path that is not a bag, or a
 topic whose messages disagree (joint names that change between messages).
@@ -51,11 +51,12 @@ def quat(q):
 
 
 def joint_state_rows(topic, messages):
-    names, has_velocity, has_effort = None, None, None
+    names, has_position, has_velocity, has_effort = None, None, None, None
     rows = []
     for k, (receive, msg) in enumerate(messages):
         if names is None:
             names = list(msg.name)
+            has_position = len(msg.position) > 0  # a command topic may carry efforts only
             has_velocity, has_effort = len(msg.velocity) > 0, len(msg.effort) > 0
             order = list(range(len(names)))
         elif list(msg.name) != names:
@@ -63,22 +64,21 @@ def joint_state_rows(topic, messages):
                 raise BagError(f'topic {topic} message {k}: joint names {list(msg.name)} differ '
                                f'from the first message\'s {names}')
             order = [list(msg.name).index(n) for n in names]
-        if len(msg.position) != len(names):
-            raise BagError(f'topic {topic} message {k}: {len(msg.position)} positions for '
-                           f'{len(names)} names')
-        for field, wanted in (('velocity', has_velocity), ('effort', has_effort)):
+        for field, wanted in (('position', has_position), ('velocity', has_velocity),
+                              ('effort', has_effort)):
             count = len(getattr(msg, field))
             if count != (len(names) if wanted else 0):
                 raise BagError(f'topic {topic} message {k}: {count} {field} values, the first '
                                f'message had {len(names) if wanted else 0}')
         row = [stamp_ns(msg.header.stamp), receive]
-        row += [msg.position[i] for i in order]
+        if has_position:
+            row += [msg.position[i] for i in order]
         if has_velocity:
             row += [msg.velocity[i] for i in order]
         if has_effort:
             row += [msg.effort[i] for i in order]
         rows.append(row)
-    header = [f'position/{n}' for n in names or []]
+    header = [f'position/{n}' for n in names] if has_position else []
     if has_velocity:
         header += [f'velocity/{n}' for n in names]
     if has_effort:

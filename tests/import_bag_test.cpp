@@ -81,7 +81,7 @@ void writeBag(const fs::path& source, const fs::path& bag, const fs::path& refer
 
 const char* kMapping =
     "robot: go2\n"
-    "joints: {topic: /joint_states}\n"
+    "joints: {topic: /joint_states, commands: /joint_commands}\n"
     "imu: {topic: /imu}\n"
     "force_torque:\n"
     "  - {topic: /ft/FL_foot}\n  - {topic: /ft/FR_foot}\n"
@@ -133,7 +133,7 @@ TEST(ImportBag, McapAndSqliteBagsGiveTheLogOfTheirDataAndIdentifyAgreesWithTheHd
     const heft::io::Log reference = heft::io::readLog(reference_csv.string());
 
     // Every stream at its rate, on the bag's clock from its earliest stamp.
-    ASSERT_EQ(result.streams.size(), 8u);
+    ASSERT_EQ(result.streams.size(), 9u);
     // The nominal profile jitters IMU stamps by U(+-0.1 ms): its 2.5 ms intervals by up to 8 %,
     // their median by well under 1 %. The other streams are on the simulator's clock.
     for (const auto& [group, rate, tolerance] :
@@ -149,10 +149,12 @@ TEST(ImportBag, McapAndSqliteBagsGiveTheLogOfTheirDataAndIdentifyAgreesWithTheHd
     heft::io::Log same = log;
     same.joints.base_pose = reference.joints.base_pose;
     same.joints.base_twist = reference.joints.base_twist;
+    same.joints.tau_cmd = reference.joints.tau_cmd;
     same.meta = reference.meta;
     EXPECT_EQ(heft::io::firstDifference(same, reference), "");
     EXPECT_LT(maxAbs(log.joints.base_pose, reference.joints.base_pose), 1e-14);
     EXPECT_LT(maxAbs(log.joints.base_twist, reference.joints.base_twist), 1e-14);
+    EXPECT_LT(maxAbs(log.joints.tau_cmd, reference.joints.tau_cmd), 1e-14);
     EXPECT_EQ(log.meta.robot, "go2");
     EXPECT_EQ(log.meta.base_type, heft::io::BaseType::FreeFlyer);
     EXPECT_EQ(log.imu->frame, "imu");

@@ -329,25 +329,60 @@ struct Assembly {
     result.log.force_torque = std::move(ft);
   }
 
-  // The odometry's pose and twist at the joint times (linear; quaternions by slerp); joint samples
-  // outside the odometry's span are dropped.
-  void base(const ReadTopic& read) {
-    const Eigen::VectorXd t = seconds(read.stamps, origin);
+  // Keeps the joint samples inside [t_0, t_last] of a stream interpolated at the joint times.
+  void keepJointSamplesWithin(const Eigen::VectorXd& t, const std::string& where,
+                              const std::string& what) {
     io::JointSeries& j = result.log.joints;
     std::vector<Eigen::Index> keep;
     for (Eigen::Index k = 0; k < j.time.size(); ++k)
       if (j.time[k] >= t[0] && j.time[k] <= t[t.size() - 1]) keep.push_back(k);
     if (keep.size() < 2)
-      throw InputError(config.source + ": base.topic " + read.mapping->topic +
-                       ": its messages do not overlap the joint states in time");
+      throw InputError(where + ": its messages do not overlap the joint states in time");
     const Eigen::Index dropped = j.time.size() - static_cast<Eigen::Index>(keep.size());
     if (dropped > 0)
-      result.notes.push_back("joints: " + std::to_string(dropped) +
-                             " samples outside the odometry's time span dropped");
+      result.notes.push_back("joints: " + std::to_string(dropped) + " samples outside the " + what +
+                             "'s time span dropped");
     j.time = rowsOf(j.time, keep);
-    j.q = rowsOf(j.q, keep);
-    j.v = rowsOf(j.v, keep);
-    j.tau = rowsOf(j.tau, keep);
+    for (Eigen::MatrixXd* m : {&j.q, &j.v, &j.tau, &j.tau_cmd, &j.base_pose, &j.base_twist})
+      if (m->size() > 0) *m = rowsOf(*m, keep);
+  }
+
+  // The commanded torque (the effort of another JointState topic) at the joint times (linear);
+  // joint samples outside its span are dropped.
+  void commands(const ReadTopic& read) {
+    const std::string where = config.source + ": joints.commands " + read.mapping->topic;
+    std::map<std::string, std::string> to_bag;  // model name -> bag name
+    for (const std::string& c : read.table.columns)
+      if (c.rfind("effort/", 0) == 0) to_bag[c.substr(7)] = c.substr(7);
+    for (const auto& [bag, model_name] : config.rename)
+      if (to_bag.count(bag)) {
+        to_bag.erase(bag);
+        to_bag[model_name] = bag;
+      }
+    io::JointSeries& j = result.log.joints;
+    std::vector<std::string> efforts, missing;
+    for (const std::string& name : j.names) {
+      if (to_bag.count(name))
+        efforts.push_back("effort/" + to_bag[name]);
+      else
+        missing.push_back(name);
+    }
+    if (!missing.empty())
+      throw InputError(where +
+                       ": expected a commanded effort for every logged joint, got none for " +
+                       joined(missing));
+    const Eigen::VectorXd t = seconds(read.stamps, origin);
+    keepJointSamplesWithin(t, where, "commands");
+    j.tau_cmd = interpolate(t, columns(read.table, efforts), j.time);
+    stream(read, "commands", t);
+  }
+
+  // The odometry's pose and twist at the joint times (linear; quaternions by slerp); joint samples
+  // outside the odometry's span are dropped.
+  void base(const ReadTopic& read) {
+    const Eigen::VectorXd t = seconds(read.stamps, origin);
+    io::JointSeries& j = result.log.joints;
+    keepJointSamplesWithin(t, config.source + ": base.topic " + read.mapping->topic, "odometry");
     const Eigen::MatrixXd position = columns(read.table, {"x", "y", "z"});
     const Eigen::MatrixXd quaternion = columns(read.table, {"qx", "qy", "qz", "qw"});
     const Eigen::MatrixXd twist = columns(read.table, {"vx", "vy", "vz", "wx", "wy", "wz"});
@@ -454,6 +489,12 @@ void ImportBagJob::parseMapping(const std::string& yaml_text, const std::string&
                "joints the model " + robot.displayName() + " lacks: " + joined(lacking));
     }
     s.read("ignore", config.ignore);
+    config.commands.reset();
+    if (s.has("commands")) {
+      Topic commands;
+      commands.topic = s.string("commands");
+      config.commands = commands;
+    }
     s.finish();
   }
   if (top.has("imu")) config.imu = readTopic(top, "imu", false);
@@ -512,12 +553,11 @@ ImportBagJob::Result ImportBagJob::run(const Config& config_in, Progress& progre
   if (!fs::exists(config.bag)) throw InputError(config.bag + ": no such bag (file or folder)");
   const model::RobotModel robot = model::loadRobot(config.robot);
 
-  const std::map<std::string, std::vector<std::string>> types{{"joints", {kJointState}},
-                                                              {"imu", {kImu}},
-                                                              {"force_torque", {kWrench}},
-                                                              {"base", {kOdometry}},
-                                                              {"mocap", {kPose, kTf}}};
+  const std::map<std::string, std::vector<std::string>> types{
+      {"joints", {kJointState}},   {"commands", {kJointState}}, {"imu", {kImu}},
+      {"force_torque", {kWrench}}, {"base", {kOdometry}},       {"mocap", {kPose, kTf}}};
   std::vector<std::pair<std::string, const Topic*>> wanted{{"joints", &config.joints}};
+  if (config.commands) wanted.emplace_back("commands", &*config.commands);
   if (config.imu) wanted.emplace_back("imu", &*config.imu);
   for (const Topic& t : config.force_torque) wanted.emplace_back("force_torque", &t);
   if (config.base) wanted.emplace_back("base", &*config.base);
@@ -541,6 +581,8 @@ ImportBagJob::Result ImportBagJob::run(const Config& config_in, Progress& progre
     if (t.group == "mocap") assembly.mocap(t);
   }
   if (!sensors.empty()) assembly.forceTorque(sensors);
+  for (const ReadTopic& t : topics)  // both interpolate at the joint times and trim them
+    if (t.group == "commands") assembly.commands(t);
   for (const ReadTopic& t : topics)
     if (t.group == "base") assembly.base(t);
   io::requireValid(io::validateLog(result.log, robot.pinocchio()),

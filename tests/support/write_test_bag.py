@@ -6,7 +6,8 @@ independently of heft's importer.
     write_test_bag.py SOURCE_CSV_LOG BAG REFERENCE_CSV_LOG {mcap|sqlite3} THRESHOLD
 
 The source log runs at 2 kHz (joints, IMU, force/torque) and holds a base pose and twist (a state
-estimator's). The bag carries /joint_states at 500 Hz, /imu at 400 Hz, one WrenchStamped topic per
+estimator's). The bag carries /joint_states at 500 Hz, /joint_commands (efforts only: the
+commanded torques) on the same stamps, /imu at 400 Hz, one WrenchStamped topic per
 force/torque sensor at 1 kHz (/ft/<sensor>), /odom (nav_msgs/Odometry, the base pose and twist) at
 100 Hz, and /mocap (PoseStamped, the base's markers) at the source's mocap times, the same poses
 as world -> base transforms on /tf; header stamps are the source times
@@ -83,6 +84,7 @@ def write_reference(reference, meta, imu_frame, names, sensors, threshold, st, d
     js, istamps, fstamps, ostamps, mstamps = (st['js'], st['istamps'], st['fstamps'],
                                               st['ostamps'], st['mstamps'])
     q, v, tau, pose, twist = d['q'], d['v'], d['tau'], d['pose'], d['twist']
+    tau_cmd = d['tau_cmd']
     gyro, accel, orientation = d['gyro'], d['accel'], d['orientation']
     position, mocap_q = d['position'], d['mocap_q']
     origin = min(int(js[0]), int(istamps[0]), int(fstamps[0]), int(ostamps[0]), int(mstamps[0]))
@@ -92,8 +94,12 @@ def write_reference(reference, meta, imu_frame, names, sensors, threshold, st, d
 
     jt, ot = seconds(js), seconds(ostamps)
     keep = (jt >= ot[0]) & (jt <= ot[-1])
-    base_pose, base_twist = [], []
+    base_pose, base_twist, commanded = [], [], []
     for t in jt[keep]:
+        # the commands share the joints' stamps: interpolated by the same rule, at s = 0 or 1
+        c = min(int(np.searchsorted(jt, t, side='right')) - 1, len(jt) - 2)
+        s = (t - jt[c]) / (jt[c + 1] - jt[c])
+        commanded.append(tau_cmd[c] + s * (tau_cmd[c + 1] - tau_cmd[c]))
         k = min(int(np.searchsorted(ot, t, side='right')) - 1, len(ot) - 2)
         s = (t - ot[k]) / (ot[k + 1] - ot[k])
         base_pose.append(np.concatenate([pose[k, :3] + s * (pose[k + 1, :3] - pose[k, :3]),
@@ -104,10 +110,11 @@ def write_reference(reference, meta, imu_frame, names, sensors, threshold, st, d
         f.write(f'robot: {meta.get("robot", "")}\nbase_type: free-flyer\nunits: SI\n'
                 f'imu_frame: {imu_frame}\nmocap_frame: base\n')
     write_csv(reference / 'joints.csv',
-              ['time'] + [f'{f}/{n}' for f in ('q', 'v', 'tau') for n in names] +
+              ['time'] + [f'{f}/{n}' for f in ('q', 'v', 'tau', 'tau_cmd') for n in names] +
               [f'base_pose/{c}' for c in ('x', 'y', 'z', 'qx', 'qy', 'qz', 'qw')] +
               [f'base_twist/{c}' for c in ('vx', 'vy', 'vz', 'wx', 'wy', 'wz')],
-              np.column_stack([jt[keep], q[keep], v[keep], tau[keep], np.array(base_pose),
+              np.column_stack([jt[keep], q[keep], v[keep], tau[keep], np.array(commanded),
+                               np.array(base_pose),
                                np.array(base_twist)]))
     write_csv(reference / 'imu.csv',
               ['time', 'gyro/x', 'gyro/y', 'gyro/z', 'accel/x', 'accel/y', 'accel/z',
@@ -149,6 +156,7 @@ def main(argv):
     names, q = columns(jh, joints, 'q/')
     _, v = columns(jh, joints, 'v/')
     _, tau = columns(jh, joints, 'tau/')
+    _, tau_cmd = columns(jh, joints, 'tau_cmd/')
     _, pose = columns(jh, odom, 'base_pose/')
     _, twist = columns(jh, odom, 'base_twist/')
     _, gyro = columns(ih, imu, 'gyro/')
@@ -184,6 +192,11 @@ def main(argv):
                     T['sensor_msgs/msg/JointState'](header=header(js[k]), name=names,
                                                     position=q[k].copy(), velocity=v[k].copy(),
                                                     effort=tau[k].copy())))
+        # the commanded torques, efforts only, on the same clock
+        out.append(('/joint_commands', 'sensor_msgs/msg/JointState', js[k],
+                    T['sensor_msgs/msg/JointState'](header=header(js[k]), name=names,
+                                                    position=np.zeros(0), velocity=np.zeros(0),
+                                                    effort=tau_cmd[k].copy())))
     imu_frame = meta.get('imu_frame', '')
     istamps = stamps(imu[:, 0])
     for k in range(len(imu)):
@@ -247,7 +260,7 @@ def main(argv):
     write_reference(reference, meta, imu_frame, names, sensors, threshold,
                     dict(js=js, istamps=istamps, fstamps=fstamps, ostamps=ostamps,
                          mstamps=mstamps),
-                    dict(q=q, v=v, tau=tau, pose=pose, twist=twist, gyro=gyro, accel=accel,
+                    dict(q=q, v=v, tau=tau, tau_cmd=tau_cmd, pose=pose, twist=twist, gyro=gyro, accel=accel,
                          orientation=orientation, position=position, mocap_q=mocap_q),
                     fh, ft)
     return 0

@@ -37,11 +37,13 @@ struct ImportBagJob {
     Topic joints;                                             ///< JointState, required
     std::vector<std::pair<std::string, std::string>> rename;  ///< bag joint name -> model's
     std::vector<std::string> ignore;                          ///< bag joints left out
-    std::optional<Topic> imu;                                 ///< Imu
-    std::vector<Topic> force_torque;                          ///< WrenchStamped, one per sensor
-    std::optional<double> contact_force_threshold;            ///< contacts from the F/T forces
-    std::optional<Topic> base;                                ///< Odometry
-    std::optional<Topic> mocap;                               ///< PoseStamped or tf
+    /// JointState whose effort is the commanded torque (joints/tau_cmd), names as `joints`
+    std::optional<Topic> commands;
+    std::optional<Topic> imu;                       ///< Imu
+    std::vector<Topic> force_torque;                ///< WrenchStamped, one per sensor
+    std::optional<double> contact_force_threshold;  ///< contacts from the F/T forces
+    std::optional<Topic> base;                      ///< Odometry
+    std::optional<Topic> mocap;                     ///< PoseStamped or tf
     /// How the bag is read: the Python of .deps/venv-tools and python/read_bag.py (empty: the
     /// build-time paths, or HEFT_PYTHON and HEFT_PYTHON_DIR).
     std::string python, reader;
