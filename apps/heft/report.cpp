@@ -19,7 +19,8 @@ struct ReportArgs {
 std::function<int()> setupReport(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   app.add_option("RESULT_DIR", args->folders,
-                 "output folders of heft identify or heft sample (one robot); several are shown "
+                 "output folders of heft identify, sample, estimate or filter (one robot); several "
+                 "are shown "
                  "side by side")
       ->required();
   app.add_option("--out", args->out, "the HTML page to write")->required();
@@ -35,9 +36,9 @@ std::function<int()> setupReport(CLI::App& app) {
 
 const heft::cli::Registration registration{
     "report",
-    "Draw one self-contained HTML page from heft identify / heft sample output folders: torque "
-    "fits with the held-out range, residuals, parameters with prior / estimate / std / truth, "
-    "inertia boxes, correlations",
+    "Draw one self-contained HTML page from heft identify / sample / estimate / filter output "
+    "folders: torque fits with the held-out range, residuals, parameters with prior / estimate / "
+    "std / truth, inertia boxes, correlations, trajectories, filter estimates",
     &setupReport};
 
 }  // namespace
