@@ -39,6 +39,7 @@ demo: build
 
 bench: build
 	@for b in $(BUILD_DIR)/bin/bench_*; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
+	@if [ -x $(BUILD_DIR)/python/venv/bin/python ]; then echo "== bench/python_filter_loop.py"; $(BUILD_DIR)/python/venv/bin/python bench/python_filter_loop.py; fi
 
 format:
 	clang-format -i $$(git ls-files '*.hpp' '*.cpp')

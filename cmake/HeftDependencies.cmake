@@ -1,7 +1,18 @@
 # Finds every third-party dependency. The wheels' locations come from .deps/paths.cmake, written by
 # scripts/bootstrap.sh; -DHEFT_CMEEL_PREFIX=... and -DHEFT_MUJOCO_DIR=... override them (docs/install.md).
+# Under pip (scikit-build-core, SKBUILD) they come from pip's build environment instead, whose
+# wheels pyproject.toml pins: a package is built against what its own dependencies install.
 set(_heft_paths ${CMAKE_SOURCE_DIR}/.deps/paths.cmake)
-if(EXISTS ${_heft_paths} AND NOT HEFT_CMEEL_PREFIX)
+if(SKBUILD)
+  if(NOT HEFT_CMEEL_PREFIX)
+    execute_process(COMMAND ${Python_EXECUTABLE} -m cmeel cmake OUTPUT_VARIABLE HEFT_CMEEL_PREFIX
+                    OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  endif()
+  if(NOT HEFT_MUJOCO_DIR)
+    execute_process(COMMAND ${Python_EXECUTABLE} -c "import mujoco, os; print(os.path.dirname(mujoco.__file__))"
+                    OUTPUT_VARIABLE HEFT_MUJOCO_DIR OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  endif()
+elseif(EXISTS ${_heft_paths} AND NOT HEFT_CMEEL_PREFIX)
   include(${_heft_paths})
 endif()
 if(HEFT_CMEEL_PREFIX)
@@ -14,9 +25,13 @@ find_package(example-robot-data CONFIG REQUIRED)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(yaml-cpp REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
-find_package(CLI11 REQUIRED)
-find_package(GTest REQUIRED)
-find_package(benchmark REQUIRED)
+if(HEFT_BUILD_CLI)
+  find_package(CLI11 REQUIRED)
+endif()
+if(HEFT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+endif()
 find_package(Threads REQUIRED)
 
 # example-robot-data: where the robot descriptions are, compiled into heft as the default search root.

@@ -309,19 +309,20 @@ def heldout_table(run):
     t = run.torques
     if t is None or not t['held_out'].any():
         return '<p>No held-out range (identify\'s <code>validation:</code> adds one).</p>'
+
+    def rms(e):
+        return math.sqrt(float(np.mean(e ** 2)))
+
+    def row(label, sel):
+        return [label, num(rms(t['measured'][sel] - t['nominal'][sel])),
+                num(rms(t['measured'][sel] - t['identified'][sel])), num(rms(t['measured'][sel]))]
+
     rows = []
     for name in channel_order(run):
         sel = t['held_out'] & (t['channel'] == name)
-        if not sel.any():
-            continue
-        rms = lambda e: math.sqrt(float(np.mean(e ** 2)))  # noqa: E731
-        rows.append([esc(name), num(rms(t['measured'][sel] - t['nominal'][sel])),
-                     num(rms(t['measured'][sel] - t['identified'][sel])),
-                     num(rms(t['measured'][sel]))])
-    sel = t['held_out']
-    rows.append(['<b>all</b>', num(math.sqrt(float(np.mean((t['measured'] - t['nominal'])[sel] ** 2)))),
-                 num(math.sqrt(float(np.mean((t['measured'] - t['identified'])[sel] ** 2)))),
-                 num(math.sqrt(float(np.mean(t['measured'][sel] ** 2))))])
+        if sel.any():
+            rows.append(row(esc(name), sel))
+    rows.append(row('<b>all</b>', t['held_out']))
     return table(['channel', 'nominal RMSE [N m]', 'identified RMSE [N m]', 'measured RMS [N m]'],
                  rows)
 

@@ -3,7 +3,9 @@
 #  - Debian -dev packages (only those missing),
 #  - a virtual environment in .deps/venv with the pinned wheels of requirements.txt,
 #  - .deps/venv-reference (Crocoddyl, requirements-reference.txt) and .deps/venv-tools (rosbags for
-#    heft import, matplotlib for heft report: requirements-tools.txt),
+#    heft import, matplotlib for heft report, nanobind and scikit-build-core for the Python package:
+#    requirements-tools.txt),
+#  - .deps/wheelhouse: requirements.txt's wheels, for installing the Python package offline,
 #  - .deps/paths.cmake, which tells CMake where the wheels put their CMake configs and libmujoco.
 # A second run with nothing to do takes about a second.
 set -euo pipefail
@@ -51,6 +53,16 @@ ref_venv="$root/.deps/venv-reference"
 ensure_venv "$ref_venv" requirements-reference.txt
 # The Python tools of the CLI (heft import: rosbags; heft report: matplotlib), in a venv of their own.
 ensure_venv "$root/.deps/venv-tools" requirements-tools.txt
+# The wheels the Python package depends on (requirements.txt's), for the test that installs it into
+# a fresh venv without reaching PyPI (tests/python/).
+wheelhouse="$root/.deps/wheelhouse"
+want_wheels="$(sha256sum requirements.txt | cut -d' ' -f1)"
+if [ "$(cat "$wheelhouse/.requirements.sha256" 2>/dev/null)" != "$want_wheels" ]; then
+  echo "bootstrap: downloading the Python package's dependencies into $wheelhouse"
+  rm -rf "$wheelhouse"
+  "$venv/bin/pip" download -q --disable-pip-version-check --only-binary=:all: -d "$wheelhouse" -r requirements.txt
+  echo "$want_wheels" > "$wheelhouse/.requirements.sha256"
+fi
 # --peer: MuJoCo's own identification module for studies/peer, in a venv of its own.
 if [ "${1:-}" = "--peer" ]; then
   ensure_venv "$root/.deps/venv-peer" requirements-peer.txt
@@ -60,6 +72,7 @@ prefix="$("$venv/bin/python" -m cmeel cmake 2>/dev/null)"
 ref_prefix="$("$ref_venv/bin/python" -m cmeel cmake 2>/dev/null)"
 mujoco_dir="$("$venv/bin/python" -c 'import mujoco, os; print(os.path.dirname(mujoco.__file__))')"
 paths="$root/.deps/paths.cmake"
-new="$(printf 'set(HEFT_CMEEL_PREFIX "%s")\nset(HEFT_MUJOCO_DIR "%s")\nset(HEFT_REFERENCE_PREFIX "%s")\n' \
-  "$prefix" "$mujoco_dir" "$ref_prefix")"
+nanobind_dir="$("$root/.deps/venv-tools/bin/python" -m nanobind --cmake_dir)"
+new="$(printf 'set(HEFT_CMEEL_PREFIX "%s")\nset(HEFT_MUJOCO_DIR "%s")\nset(HEFT_REFERENCE_PREFIX "%s")\nset(HEFT_BINDINGS_PYTHON "%s")\nset(HEFT_NANOBIND_DIR "%s")\n' \
+  "$prefix" "$mujoco_dir" "$ref_prefix" "$root/.deps/venv-tools/bin/python" "$nanobind_dir")"
 if [ "$(cat "$paths" 2>/dev/null)" != "$new" ]; then echo "$new" > "$paths"; fi

@@ -155,7 +155,10 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
   const fs::path out = scratch("panda_map");
   const auto written = IdentifyJob::write(result, out.string(), {false});
   ASSERT_EQ(written.size(), 3u);
-  EXPECT_EQ(written.back(), (out / "result.json").string()) << "result.json comes last";
+  EXPECT_EQ(written[0], (out / "robot.urdf").string()) << "the URDF first: result.json says how";
+  EXPECT_EQ(written[1], (out / "result.json").string());
+  EXPECT_EQ(written[2], (out / "torques.csv").string())
+      << "the rows after result.json: failing to write them never loses the estimate";
   // torques.csv: a header and one line per problem row (TorquesCsv below checks its numbers)
   {
     std::ifstream csv(out / "torques.csv");

@@ -629,6 +629,18 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
   const std::string urdf_out = folder.path("robot.urdf");
   const std::string json_out = folder.path("result.json");
   std::vector<std::string> written;
+  // The URDF first: if it is not written, result.json says why.
+  nlohmann::json json = result.toJson();
+  const bool usable = result.status == Status::Converged || result.status == Status::MaxIterations;
+  writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
+            result.bodies,
+            result.writable() ? ""
+            : usable          ? "an estimate is not physically consistent"
+                              : "the solve failed",
+            urdf_out, options.overwrite, written);
+  io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
+  written.push_back(json_out);
+  // After result.json: a failure to write the rows never loses the estimate.
   if (!result.torques.time.empty()) {
     const IdentifyJob::Result::TorqueRows& t = result.torques;
     std::ostringstream csv;
@@ -641,18 +653,6 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
     io::writeTextFileAtomically(folder.path("torques.csv"), csv.str(), options.overwrite);
     written.push_back(folder.path("torques.csv"));
   }
-
-  // The URDF first: if it is not written, result.json says why.
-  nlohmann::json json = result.toJson();
-  const bool usable = result.status == Status::Converged || result.status == Status::MaxIterations;
-  writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
-            result.bodies,
-            result.writable() ? ""
-            : usable          ? "an estimate is not physically consistent"
-                              : "the solve failed",
-            urdf_out, options.overwrite, written);
-  io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
-  written.push_back(json_out);
   throwIfUrdfRefused(json, json_out);
   return written;
 }

@@ -424,17 +424,24 @@ struct Assembly {
   }
 };
 
-ImportBagJob::Topic readTopic(Section& parent, const std::string& key, bool tf_allowed) {
-  Section s(parent.raw(key), parent.field(key), parent.source(), "docs/guide/import.md");
+// What a topic entry may hold besides `topic` and `frame`.
+enum class TopicEntry { Plain, Transform, Sensor };
+
+// One topic entry of the mapping at `field`: {topic, frame}, plus {parent, child} for a tf
+// transform or {name} for a force/torque sensor.
+ImportBagJob::Topic readTopic(const YAML::Node& node, const std::string& field,
+                              const std::string& source, TopicEntry entry) {
+  Section s(node, field, source, "docs/guide/import.md");
   ImportBagJob::Topic t;
   t.topic = s.string("topic");
-  if (t.topic.empty()) s.fail(parent.raw(key), parent.field(key) + ".topic", "missing");
+  if (t.topic.empty()) s.fail(node, field + ".topic", "missing");
   s.read("frame", t.frame);
-  if (tf_allowed) {
+  if (entry == TopicEntry::Sensor) s.read("name", t.name);
+  if (entry == TopicEntry::Transform) {
     s.read("parent", t.parent);
     s.read("child", t.child);
     if (t.parent.empty() != t.child.empty())
-      s.fail(parent.raw(key), parent.field(key), "parent and child come together (a tf transform)");
+      s.fail(node, field, "parent and child come together (a tf transform)");
   }
   s.finish();
   return t;
@@ -497,25 +504,18 @@ void ImportBagJob::parseMapping(const std::string& yaml_text, const std::string&
     }
     s.finish();
   }
-  if (top.has("imu")) config.imu = readTopic(top, "imu", false);
-  if (top.has("base")) config.base = readTopic(top, "base", false);
-  if (top.has("mocap")) config.mocap = readTopic(top, "mocap", true);
+  if (top.has("imu")) config.imu = readTopic(top.raw("imu"), "imu", source, TopicEntry::Plain);
+  if (top.has("base")) config.base = readTopic(top.raw("base"), "base", source, TopicEntry::Plain);
+  if (top.has("mocap"))
+    config.mocap = readTopic(top.raw("mocap"), "mocap", source, TopicEntry::Transform);
   config.force_torque.clear();
   if (top.has("force_torque")) {
     const YAML::Node list = top.raw("force_torque");
     if (!list.IsSequence())
       top.fail(list, "force_torque", "expected a list of {topic, name, frame}");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const std::string path = "force_torque[" + std::to_string(i) + "]";
-      Section item(list[i], path, source, "docs/guide/import.md");
-      Topic t;
-      t.topic = item.string("topic");
-      if (t.topic.empty()) item.fail(list[i], path + ".topic", "missing");
-      item.read("name", t.name);
-      item.read("frame", t.frame);
-      item.finish();
-      config.force_torque.push_back(t);
-    }
+    for (std::size_t i = 0; i < list.size(); ++i)
+      config.force_torque.push_back(readTopic(list[i], "force_torque[" + std::to_string(i) + "]",
+                                              source, TopicEntry::Sensor));
   }
   if (top.has("contacts")) {
     Section s(top.raw("contacts"), "contacts", source, "docs/guide/import.md");

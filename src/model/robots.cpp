@@ -1,6 +1,7 @@
 #include "heft/model/robots.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -324,7 +325,11 @@ std::string knownRobotNames() {
   return out;
 }
 
-std::string robotsDirectory() { return HEFT_ROBOTS_DIR; }
+std::string robotsDirectory() {
+  // An installed Python package finds example-robot-data beside itself, not where heft was built.
+  const char* override_dir = std::getenv("HEFT_ROBOTS_DIR");
+  return override_dir != nullptr && *override_dir != '\0' ? override_dir : HEFT_ROBOTS_DIR;
+}
 
 std::string robotPath(const RobotEntry& entry) {
   return robotsDirectory() + "/" + entry.relative_path;

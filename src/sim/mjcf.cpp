@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iomanip>
-#include <sstream>
 #include <vector>
 
 #include "heft/common/error.hpp"
@@ -33,13 +31,6 @@ void weldedDescendants(mjsBody* body, std::vector<mjsBody*>& out) {
     out.push_back(child);
     weldedDescendants(child, out);
   }
-}
-
-std::string fullPrecision(const double* values, int n) {
-  std::ostringstream s;
-  s << std::setprecision(17);
-  for (int i = 0; i < n; ++i) s << (i ? " " : "") << values[i];
-  return s.str();
 }
 
 // The <inertial/> of body `name` in `xml` replaced by the spec body's values at 17 digits; false
@@ -73,13 +64,11 @@ bool rewriteJointAttributes(std::string& xml, const std::string& name, const mjs
     const double value = attribute == "armature"  ? joint->armature
                          : attribute == "damping" ? joint->damping
                                                   : joint->frictionloss;
-    const std::string text = attribute + "=\"" + fullPrecision(&value, 1) + "\"";
-    const std::size_t old = xml.find(" " + attribute + "=\"", at);
-    if (old != std::string::npos && old < end) {
-      const std::size_t close = xml.find('"', old + attribute.size() + 3);
-      xml.replace(old + 1, close + 1 - (old + 1), text);
+    std::size_t value_begin = 0, value_end = 0;
+    if (findAttribute(xml, at, end, attribute, value_begin, value_end)) {
+      xml.replace(value_begin, value_end - value_begin, fullPrecision(&value, 1));
     } else {
-      xml.insert(end, " " + text);
+      xml.insert(end, " " + attribute + "=\"" + fullPrecision(&value, 1) + "\"");
     }
     end = xml.find("/>", at);
   }

@@ -79,21 +79,11 @@ namespace {
 bool attributeValues(const std::string& xml, std::size_t begin, std::size_t end,
                      const std::string& attribute, std::size_t& value_begin, std::size_t& value_end,
                      std::vector<double>& values) {
-  const std::size_t at = xml.find(" " + attribute + "=\"", begin);
-  if (at == std::string::npos || at >= end) return false;
-  value_begin = at + attribute.size() + 3;
-  value_end = xml.find('"', value_begin);
+  if (!findAttribute(xml, begin, end, attribute, value_begin, value_end)) return false;
   std::istringstream in(xml.substr(value_begin, value_end - value_begin));
   values.clear();
   for (double x; in >> x;) values.push_back(x);
   return true;
-}
-
-std::string digits17(const double* values, int n) {
-  std::ostringstream s;
-  s << std::setprecision(17);
-  for (int i = 0; i < n; ++i) s << (i ? " " : "") << values[i];
-  return s.str();
 }
 
 // Every body's pos and quat written again from the spec at 17 digits: MuJoCo's writer prints 6,
@@ -134,12 +124,28 @@ void fullPrecisionFrames(const mjSpec* spec, std::string& xml) {
         continue;
       double value[4];
       for (int i = 0; i < n; ++i) value[i] = sign * spec_values[i];
-      xml.replace(value_begin, value_end - value_begin, digits17(value, n));
+      xml.replace(value_begin, value_end - value_begin, fullPrecision(value, n));
     }
   }
 }
 
 }  // namespace
+
+bool findAttribute(const std::string& xml, std::size_t begin, std::size_t end,
+                   const std::string& attribute, std::size_t& value_begin, std::size_t& value_end) {
+  const std::size_t at = xml.find(" " + attribute + "=\"", begin);
+  if (at == std::string::npos || at >= end) return false;
+  value_begin = at + attribute.size() + 3;
+  value_end = xml.find('"', value_begin);
+  return value_end != std::string::npos;
+}
+
+std::string fullPrecision(const double* values, int n) {
+  std::ostringstream s;
+  s << std::setprecision(17);
+  for (int i = 0; i < n; ++i) s << (i ? " " : "") << values[i];
+  return s.str();
+}
 
 std::string saveSpecXml(const mjSpec* spec, const std::string& name) {
   char error[1024] = "";

@@ -31,6 +31,14 @@ pinocchio::Inertia mujocoInertia(const mjModel* m, int b);
 // `name`.
 mjModel* compileSpec(mjSpec* spec, const std::string& name);
 
+// Where the value of attribute `attribute` (between its quotes) sits inside [begin, end) of the
+// MJCF text `xml`; false when the element has no such attribute.
+bool findAttribute(const std::string& xml, std::size_t begin, std::size_t end,
+                   const std::string& attribute, std::size_t& value_begin, std::size_t& value_end);
+
+// `n` numbers separated by spaces at 17 significant digits (they read back to the same doubles).
+std::string fullPrecision(const double* values, int n);
+
 // The compiled spec as MJCF text: MuJoCo's writer (6 significant digits), with every body's pos
 // and quat written again at 17 digits; a failure throws SolveError naming `name`.
 std::string saveSpecXml(const mjSpec* spec, const std::string& name);

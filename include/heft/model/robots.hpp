@@ -43,7 +43,8 @@ const RobotEntry* findRobotByPath(const std::string& path);
 /// "a1, alex, ...": the short names sorted, comma-separated (for error messages).
 std::string knownRobotNames();
 
-/// example-robot-data's robots/ folder compiled into heft (the HEFT_ROBOTS_DIR macro).
+/// example-robot-data's robots/ folder: the environment variable HEFT_ROBOTS_DIR when set and
+/// non-empty, else the folder compiled into heft (the HEFT_ROBOTS_DIR macro).
 std::string robotsDirectory();
 
 /// Absolute path of an entry's description file.
