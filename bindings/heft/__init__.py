@@ -206,9 +206,16 @@ def estimate_base_state(robot, log, options=None, *, progress=None):
     return _heft._base_state(os.fspath(robot), os.fspath(log), text, source, progress)
 
 
-def inertial_ekf(robot, bodies, *, contacts=(), prior=None, **options):
-    """An InertialEkf on `robot` (a heft.Robot or a name / path) for the named bodies; keyword
-    options are InertialEkfOptions fields (state='linear-pi', joint_torque_std=0.2, ...)."""
+def inertial_ekf(robot, bodies, *, contacts=(), wrench_frames=(), stance_contacts=(), prior=None,
+                 **options):
+    """An InertialEkf on `robot` (a heft.Robot or a name / path) for the named bodies.
+
+    contacts: (name, frame, offset) points whose world-frame forces update() receives;
+    wrench_frames: frames of measured wrenches (force/torque sensors); stance_contacts:
+    (name, frame, offset) points whose unknown forces are projected out while their frame stands
+    (update()'s force input then holds one stance flag per frame, ekf.stance_frames). Keyword
+    options are InertialEkfOptions fields (state='linear-pi', joint_torque_std=0.2, ...).
+    """
     if not isinstance(robot, Robot):
         robot = load_robot(os.fspath(robot))
     opts = InertialEkfOptions()
@@ -219,7 +226,9 @@ def inertial_ekf(robot, bodies, *, contacts=(), prior=None, **options):
     import numpy as np
 
     pi = np.zeros(0) if prior is None else np.asarray(prior, dtype=float)
-    return InertialEkf(robot, list(bodies), contacts=list(contacts), prior=pi, options=opts)
+    return InertialEkf(robot, list(bodies), contacts=list(contacts),
+                       wrench_frames=list(wrench_frames), stance_contacts=list(stance_contacts),
+                       prior=pi, options=opts)
 
 
 __all__ = [

@@ -9,6 +9,7 @@
 #include "bindings.hpp"
 #include "heft/common/error.hpp"
 #include "heft/filter/inertial_ekf.hpp"
+#include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 
 namespace heft::python {
@@ -18,16 +19,24 @@ namespace {
 using filter::InertialEkf;
 using filter::InertialEkfOptions;
 using Vec = Eigen::Ref<const Eigen::VectorXd>;
+using PointTuple = std::tuple<std::string, std::string, Eigen::Vector3d>;  // name, frame, offset
+
+std::vector<filter::ContactPoint> contactPoints(const std::vector<PointTuple>& tuples) {
+  std::vector<filter::ContactPoint> points;
+  for (const auto& [name, frame, offset] : tuples)
+    points.push_back(filter::ContactPoint{name, frame, offset});
+  return points;
+}
 
 /// The filter with the robot it was built on (the filter keeps its own copy of what it needs; the
 /// robot is kept for the body names).
 struct PythonEkf {
   PythonEkf(const model::RobotModel& robot_in, const std::vector<std::string>& body_names,
-            const std::vector<filter::ContactPoint>& contacts, const Eigen::VectorXd& prior,
-            const InertialEkfOptions& options)
+            const std::vector<filter::ContactPoint>& contacts, const filter::ExternalInputs& inputs,
+            const Eigen::VectorXd& prior, const InertialEkfOptions& options)
       : robot(robot_in),
         bodies(body_names),
-        ekf(robot.pinocchio(), indices(robot, body_names), contacts,
+        ekf(robot.pinocchio(), indices(robot, body_names), contacts, inputs,
             prior.size() > 0 ? prior : nominal(robot, body_names), options),
         no_forces(Eigen::VectorXd::Zero(ekf.measurementModel().numForceInputs())) {}
 
@@ -99,30 +108,35 @@ void bindFilter(nb::module_& m) {
       .def(
           "__init__",
           [](PythonEkf* self, const model::RobotModel& robot,
-             const std::vector<std::string>& bodies,
-             const std::vector<std::tuple<std::string, std::string, Eigen::Vector3d>>& contacts,
-             const Eigen::VectorXd& prior, const InertialEkfOptions& options) {
-            std::vector<filter::ContactPoint> points;
-            for (const auto& [name, frame, offset] : contacts)
-              points.push_back(filter::ContactPoint{name, frame, offset});
+             const std::vector<std::string>& bodies, const std::vector<PointTuple>& contacts,
+             const std::vector<std::string>& wrench_frames,
+             const std::vector<PointTuple>& stance_contacts, const Eigen::VectorXd& prior,
+             const InertialEkfOptions& options) {
             options.validate();
-            new (self) PythonEkf(robot, bodies, points, prior, options);
+            filter::ExternalInputs inputs;
+            inputs.wrench_frames = wrench_frames;
+            inputs.stance_frames = model::groupContactFrames(contactPoints(stance_contacts));
+            new (self) PythonEkf(robot, bodies, contactPoints(contacts), inputs, prior, options);
           },
           nb::arg("robot"), nb::arg("bodies"), nb::kw_only(),
-          nb::arg("contacts") =
-              std::vector<std::tuple<std::string, std::string, Eigen::Vector3d>>(),
+          nb::arg("contacts") = std::vector<PointTuple>(),
+          nb::arg("wrench_frames") = std::vector<std::string>(),
+          nb::arg("stance_contacts") = std::vector<PointTuple>(),
           nb::arg("prior") = Eigen::VectorXd(), nb::arg("options") = InertialEkfOptions(),
           "bodies: names of the estimated bodies; contacts: (name, frame, offset) points whose "
-          "world-frame forces update() receives; prior: their 10 per body parameters (default: "
-          "the robot's)")
+          "world-frame forces update() receives; wrench_frames: frames of measured wrenches "
+          "(force/torque sensors); stance_contacts: (name, frame, offset) points whose unknown "
+          "forces are projected out while their frame is in stance (grouped by frame: "
+          "stance_frames); prior: the bodies' 10 parameters each (default: the robot's)")
       .def(
           "update",
           [](PythonEkf& f, double time, const Vec& q, const Vec& v, const Vec& tau,
              const Vec& contact_forces) { return f.ekf.update(time, q, v, tau, contact_forces); },
           nb::arg("time"), nb::arg("q"), nb::arg("v"), nb::arg("tau"), nb::arg("contact_forces"),
           "one sample: time [s], q (nq), v (nv), generalized forces tau (nv: joint torques, 0 on "
-          "free-flyer rows), contact forces (3 per contact, world frame); never raises: bad input "
-          "is a status")
+          "free-flyer rows), force input (force_input_size: 3 per contact point [N, world "
+          "frame], 6 per wrench frame [f; t in the frame], 1 per stance frame, > 0 in stance); "
+          "never raises: bad input is a status")
       .def(
           "update",
           [](PythonEkf& f, double time, const Vec& q, const Vec& v, const Vec& tau) {
@@ -132,6 +146,19 @@ void bindFilter(nb::module_& m) {
           "one sample of a filter without contact points")
       .def("reset", [](PythonEkf& f) { f.ekf.reset(); })
       .def_ro("bodies", &PythonEkf::bodies)
+      .def_prop_ro(
+          "force_input_size",
+          [](const PythonEkf& f) { return f.ekf.measurementModel().numForceInputs(); },
+          "length of update()'s force input")
+      .def_prop_ro(
+          "stance_frames",
+          [](const PythonEkf& f) {
+            std::vector<std::string> frames;
+            for (const auto& frame : f.ekf.measurementModel().stanceFrames())
+              frames.push_back(frame.frame);
+            return frames;
+          },
+          "the stance frames in force-input order (after the contact points and wrench frames)")
       .def_prop_ro(
           "estimate", [](const PythonEkf& f) -> const Eigen::VectorXd& { return f.ekf.estimate(); },
           nb::rv_policy::reference_internal, "pi of the bodies (10 each), rate-limited output")

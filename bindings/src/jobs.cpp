@@ -33,6 +33,18 @@ jobs::WriteOptions writeOptions(bool overwrite) {
   return options;
 }
 
+/// Result.write(out, overwrite=False): the job's own write(), whatever `out` is (a folder or a
+/// log).
+template <class Job>
+void addWrite(nb::class_<typename Job::Result>& cls, const char* doc) {
+  cls.def(
+      "write",
+      [](const typename Job::Result& r, const std::string& out, bool overwrite) {
+        return Job::write(r, out, writeOptions(overwrite));
+      },
+      nb::arg("out"), nb::kw_only(), nb::arg("overwrite") = false, doc);
+}
+
 /// Where a job's result.json keeps its status: summary.status (identify, estimate, sample),
 /// status (explore), optimizer.status (excite).
 std::string recordedStatus(const nlohmann::json& j) {
@@ -59,24 +71,17 @@ template <class Job>
 nb::class_<typename Job::Result> bindJob(nb::module_& m, const std::string& name,
                                          const char* result_class) {
   using Result = typename Job::Result;
-  auto cls =
-      nb::class_<Result>(m, result_class)
-          .def("report", &Result::report, "the report a person reads (what the CLI prints)")
-          .def(
-              "to_dict", [](const Result& r) { return toPython(r.toJson()); },
-              "result.json as a dict")
-          .def_prop_ro(
-              "status", [](const Result& r) { return recordedStatus(r.toJson()); },
-              "the status result.json records (summary.status, status or optimizer.status); "
-              "'completed' for a job that records none (filter, predict)")
-          .def(
-              "write",
-              [](const Result& r, const std::string& out, bool overwrite) {
-                return Job::write(r, out, writeOptions(overwrite));
-              },
-              nb::arg("out"), nb::kw_only(), nb::arg("overwrite") = false,
-              "writes the CLI's output files into the folder `out` atomically; returns their "
-              "paths");
+  auto cls = nb::class_<Result>(m, result_class)
+                 .def("report", &Result::report, "the report a person reads (what the CLI prints)")
+                 .def(
+                     "to_dict", [](const Result& r) { return toPython(r.toJson()); },
+                     "result.json as a dict")
+                 .def_prop_ro(
+                     "status", [](const Result& r) { return recordedStatus(r.toJson()); },
+                     "the status result.json records (summary.status, status or optimizer.status); "
+                     "'completed' for a job that records none (filter, predict)");
+  addWrite<Job>(
+      cls, "writes the CLI's output files into the folder `out` atomically; returns their paths");
   m.def(("_" + name + "_text").c_str(),
         [](const std::string& text, const std::string& source, const std::string& base_dir,
            nb::object progress) {
@@ -152,19 +157,13 @@ void bindFilterJob(nb::module_& m) {
 
 void bindSimulate(nb::module_& m) {
   using Job = jobs::SimulateJob;
-  nb::class_<Job::Result>(m, "SimulateResult")
-      .def("report", &Job::Result::report)
+  nb::class_<Job::Result> simulate(m, "SimulateResult");
+  simulate.def("report", &Job::Result::report)
       .def_prop_ro("ok", &Job::Result::ok, "ran to its end: the log may be written")
       .def_prop_ro(
           "log", [](const Job::Result& r) { return r.simulation.log; },
-          "the simulated log (a copy), truth group included")
-      .def(
-          "write",
-          [](const Job::Result& r, const std::string& out, bool overwrite) {
-            return Job::write(r, out, writeOptions(overwrite));
-          },
-          nb::arg("out"), nb::kw_only(), nb::arg("overwrite") = false,
-          "writes the log (.h5: HDF5, else a CSV folder); SolveError when not ok");
+          "the simulated log (a copy), truth group included");
+  addWrite<Job>(simulate, "writes the log (.h5: HDF5, else a CSV folder); SolveError when not ok");
   m.def(
       "_simulate",
       [](const std::string& scenario, bool is_file, std::optional<double> duration,
@@ -185,16 +184,11 @@ void bindSimulate(nb::module_& m) {
 
 void bindLogJobs(nb::module_& m) {
   using Import = jobs::ImportBagJob;
-  nb::class_<Import::Result>(m, "ImportResult")
-      .def("report", &Import::Result::report)
+  nb::class_<Import::Result> imported(m, "ImportResult");
+  imported.def("report", &Import::Result::report)
       .def_ro("log", &Import::Result::log)
-      .def_ro("origin_ns", &Import::Result::origin_ns, "the bag stamp that is time 0 [ns]")
-      .def(
-          "write",
-          [](const Import::Result& r, const std::string& out, bool overwrite) {
-            return Import::write(r, out, writeOptions(overwrite));
-          },
-          nb::arg("out"), nb::kw_only(), nb::arg("overwrite") = false);
+      .def_ro("origin_ns", &Import::Result::origin_ns, "the bag stamp that is time 0 [ns]");
+  addWrite<Import>(imported, "writes the log (.h5: HDF5, else a CSV folder) atomically");
   m.def(
       "_import_bag",
       [](const std::string& bag, const std::string& text, const std::string& source,
@@ -208,16 +202,11 @@ void bindLogJobs(nb::module_& m) {
       nb::arg("progress").none());
 
   using Base = jobs::BaseStateJob;
-  nb::class_<Base::Result>(m, "BaseStateResult")
-      .def("report", &Base::Result::report)
+  nb::class_<Base::Result> base(m, "BaseStateResult");
+  base.def("report", &Base::Result::report)
       .def("to_dict", [](const Base::Result& r) { return toPython(r.toJson()); })
-      .def_ro("log", &Base::Result::log, "the input log with joints.base_pose / base_twist filled")
-      .def(
-          "write",
-          [](const Base::Result& r, const std::string& out_log, bool overwrite) {
-            return Base::write(r, out_log, writeOptions(overwrite));
-          },
-          nb::arg("out_log"), nb::kw_only(), nb::arg("overwrite") = false);
+      .def_ro("log", &Base::Result::log, "the input log with joints.base_pose / base_twist filled");
+  addWrite<Base>(base, "writes the log with the base state, and result.json beside it");
   m.def(
       "_base_state",
       [](const std::string& robot, const std::string& log, const std::string& text,

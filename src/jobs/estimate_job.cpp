@@ -820,11 +820,8 @@ std::vector<std::string> EstimateJob::write(const Result& result, const std::str
   const bool usable = result.summary.status == RiccatiSummary::Status::Converged ||
                       result.summary.status == RiccatiSummary::Status::MaxIterations;
   writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
-            result.bodies,
-            result.writable() ? ""
-            : usable          ? "an estimate is not physically consistent"
-                              : "the solve failed",
-            urdf_out, options.overwrite, written);
+            result.bodies, urdfRefusal(result.writable(), usable), urdf_out, options.overwrite,
+            written);
   // A failed HDF5 write must not lose the estimate: its outcome is recorded in result.json, which
   // is written anyway, and the job then ends with exit 1.
   std::string trajectory_error;

@@ -633,11 +633,8 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
   nlohmann::json json = result.toJson();
   const bool usable = result.status == Status::Converged || result.status == Status::MaxIterations;
   writeUrdf(json, result.config.robot, result.config.base, result.config.locked_joints,
-            result.bodies,
-            result.writable() ? ""
-            : usable          ? "an estimate is not physically consistent"
-                              : "the solve failed",
-            urdf_out, options.overwrite, written);
+            result.bodies, urdfRefusal(result.writable(), usable), urdf_out, options.overwrite,
+            written);
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
   written.push_back(json_out);
   // After result.json: a failure to write the rows never loses the estimate.

@@ -10,6 +10,11 @@ namespace {
 const std::string kRefused = "refused: ";
 }  // namespace
 
+std::string urdfRefusal(bool writable, bool solve_usable) {
+  if (writable) return "";
+  return solve_usable ? "an estimate is not physically consistent" : "the solve failed";
+}
+
 bool writeUrdf(nlohmann::json& json, const std::string& robot_name, model::BaseType base,
                const std::vector<model::LockedJoint>& locked,
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,

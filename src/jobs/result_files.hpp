@@ -27,6 +27,10 @@ bool writeUrdf(nlohmann::json& json, const std::string& robot, model::BaseType b
                const std::vector<results::BodyEstimate>& bodies, const std::string& not_writable,
                const std::string& urdf_out, bool overwrite, std::vector<std::string>& written);
 
+// Why no URDF is written, for writeUrdf's `not_writable`: "" when the estimate may be written,
+// else an inconsistent estimate of a solve that ended usably, or a failed solve.
+std::string urdfRefusal(bool writable, bool solve_usable);
+
 // Writes `log` to `path` (HDF5) and returns the outcome for the job's JSON: {"path": path,
 // "status": "written"} (and path appended to `written`), or {"path": "", "status": "not written:
 // <why>"} with <why> in `why`. A writer's refusal is recorded, not thrown: a computed estimate is

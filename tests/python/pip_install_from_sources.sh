@@ -2,7 +2,7 @@
 # `pip install .` as a user without a built tree runs it: scikit-build-core compiles the heft
 # libraries and the module in pip's isolated build environment (its wheels from PyPI, pinned in
 # pyproject.toml), into a fresh venv; then the bindings' tests run with that venv's interpreter.
-# About 20 minutes on 2 cores, and it needs PyPI: label `long`.
+# 908 s measured on 2 cores, and it needs PyPI: label `long`.
 #   tests/python/pip_install_from_sources.sh BUILD_DIR
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
