@@ -86,18 +86,8 @@ std::vector<std::string> MjcfExport::writeSimulationModel(const std::string& rob
   }
   const sim::SimModel sim(model::loadRobot(robot));
   std::string text = sim.mjcf();
-  if (!result_json.empty()) {
-    // patchMjcf reads a file: the unpatched model goes through a temporary one beside `out`
-    const fs::path staged = fs::path(out).string() + ".model.tmp.xml";
-    io::writeTextFileAtomically(staged.string(), text, true);
-    try {
-      text = sim::patchMjcf(staged.string(), patch, notes);
-    } catch (...) {
-      fs::remove(staged);
-      throw;
-    }
-    fs::remove(staged);
-  }
+  if (!result_json.empty())
+    text = sim::patchMjcfText(text, "heft's MuJoCo model of " + robot, patch, notes);
   io::writeTextFileAtomically(out, text, options.overwrite);
   return notes;
 }

@@ -75,30 +75,19 @@ bool rewriteJointAttributes(std::string& xml, const std::string& name, const mjs
   return true;
 }
 
-}  // namespace
-
-std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
+// The patch applied to a parsed model, compiled, saved as MJCF text; `source` names the model.
+std::string patchSpec(mjSpec* spec, const std::string& source, const MjcfPatch& patch,
                       std::vector<std::string>& notes) {
-  installMujocoHandlers();
-  require(fs::is_regular_file(model_path), model_path, "a MuJoCo model file (MJCF or URDF)",
-          "no such file");
-  char error[1024] = "";
-  SpecPtr spec(mj_parseXML(model_path.c_str(), nullptr, error, sizeof(error)));
-  if (!spec) throw InputError(model_path + ": MuJoCo cannot read it: " + error);
-  const fs::path model_dir = fs::absolute(fs::path(model_path)).parent_path();
-  absoluteFolder(spec->compiler.meshdir, model_dir);
-  absoluteFolder(spec->compiler.texturedir, model_dir);
   // the model as given must compile: what fails then is the input, not the estimate
-  mj_deleteModel(compileSpec(spec.get(), model_path));
-  require(spec->compiler.inertiafromgeom != mjINERTIAFROMGEOM_TRUE, model_path,
+  mj_deleteModel(compileSpec(spec, source));
+  require(spec->compiler.inertiafromgeom != mjINERTIAFROMGEOM_TRUE, source,
           "a model whose bodies keep their own inertials (inertiafromgeom auto or false)",
           "inertiafromgeom true: every inertia comes from the geoms and would replace the "
           "estimate's");
 
   for (const MjcfPatch::Body& b : patch.bodies) {
-    mjsBody* body = mjs_findBody(spec.get(), b.name.c_str());
-    require(body != nullptr, model_path, "a body named \"" + b.name + "\" (the estimate's)",
-            "none");
+    mjsBody* body = mjs_findBody(spec, b.name.c_str());
+    require(body != nullptr, source, "a body named \"" + b.name + "\" (the estimate's)", "none");
     setInertial(body, b.inertia);
     // the estimate is of the rigid body: the welded bodies' masses move into it
     std::vector<mjsBody*> welded;
@@ -112,8 +101,8 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
     }
   }
   for (const MjcfPatch::Joint& j : patch.joints) {
-    mjsElement* element = mjs_findElement(spec.get(), mjOBJ_JOINT, j.name.c_str());
-    require(element != nullptr, model_path, "a joint named \"" + j.name + "\" (the estimate's)",
+    mjsElement* element = mjs_findElement(spec, mjOBJ_JOINT, j.name.c_str());
+    require(element != nullptr, source, "a joint named \"" + j.name + "\" (the estimate's)",
             "none");
     mjsJoint* joint = mjs_asJoint(element);
     if (j.armature) joint->armature = *j.armature;
@@ -122,16 +111,16 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
   }
   mjModel* compiled = nullptr;
   try {
-    compiled = compileSpec(spec.get(), model_path);
+    compiled = compileSpec(spec, source);
   } catch (const InputError& e) {
     throw SolveError(std::string("the patched model does not compile: ") + e.what());
   }
   mj_deleteModel(compiled);
-  std::string saved = saveSpecXml(spec.get(), model_path);
+  std::string saved = saveSpecXml(spec, source);
   // MuJoCo's writer prints 6 significant digits: the identified inertials are written again at
   // full precision (a body near the consistency boundary must not cross it by rounding)
   for (const MjcfPatch::Body& b : patch.bodies)
-    if (!rewriteInertial(saved, b.name, mjs_findBody(spec.get(), b.name.c_str())))
+    if (!rewriteInertial(saved, b.name, mjs_findBody(spec, b.name.c_str())))
       throw SolveError("body '" + b.name +
                        "': its <inertial/> was not found in MuJoCo's saved model, so it cannot be "
                        "written at full precision");
@@ -141,13 +130,38 @@ std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
     if (j.armature) attributes.push_back("armature");
     if (j.damping) attributes.push_back("damping");
     if (j.frictionloss) attributes.push_back("frictionloss");
-    const mjsJoint* joint = mjs_asJoint(mjs_findElement(spec.get(), mjOBJ_JOINT, j.name.c_str()));
+    const mjsJoint* joint = mjs_asJoint(mjs_findElement(spec, mjOBJ_JOINT, j.name.c_str()));
     if (!rewriteJointAttributes(saved, j.name, joint, attributes))
       throw SolveError("joint '" + j.name +
                        "': it was not found in MuJoCo's saved model, so its terms cannot be "
                        "written at full precision");
   }
   return saved;
+}
+
+}  // namespace
+
+std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
+                      std::vector<std::string>& notes) {
+  installMujocoHandlers();
+  require(fs::is_regular_file(model_path), model_path, "a MuJoCo model file (MJCF or URDF)",
+          "no such file");
+  char error[1024] = "";
+  SpecPtr spec(mj_parseXML(model_path.c_str(), nullptr, error, sizeof(error)));
+  if (!spec) throw InputError(model_path + ": MuJoCo cannot read it: " + error);
+  const fs::path model_dir = fs::absolute(fs::path(model_path)).parent_path();
+  absoluteFolder(spec->compiler.meshdir, model_dir);
+  absoluteFolder(spec->compiler.texturedir, model_dir);
+  return patchSpec(spec.get(), model_path, patch, notes);
+}
+
+std::string patchMjcfText(const std::string& xml, const std::string& source, const MjcfPatch& patch,
+                          std::vector<std::string>& notes) {
+  installMujocoHandlers();
+  char error[1024] = "";
+  SpecPtr spec(mj_parseXMLString(xml.c_str(), nullptr, error, sizeof(error)));
+  if (!spec) throw InputError(source + ": MuJoCo cannot read it: " + error);
+  return patchSpec(spec.get(), source, patch, notes);
 }
 
 }  // namespace heft::sim

@@ -38,5 +38,8 @@ struct MjcfPatch {
 /// every inertia from its geoms; SolveError when the patched model does not compile.
 std::string patchMjcf(const std::string& model_path, const MjcfPatch& patch,
                       std::vector<std::string>& notes);
+/// The same for MJCF text (asset folders as the text gives them); `source` names it in errors.
+std::string patchMjcfText(const std::string& xml, const std::string& source, const MjcfPatch& patch,
+                          std::vector<std::string>& notes);
 
 }  // namespace heft::sim
