@@ -98,6 +98,14 @@ def _config_source(config, base_dir):
         f"config: expected a dict, YAML text or a path to a YAML file, got {type(config).__name__}")
 
 
+def _read_config_file(path, what):
+    """(text, source, folder) of a YAML file, for the jobs whose C++ side takes text only."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such {what} file (expected a YAML file)")
+    return path.read_text(), str(path), str(path.resolve().parent)
+
+
 def run(job, config, *, base_dir=None, progress=None):
     """Runs the job `job` (one of heft.JOBS) on `config` (dict, YAML text or file path).
 
@@ -184,12 +192,7 @@ def import_bag(bag, mapping, *, base_dir=None, progress=None):
     path; docs/guide/import.md). Needs the 'tools' extra (rosbags). Returns an ImportResult."""
     _require_tools("import_bag", ("rosbags",))
     parsed = _config_source(mapping, base_dir)
-    if parsed is None:
-        path = Path(mapping)
-        if not path.is_file():
-            raise InputError(f"{path}: no such mapping file")
-        parsed = (path.read_text(), str(path), str(path.resolve().parent))
-    text, source, folder = parsed
+    text, source, folder = _read_config_file(mapping, "mapping") if parsed is None else parsed
     return _heft._import_bag(os.fspath(bag), text, source, folder, progress)
 
 
@@ -199,10 +202,7 @@ def estimate_base_state(robot, log, options=None, *, progress=None):
     text, source = "", "<defaults>"
     if options is not None:
         parsed = _config_source(options, None)
-        if parsed is None:
-            text, source = Path(options).read_text(), os.fspath(options)
-        else:
-            text, source = parsed[0], parsed[1]
+        text, source, _ = _read_config_file(options, "options") if parsed is None else parsed
     return _heft._base_state(os.fspath(robot), os.fspath(log), text, source, progress)
 
 

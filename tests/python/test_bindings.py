@@ -209,6 +209,8 @@ def test_base_state_predict_and_a_scenario_file_run_from_python():
     assert heft.read_log(written[0]).first_difference(base.log) == ""
     expect_error(heft.InputError, "smoth", lambda: heft.estimate_base_state("go2", go2_log,
                                                                            {"smoth": True}))
+    expect_error(heft.InputError, "no such options file",
+                 lambda: heft.estimate_base_state("go2", go2_log, SCRATCH / "missing.yaml"))
     # predict: the identified model of a fit against the nominal one, on the same log.
     fit = heft.identify({"robot": "panda", "log": str(PANDA_LOG), "method": "map",
                          "identify": {"bodies": PANDA_LINKS}})
