@@ -240,6 +240,18 @@ void bindOutputs(nb::module_& m) {
       nb::arg("overwrite") = false,
       "heft mjcf: an identify / estimate result.json patched into a MuJoCo model; returns the "
       "notes (what MJCF has no field for)");
+  m.def(
+      "export_simulation_model",
+      [](const std::string& robot, const std::string& out, const std::string& result_json,
+         bool overwrite) {
+        return jobs::MjcfExport::writeSimulationModel(robot, result_json, out,
+                                                      writeOptions(overwrite));
+      },
+      nb::arg("robot"), nb::arg("out"), nb::kw_only(), nb::arg("result_json") = "",
+      nb::arg("overwrite") = false,
+      "heft mjcf --robot: heft's own MuJoCo model of a robot (what heft simulate and heft sample "
+      "roll out), with an identify / estimate result.json patched in when given; returns the "
+      "notes");
 }
 
 }  // namespace

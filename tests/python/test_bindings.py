@@ -221,6 +221,12 @@ def test_base_state_predict_and_a_scenario_file_run_from_python():
                                "log": str(PANDA_LOG), "ranges": [[1.4, 1.9]]})
     assert prediction.status == "completed" and prediction.to_dict()
     assert any(p.endswith("result.json") for p in prediction.write(str(SCRATCH / "predict")))
+    # heft's MuJoCo model of the panda with the fit's inertials in it (heft mjcf --robot).
+    model = SCRATCH / "panda-identified.xml"
+    heft.export_simulation_model("panda", str(model), result_json=str(SCRATCH / "fit" / "result.json"))
+    assert "<mujoco" in model.read_text()
+    expect_error(heft.InputError, "exists",
+                 lambda: heft.export_simulation_model("panda", str(model)))
     # A scenario file runs like a built-in scenario.
     scenario = SOURCE / "data" / "scenarios" / "double-pendulum.yaml"
     sim = heft.simulate(scenario, duration=0.5, seed=2)
