@@ -94,6 +94,8 @@ void LogProblemOptions::validate() const {
   if (std::string why; !implicit.validate(&why)) throw InputError("implicit contacts: " + why);
   requireNonNegative(transition_window, "transition_window", " [s]");
   requirePositive(transition_noise_scale, "transition_noise_scale");
+  requireNonNegative(stiction_speed, "stiction_speed", " [rad/s]");
+  requirePositive(stiction_torque_std, "stiction_torque_std", " [N m]");
   requirePositive(encoder_std, "encoder_std", " [rad]");
   requirePositive(velocity_std, "velocity_std", " [rad/s]");
   requirePositive(gyro_std, "gyro_std", " [rad/s]");
@@ -149,13 +151,15 @@ class LogProblemBuilder {
         nq_(pin_.nq),
         N_(options.knots) {}
 
-  LogProblem build() {
+  /// `trajectory`: null, or N + 1 states that replace the encoders' initial guess.
+  LogProblem build(const std::vector<Eigen::VectorXd>* trajectory) {
     createModels();
     createSensors();
     sampleKnots();
     bindBaseSensors();
     p_.sensors = sensors_;
     initialGuess();
+    if (trajectory) useTrajectory(*trajectory);
     contactFlags();
     createStages();
     return std::move(p_);
@@ -168,6 +172,8 @@ class LogProblemBuilder {
   void bindBaseSensors();
   void bindMocap();
   void initialGuess();
+  void useTrajectory(const std::vector<Eigen::VectorXd>& trajectory);
+  MultibodyNoise withStiction(const MultibodyNoise& noise, int k) const;
   Eigen::VectorXd baseConfiguration(double t) const;
   bool imuOnBase() const { return floating_ && pin_.frames[sensors_->imu_frame].parentJoint == 1; }
   void contactFlags();
@@ -379,6 +385,30 @@ void LogProblemBuilder::initialGuess() {
   p_.ws.assign(N_, Eigen::VectorXd::Zero(2 * nv_));
 }
 
+void LogProblemBuilder::useTrajectory(const std::vector<Eigen::VectorXd>& trajectory) {
+  require(static_cast<int>(trajectory.size()) == N_ + 1, "initial trajectory",
+          std::to_string(N_ + 1) + " states (knots + 1)", std::to_string(trajectory.size()));
+  for (const Eigen::VectorXd& x : trajectory)
+    require(x.size() == nq_ + nv_ && x.allFinite(), "initial trajectory",
+            "finite states of size nq + nv = " + std::to_string(nq_ + nv_),
+            "a state of size " + std::to_string(x.size()));
+  p_.xs = trajectory;
+}
+
+// The stiction band: a friction joint slower than stiction_speed at knot k (initial guess) gets
+// the stiction torque's share of noise.
+MultibodyNoise LogProblemBuilder::withStiction(const MultibodyNoise& noise, int k) const {
+  if (options_.stiction_speed <= 0 || !p_.actuators) return noise;
+  MultibodyNoise out = noise;
+  for (int i = 0; i < p_.actuators->numFriction(); ++i) {
+    const int v = p_.actuators->frictionIndex()[i];
+    if (std::abs(p_.xs[k](nq_ + v)) < options_.stiction_speed)
+      out.generalized_force(v) =
+          std::hypot(noise.generalized_force(v), options_.stiction_torque_std);
+  }
+  return out;
+}
+
 // Contact set of every knot: the log's flags (nearest sample at or before the knot) or kinematic
 // thresholds on the initial guess; and the frames in contact at each knot.
 void LogProblemBuilder::contactFlags() {
@@ -576,7 +606,13 @@ ArrivalPrior LogProblemBuilder::arrivalPrior() {
     sd.segment<3>(3).setConstant(base_from_log_ ? options_.base_state_orientation_std
                                                 : options_.mocap_orientation_std);
   }
-  sd.tail(nv_).setConstant(options_.velocity_std);
+  // The joint velocities' mean is a difference of two encoder readings one knot apart: its own
+  // std sqrt(2) sigma_enc / dt (14 rad/s for 0.01 rad at 1 kHz) can far exceed velocity_std, and
+  // holding v_0 to such a mean within velocity_std would bend the whole trajectory towards noise.
+  const double differenced_std = std::sqrt(2.0) * options_.encoder_std / (p_.time(1) - p_.time(0));
+  sd.tail(nv_).setConstant(std::max(options_.velocity_std, differenced_std));
+  if (floating_)
+    sd.segment<6>(nv_).setConstant(options_.velocity_std);  // the base: not differenced
   arrival.x_sqrt_info.diagonal() = sd.cwiseInverse();
   const Eigen::VectorXd theta_S = p_.dynamics->nominalTheta();
   const int ns = static_cast<int>(theta_S.size());
@@ -637,8 +673,9 @@ void LogProblemBuilder::createStages() {
     }
     auto stage = std::make_shared<MultibodyStageModel>(
         p_.dynamics, contact, p_.state, sensors_,
-        contact ? (transition[k] ? contact_transition_noise : contact_noise)
-                : (transition[k] ? transition_noise : noise),
+        withStiction(contact ? (transition[k] ? contact_transition_noise : contact_noise)
+                             : (transition[k] ? transition_noise : noise),
+                     k),
         std::move(z), p_.dt, terminal, impulse, p_.actuators, p_.smoothed);
     if (transition[k] && !terminal) ++p_.transition_knots;
     if (terminal)
@@ -650,14 +687,30 @@ void LogProblemBuilder::createStages() {
 
 }  // namespace
 
-LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
-                           const LogProblemOptions& options) {
+namespace {
+
+LogProblem buildChecked(const model::RobotModel& robot, const io::Log& log,
+                        const LogProblemOptions& options,
+                        const std::vector<Eigen::VectorXd>* trajectory) {
   options.validate();
   const int last = options.first_sample + options.knots * options.stride;
   require(last < log.joints.time.size(), "log joint samples",
           "at least " + std::to_string(last + 1) + " (first_sample + knots * stride + 1)",
           std::to_string(log.joints.time.size()));
-  return LogProblemBuilder(robot, log, options).build();
+  return LogProblemBuilder(robot, log, options).build(trajectory);
+}
+
+}  // namespace
+
+LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
+                           const LogProblemOptions& options) {
+  return buildChecked(robot, log, options, nullptr);
+}
+
+LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
+                           const LogProblemOptions& options,
+                           const std::vector<Eigen::VectorXd>& trajectory) {
+  return buildChecked(robot, log, options, &trajectory);
 }
 
 }  // namespace heft::estimation

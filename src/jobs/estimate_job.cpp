@@ -48,6 +48,11 @@ void EstimateJob::Config::validate() const {
     require(problem.contact_source == ContactSource::Implicit && *kappa_start > 0,
             source + ": contacts.kappa_start", "a kappa > 0 with contacts.source implicit",
             formatNumber(*kappa_start) + " with source " + toString(problem.contact_source));
+  require(std::isfinite(smoothing.torque_std) && smoothing.torque_std > 0,
+          source + ": initial_guess.torque_std", "a value > 0 [N m]",
+          formatNumber(smoothing.torque_std));
+  require(smoothing.max_iterations >= 1, source + ": initial_guess.max_iterations", ">= 1",
+          std::to_string(smoothing.max_iterations));
   LogProblemOptions p = problem;  // the window's two fields are the job's to set
   p.first_sample = 0;
   p.knots = 1;
@@ -158,8 +163,10 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
         {"mocap_position", &p.mocap_position_std},
         {"mocap_orientation", &p.mocap_orientation_std},
         {"base_state_position", &p.base_state_position_std},
-        {"base_state_orientation", &p.base_state_orientation_std}};
+        {"base_state_orientation", &p.base_state_orientation_std},
+        {"stiction_torque", &p.stiction_torque_std}};
     for (const auto& [key, value] : stds) s.read(key, *value, yaml::positive);
+    s.read("stiction_speed", p.stiction_speed, yaml::nonNegative);
     s.finish();
   }
   {
@@ -184,6 +191,13 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     }
     s.read("continuation_steps", config.continuation_steps, yaml::positiveCount);
     s.read("continuation_iterations", config.continuation_iterations, yaml::positiveCount);
+    s.finish();
+  }
+  {
+    Section s(top.raw("initial_guess"), "initial_guess", source);
+    s.read("smoothing", config.smoothing.enabled);
+    s.read("torque_std", config.smoothing.torque_std, yaml::positive);
+    s.read("max_iterations", config.smoothing.max_iterations, yaml::positiveCount);
     s.finish();
   }
   {
@@ -319,16 +333,22 @@ struct SegmentProblems {
   std::vector<Eigen::VectorXd> xs, ws;
 };
 
-SegmentProblems buildSegments(const model::RobotModel& robot, const std::vector<Segment>& segments,
-                              std::optional<double> kappa = std::nullopt) {
+// `trajectories`: null, or each segment's initial trajectory (from the smoothing pass).
+SegmentProblems buildSegments(
+    const model::RobotModel& robot, const std::vector<Segment>& segments,
+    std::optional<double> kappa = std::nullopt,
+    const std::vector<std::vector<Eigen::VectorXd>>* trajectories = nullptr) {
   SegmentProblems built;
   std::vector<std::shared_ptr<const Problem>> problems;
   std::vector<std::vector<Eigen::VectorXd>> xs, ws;
-  for (const Segment& segment : segments) {
+  for (std::size_t j = 0; j < segments.size(); ++j) {
+    const Segment& segment = segments[j];
     LogProblemOptions options = segment.options;
     if (kappa) options.implicit.kappa = *kappa;
     try {
-      built.parts.push_back(buildLogProblem(robot, *segment.log, options));
+      built.parts.push_back(trajectories
+                                ? buildLogProblem(robot, *segment.log, options, (*trajectories)[j])
+                                : buildLogProblem(robot, *segment.log, options));
     } catch (const InputError& e) {
       if (segments.size() == 1) throw;
       throw InputError(segment.path + " (the segment from t = " +
@@ -342,6 +362,41 @@ SegmentProblems buildSegments(const model::RobotModel& robot, const std::vector<
   built.joined = joinProblems(problems);
   joinGuesses(built.joined, xs, ws, built.xs, built.ws);
   return built;
+}
+
+// The smoothing pass (EstimateJob::Config::Smoothing): the trajectory alone, theta held at the
+// prior; each segment's solution.
+template <class Say>
+std::vector<std::vector<Eigen::VectorXd>> smoothTrajectories(
+    const EstimateJob::Config& config, const model::RobotModel& robot,
+    const std::vector<Segment>& segments, const RiccatiOptions& solver_options,
+    std::optional<RiccatiSummary>& summary_out, Say say) {
+  std::vector<Segment> held = segments;
+  for (Segment& segment : held) {
+    segment.options.actuators = {};
+    segment.options.theta_prior_std = 1e-6;  // held: a prior far tighter than any data
+    segment.options.torque_std = config.smoothing.torque_std;
+  }
+  const SegmentProblems built = buildSegments(robot, held);
+  RiccatiOptions o = solver_options;
+  o.max_iterations = config.smoothing.max_iterations;
+  o.posterior_covariance = false;
+  RiccatiSolver smoother(built.joined.problem, o);
+  // from the encoders' positions at rest: differences of noisy encoders are worse than no velocity
+  // (0.1 rad at 1 kHz differences to 141 rad/s, where the Coriolis terms make the linearization
+  // useless and the line search failed); the base keeps its motion-capture / gyro guess
+  std::vector<Eigen::VectorXd> xs = built.xs;
+  const int nq = robot.pinocchio().nq, base = robot.hasFreeFlyer() ? 6 : 0;
+  for (Eigen::VectorXd& x : xs) x.tail(x.size() - nq - base).setZero();
+  smoother.setInitialGuess(xs, built.ws, built.parts.front().theta);
+  const RiccatiSummary& summary = smoother.solve();
+  summary_out = summary;
+  say("smoothing pass: " + toString(summary.status) + " after " +
+      std::to_string(summary.iterations) + " iteration(s), cost " + formatNumber(summary.cost));
+  std::vector<std::vector<Eigen::VectorXd>> out;
+  for (int j = 0; j < built.joined.layout.size(); ++j)
+    out.push_back(segmentStates(built.joined.layout, j, smoother.xs()));
+  return out;
 }
 
 // Contact-implicit kappa continuation: solves at kappa_start and kappa raised geometrically
@@ -584,10 +639,14 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
       std::to_string(total_knots) + " knots from t = " +
       fixed(segments.front().log->joints.time(segments.front().options.first_sample)) +
       " s, stride " + std::to_string(options.stride));
-  const SegmentProblems built = buildSegments(robot, segments);
-  const LogProblem& lp = built.parts.front();  // what every segment shares: theta's layout
   RiccatiOptions solver_options = config.solver;
   solver_options.progress = progress.stream();
+  std::vector<std::vector<Eigen::VectorXd>> smoothed;
+  if (config.smoothing.enabled)
+    smoothed = smoothTrajectories(config, robot, segments, solver_options, result.smoothing, say);
+  const SegmentProblems built =
+      buildSegments(robot, segments, std::nullopt, smoothed.empty() ? nullptr : &smoothed);
+  const LogProblem& lp = built.parts.front();  // what every segment shares: theta's layout
   RiccatiSolver solver(built.joined.problem, solver_options);
   solver.setInitialGuess(built.xs, built.ws, lp.theta);
   if (config.kappa_start)
@@ -720,6 +779,9 @@ std::string EstimateJob::Result::report() const {
     << "status    " << toString(summary.status)
     << (summary.message.empty() ? "" : ": " + summary.message) << "\n"
     << windowsReport(*this);
+  if (smoothing)
+    s << "smoothing " << toString(smoothing->status) << " after " << smoothing->iterations
+      << " iteration(s), cost " << fixed(smoothing->cost, 6) << " (trajectory alone, theta held)\n";
   s << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
     << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
     << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
@@ -786,6 +848,11 @@ nlohmann::json EstimateJob::Result::toJson() const {
                      {"backward", summary.backward_seconds},
                      {"forward", summary.forward_seconds},
                      {"total", summary.total_seconds}}}};
+  if (smoothing)
+    est["smoothing"] = {{"status", toString(smoothing->status)},
+                        {"iterations", smoothing->iterations},
+                        {"cost", smoothing->cost},
+                        {"torque_std", config.smoothing.torque_std}};
   // the first window's reconstruction at the top (each window's in `windows`)
   const Window& first = windows.front();
   if (first.trajectory_errors)

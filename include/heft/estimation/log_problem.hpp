@@ -71,6 +71,13 @@ struct LogProblemOptions {
   /// the soft transient of a real (or MuJoCo) touchdown and lift-off.
   double transition_window = 0.01;
   double transition_noise_scale = 100;
+  /// Stiction band (0: off): at knots where a friction joint's initial-guess speed is below
+  /// stiction_speed [rad/s], that joint's generalized-force noise std becomes
+  /// hypot(torque_std, stiction_torque_std). The Coulomb term f_c tanh(r v) fixes the friction
+  /// torque of a slow joint, but a sticking joint (a real one, MuJoCo's frictionloss) holds any
+  /// torque within +-f_c: identify drops such samples (min_speed), the trajectory MAP widens them.
+  double stiction_speed = 0;
+  double stiction_torque_std = 0.5;  ///< [N m]
   /// Reset map (impulse dynamics of the new contact set) at every knot where a contact closes.
   bool touchdown_impulses = true;
   /// Configuration process noise per step [rad, m]: what semi-implicit Euler misses over one step.
@@ -142,5 +149,12 @@ struct LogProblem {
 /// base's initial guess), an unknown contact or sensor frame.
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
                            const LogProblemOptions& options);
+/// The same problem with `trajectory` (N + 1 states, from an earlier solve of a problem on the
+/// same knots) as the initial guess and the arrival prior's mean in place of the encoders'
+/// differences; the stiction band is decided on its velocities.
+/// \throws InputError as above, or when `trajectory` has the wrong length or state size.
+LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
+                           const LogProblemOptions& options,
+                           const std::vector<Eigen::VectorXd>& trajectory);
 
 }  // namespace heft::estimation

@@ -67,6 +67,16 @@ struct EstimateJob {
     std::optional<double> kappa_start;
     int continuation_steps = 3;
     int continuation_iterations = 10;
+    /// `initial_guess.smoothing`: before the solve, a smoothing pass estimates the trajectory
+    /// alone (theta held at the prior, no actuator terms, generalized-force noise `torque_std`,
+    /// at most `max_iterations`), and the solve starts from it instead of the encoders'
+    /// differences. For noisy encoders: 0.01 rad at 1 kHz differences to 14 rad/s of velocity
+    /// noise, from which Gauss-Newton on the full problem wanders off (docs/estimation.md).
+    struct Smoothing {
+      bool enabled = false;
+      double torque_std = 1.0;  ///< [N m]
+      int max_iterations = 30;
+    } smoothing;
     /// \throws InputError naming the field.
     void validate() const;
   };
@@ -98,6 +108,8 @@ struct EstimateJob {
     std::string robot, log, scenario;
     std::string parametrization;
     estimation::RiccatiSummary summary;
+    /// The smoothing pass's (initial_guess.smoothing), when it ran.
+    std::optional<estimation::RiccatiSummary> smoothing;
     int stride = 0;
     double dt = 0;
     double time_s = 0;  ///< whole job, log reading and problem building included
