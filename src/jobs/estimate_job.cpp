@@ -370,7 +370,7 @@ template <class Say>
 std::vector<std::vector<Eigen::VectorXd>> smoothTrajectories(
     const EstimateJob::Config& config, const model::RobotModel& robot,
     const std::vector<Segment>& segments, const RiccatiOptions& solver_options,
-    std::optional<RiccatiSummary>& summary_out, Say say) {
+    std::optional<RiccatiSummary>& summary_out, std::vector<std::string>& warnings, Say say) {
   std::vector<Segment> held = segments;
   for (Segment& segment : held) {
     segment.options.actuators = {};
@@ -396,7 +396,13 @@ std::vector<std::vector<Eigen::VectorXd>> smoothTrajectories(
   std::vector<std::vector<Eigen::VectorXd>> out;
   for (int j = 0; j < built.joined.layout.size(); ++j)
     out.push_back(segmentStates(built.joined.layout, j, smoother.xs()));
-  return out;
+  const bool finite = std::all_of(smoother.xs().begin(), smoother.xs().end(),
+                                  [](const Eigen::VectorXd& x) { return x.allFinite(); });
+  if (summary.status != RiccatiSummary::Status::NumericalFailure && finite) return out;
+  // a failed pass must not fail the estimate (nor read as bad input): start from the encoders
+  warnings.push_back("the smoothing pass failed (" + toString(summary.status) +
+                     "): the solve started from the encoders' differences instead");
+  return {};
 }
 
 // Contact-implicit kappa continuation: solves at kappa_start and kappa raised geometrically
@@ -643,7 +649,8 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   solver_options.progress = progress.stream();
   std::vector<std::vector<Eigen::VectorXd>> smoothed;
   if (config.smoothing.enabled)
-    smoothed = smoothTrajectories(config, robot, segments, solver_options, result.smoothing, say);
+    smoothed = smoothTrajectories(config, robot, segments, solver_options, result.smoothing,
+                                  result.warnings, say);
   const SegmentProblems built =
       buildSegments(robot, segments, std::nullopt, smoothed.empty() ? nullptr : &smoothed);
   const LogProblem& lp = built.parts.front();  // what every segment shares: theta's layout

@@ -209,6 +209,7 @@ struct Assembly {
   const model::RobotModel& robot;
   ImportBagJob::Result& result;
   std::int64_t origin = 0;
+  std::vector<std::string> bag_names;  ///< the bag's name of each logged joint (joints())
 
   void stream(const ReadTopic& read, const std::string& group, const Eigen::VectorXd& t) {
     result.streams.push_back({group, read.mapping->topic, read.type,
@@ -220,7 +221,8 @@ struct Assembly {
     const std::string where = config.source + ": joints.topic " + read.mapping->topic;
     std::map<std::string, std::string> rename(config.rename.begin(), config.rename.end());
     const std::set<std::string> ignore(config.ignore.begin(), config.ignore.end());
-    std::vector<std::string> bag_names, model_names, unknown;
+    std::vector<std::string> model_names, unknown;
+    bag_names.clear();
     for (const std::string& c : read.table.columns) {
       if (c.rfind("position/", 0) != 0) continue;
       const std::string name = c.substr(9);
@@ -351,21 +353,13 @@ struct Assembly {
   // joint samples outside its span are dropped.
   void commands(const ReadTopic& read) {
     const std::string where = config.source + ": joints.commands " + read.mapping->topic;
-    std::map<std::string, std::string> to_bag;  // model name -> bag name
-    for (const std::string& c : read.table.columns)
-      if (c.rfind("effort/", 0) == 0) to_bag[c.substr(7)] = c.substr(7);
-    for (const auto& [bag, model_name] : config.rename)
-      if (to_bag.count(bag)) {
-        to_bag.erase(bag);
-        to_bag[model_name] = bag;
-      }
     io::JointSeries& j = result.log.joints;
     std::vector<std::string> efforts, missing;
-    for (const std::string& name : j.names) {
-      if (to_bag.count(name))
-        efforts.push_back("effort/" + to_bag[name]);
+    for (std::size_t i = 0; i < bag_names.size(); ++i) {
+      if (read.table.column("effort/" + bag_names[i]) >= 0)
+        efforts.push_back("effort/" + bag_names[i]);
       else
-        missing.push_back(name);
+        missing.push_back(j.names[i]);
     }
     if (!missing.empty())
       throw InputError(where +
@@ -567,7 +561,7 @@ ImportBagJob::Result ImportBagJob::run(const Config& config_in, Progress& progre
 
   Result result;
   result.config = config;
-  Assembly assembly{config, robot, result};
+  Assembly assembly{config, robot, result, 0, {}};
   assembly.origin = topics.front().stamps.front();
   for (const ReadTopic& t : topics) assembly.origin = std::min(assembly.origin, t.stamps.front());
   result.origin_ns = assembly.origin;
