@@ -846,6 +846,25 @@ TEST(EstimateLogProblem, AGivenTrajectoryIsTheInitialGuess) {
   }
 }
 
+// The smoothing pass starts with the joints at rest; a floating base keeps its twist.
+TEST(EstimateLogProblem, TheSmoothingPassStartsWithTheJointsAtRest) {
+  for (const char* name : {"double_pendulum", "go2"}) {
+    const pinocchio::Model& pin = model::loadRobot(name).pinocchio();
+    const std::vector<Eigen::VectorXd> xs(3, Eigen::VectorXd::Ones(pin.nq + pin.nv));
+    const int base = std::string(name) == "go2" ? 6 : 0;
+    for (const Eigen::VectorXd& x : jointsAtRest(xs, pin)) {
+      EXPECT_EQ(x.head(pin.nq + base), xs[0].head(pin.nq + base)) << name;
+      EXPECT_TRUE(x.tail(pin.nv - base).isZero(0)) << name;
+    }
+  }
+  LogProblemOptions o;
+  o.actuators.friction_joints = {"joint"};
+  const LogProblemOptions held = smoothingPassOptions(o, 2.0);
+  EXPECT_TRUE(held.actuators.empty());
+  EXPECT_EQ(held.torque_std, 2.0);
+  EXPECT_EQ(held.theta_prior_std, 1e-6);
+}
+
 TEST(EstimateJobConfig, SmoothingAndStictionKeysParseAndBadValuesAreNamed) {
   const EstimateJob::Config c = EstimateJob::parse(
       pendulumConfig("log.h5",

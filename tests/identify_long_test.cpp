@@ -128,16 +128,13 @@ JointEstimate jointEstimate(const model::RobotModel& nominal, const io::Log& log
   so.posterior_covariance = false;
   const double t0 = now();
   // the smoothing pass: trajectory alone, theta held at the prior, no actuator terms
-  estimation::LogProblemOptions held = o;
-  held.theta_prior_std = 1e-6;
-  held.torque_std = 1.0;
-  const estimation::LogProblem smoothing_problem = estimation::buildLogProblem(robot, log, held);
+  const estimation::LogProblem smoothing_problem =
+      estimation::buildLogProblem(robot, log, estimation::smoothingPassOptions(o, 1.0));
   estimation::RiccatiOptions smoothing_options = so;
   smoothing_options.max_iterations = 30;
   estimation::RiccatiSolver smoother(smoothing_problem.problem, smoothing_options);
-  std::vector<Eigen::VectorXd> start = smoothing_problem.xs;  // at rest, as the job's
-  for (Eigen::VectorXd& x : start) x.tail(robot.pinocchio().nv).setZero();
-  smoother.setInitialGuess(start, smoothing_problem.ws, smoothing_problem.theta);
+  smoother.setInitialGuess(estimation::jointsAtRest(smoothing_problem.xs, robot.pinocchio()),
+                           smoothing_problem.ws, smoothing_problem.theta);
   JointEstimate e;
   e.smoothing_status = toString(smoother.solve().status);
 

@@ -372,23 +372,15 @@ std::vector<std::vector<Eigen::VectorXd>> smoothTrajectories(
     const std::vector<Segment>& segments, const RiccatiOptions& solver_options,
     std::optional<RiccatiSummary>& summary_out, std::vector<std::string>& warnings, Say say) {
   std::vector<Segment> held = segments;
-  for (Segment& segment : held) {
-    segment.options.actuators = {};
-    segment.options.theta_prior_std = 1e-6;  // held: a prior far tighter than any data
-    segment.options.torque_std = config.smoothing.torque_std;
-  }
+  for (Segment& segment : held)
+    segment.options = smoothingPassOptions(segment.options, config.smoothing.torque_std);
   const SegmentProblems built = buildSegments(robot, held);
   RiccatiOptions o = solver_options;
   o.max_iterations = config.smoothing.max_iterations;
   o.posterior_covariance = false;
   RiccatiSolver smoother(built.joined.problem, o);
-  // from the encoders' positions at rest: differences of noisy encoders are worse than no velocity
-  // (0.1 rad at 1 kHz differences to 141 rad/s, where the Coriolis terms make the linearization
-  // useless and the line search failed); the base keeps its motion-capture / gyro guess
-  std::vector<Eigen::VectorXd> xs = built.xs;
-  const int nq = robot.pinocchio().nq, base = robot.hasFreeFlyer() ? 6 : 0;
-  for (Eigen::VectorXd& x : xs) x.tail(x.size() - nq - base).setZero();
-  smoother.setInitialGuess(xs, built.ws, built.parts.front().theta);
+  smoother.setInitialGuess(jointsAtRest(built.xs, robot.pinocchio()), built.ws,
+                           built.parts.front().theta);
   const RiccatiSummary& summary = smoother.solve();
   summary_out = summary;
   say("smoothing pass: " + toString(summary.status) + " after " +

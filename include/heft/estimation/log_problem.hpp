@@ -149,6 +149,13 @@ struct LogProblem {
 /// base's initial guess), an unknown contact or sensor frame.
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
                            const LogProblemOptions& options);
+/// The smoothing pass's options (docs/estimation.md, "Noisy encoders"): `options` with theta held
+/// at the prior (std 1e-6), no actuator terms, and this generalized-force noise on the joints.
+LogProblemOptions smoothingPassOptions(const LogProblemOptions& options, double torque_std);
+/// `xs` with the joint velocities at zero, the smoothing pass's start: differences of noisy
+/// encoders are worse than no velocity. A floating base keeps its (motion capture, gyro) twist.
+std::vector<Eigen::VectorXd> jointsAtRest(std::vector<Eigen::VectorXd> xs,
+                                          const pinocchio::Model& model);
 /// The same problem with `trajectory` (N + 1 states, from an earlier solve of a problem on the
 /// same knots) as the initial guess and the arrival prior's mean in place of the encoders'
 /// differences; the stiction band is decided on its velocities.
