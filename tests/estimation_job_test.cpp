@@ -951,5 +951,95 @@ TEST(EstimateLogProblem, SoleCornersMakeSixDimensionalContacts) {
   }
 }
 
+// Parameter constraints in `heft estimate`: the robot weighed on a scale (the model's mass plus
+// the 0.15 kg payload this log's scenario carries) as a total-mass equality over both links, and
+// an upper bound on link 2's mass. The estimate meets both to the solver's constraint tolerance;
+// result.json and the report say so. (Whether a bound binds is the QP's business:
+// common_test.cpp and RiccatiSolver.ConstrainedStepEqualsDenseKktWithTheConstraintRows.)
+TEST(EstimateJob, TotalMassAndMassBoundHoldAtTheEstimate) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const std::string link1 = robot.body(1).name, link2 = robot.body(2).name;
+  const double weighed = robot.totalMass() + 0.15;
+  const double cap = robot.pi(link2)[0] + 0.27;
+  std::ostringstream y;
+  y << "robot: double_pendulum\nlog: " << pendulumLog() << "\nestimate:\n  bodies: [" << link1
+    << ", " << link2 << "]\nwindow:\n  start_time: 1.0\n  knots: 2000\nsolver:\n"
+    << "  max_iterations: 100\nconstraints:\n  total_mass: " << weighed << "\n  mass_bounds:\n    "
+    << link2 << ": [0, " << cap << "]\n";
+  const EstimateJob::Config config = EstimateJob::parse(y.str(), "job.yaml", ".");
+  const EstimateJob::Result result = EstimateJob::run(config);
+  ASSERT_EQ(result.summary.status, RiccatiSummary::Status::Converged) << result.report();
+  ASSERT_EQ(result.bodies.size(), 2u);
+  EXPECT_NEAR(result.bodies[0].mass + result.bodies[1].mass, weighed, 1e-7) << result.report();
+  EXPECT_LE(result.bodies[1].mass, cap + 1e-8) << result.report();
+  EXPECT_LE(result.summary.max_constraint_violation, config.solver.constraint_tolerance);
+  EXPECT_EQ(result.summary.constraint_qp_failures, 0);
+  const nlohmann::json j = result.toJson();
+  const nlohmann::json& c = j["estimation"]["parameter_constraints"];
+  EXPECT_DOUBLE_EQ(c["total_mass"].get<double>(), weighed);
+  EXPECT_DOUBLE_EQ(c["mass_bounds"][link2][1].get<double>(), cap);
+  EXPECT_LE(c["max_violation"].get<double>(), 1e-8);
+  EXPECT_NE(result.report().find("constraints total mass"), std::string::npos) << result.report();
+}
+
+// Contradictory constraints and a total below the bodies outside S: exit 2 before any solve, one
+// line naming the file and the constraints, no result.json.
+TEST(EstimateCommand, ContradictoryConstraintsExitTwoBeforeSolving) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const std::string link2 = robot.body(2).name;
+  const double m2 = robot.pi(link2)[0];
+  const std::string base = pendulumConfig(pendulumLog());
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"constraints:\n  total_mass: " + std::to_string(robot.totalMass() + 1.0) +
+           "\n  mass_bounds:\n    " + link2 + ": [0, " + std::to_string(m2 + 0.5) + "]\n",
+       "contradictory parameter constraints"},
+      {"constraints:\n  total_mass: " + std::to_string(robot.totalMass() - m2 - 0.1) + "\n",
+       "more than the mass of the bodies not identified"},
+      {"constraints:\n  symmetric: [[" + link2 + ", " + link2 + "]]\n", "two different bodies"}};
+  const char* env = std::getenv("HEFT_BINARY_DIR");
+  const std::string heft = std::string(env != nullptr ? env : HEFT_BINARY_DIR) + "/bin/heft";
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const fs::path dir = scratch("contradictory_" + std::to_string(i));
+    fs::create_directories(dir);
+    std::ofstream(dir / "job.yaml") << base << cases[i].first;
+    const std::string err = (dir / "stderr.txt").string();
+    const int status = std::system((heft + " estimate " + (dir / "job.yaml").string() + " --out " +
+                                    (dir / "out").string() + " --quiet >/dev/null 2>" + err)
+                                       .c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 2) << cases[i].first;
+    std::ifstream in(err);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+    EXPECT_NE(text.find("job.yaml: constraints"), std::string::npos) << text;
+    EXPECT_NE(text.find(cases[i].second), std::string::npos) << text;
+    EXPECT_FALSE(fs::exists(dir / "out" / "result.json"));
+  }
+}
+
+TEST(EstimateJobConfig, ConstraintKeysParseAndBadShapesAreNamed) {
+  const EstimateJob::Config config = EstimateJob::parse(
+      "robot: go2\nlog: x.h5\nestimate:\n  bodies: [FL_thigh, FR_thigh]\nconstraints:\n"
+      "  total_mass: 15.2\n  symmetric: [[FL_thigh, FR_thigh]]\n"
+      "  mass_bounds: {FL_thigh: [0.5, .inf]}\nsolver:\n  constraint_tolerance: 1e-6\n",
+      "job.yaml", ".");
+  EXPECT_DOUBLE_EQ(config.problem.total_mass, 15.2);
+  ASSERT_EQ(config.problem.symmetric.size(), 1u);
+  EXPECT_EQ(config.problem.symmetric[0].second, "FR_thigh");
+  ASSERT_EQ(config.problem.mass_bounds.size(), 1u);
+  EXPECT_DOUBLE_EQ(config.problem.mass_bounds[0].lower, 0.5);
+  EXPECT_TRUE(std::isinf(config.problem.mass_bounds[0].upper));
+  EXPECT_DOUBLE_EQ(config.solver.constraint_tolerance, 1e-6);
+  const std::string head = "robot: go2\nlog: x.h5\nestimate:\n  bodies: [FL_thigh]\n";
+  EXPECT_NE(configErrorOf(head + "constraints:\n  symmetric: [FL_thigh, FR_thigh]\n")
+                .find("job.yaml:6: constraints.symmetric: expected a list of [left, right]"),
+            std::string::npos);
+  EXPECT_NE(configErrorOf(head + "constraints:\n  mass_bounds: {FL_thigh: [2, 1]}\n")
+                .find("constraints.mass_bounds.FL_thigh: expected [lower, upper]"),
+            std::string::npos);
+  EXPECT_NE(configErrorOf(head + "constraints:\n  total_mass: -3\n").find("constraints.total_mass"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace heft::estimation

@@ -22,6 +22,7 @@
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/multibody_stage.hpp"
+#include "heft/estimation/parameter_constraints.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 #include "heft/estimation/segments.hpp"
 #include "heft/estimation/stage_numdiff.hpp"
@@ -29,6 +30,7 @@
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/signal.hpp"
 #include "heft/model/model.hpp"
+#include "heft/model/parameter_constraints.hpp"
 #include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/finite_difference.hpp"
@@ -961,8 +963,12 @@ struct Direction {
   VectorXd dtheta;
 };
 
+// constraint_J, constraint_r: linearized parameter equalities constraint_J dtheta + constraint_r =
+// 0 appended to the KKT system (none by default).
 Direction denseKktDirection(const Problem& problem, const std::vector<VectorXd>& xs,
-                            const std::vector<VectorXd>& ws, const VectorXd& theta) {
+                            const std::vector<VectorXd>& ws, const VectorXd& theta,
+                            const MatrixXd& constraint_J = MatrixXd(),
+                            const VectorXd& constraint_r = VectorXd()) {
   const int N = problem.horizon(), ndx = problem.ndx(), np = problem.np();
   int nw_total = 0, nr_total = ndx + np;
   for (int k = 0; k < N; ++k) {
@@ -1015,7 +1021,15 @@ Direction denseKktDirection(const Problem& problem, const std::vector<VectorXd>&
       wcol += nw;
     }
   }
-  const int nc = N * ndx;
+  if (constraint_r.size() > 0) {
+    const int nk = static_cast<int>(constraint_r.size());
+    C.conservativeResize(N * ndx + nk, nz);
+    b.conservativeResize(N * ndx + nk);
+    C.bottomRows(nk).setZero();
+    C.bottomRows(nk).rightCols(np) = constraint_J;
+    b.tail(nk) = -constraint_r;
+  }
+  const int nc = static_cast<int>(C.rows());
   MatrixXd K = MatrixXd::Zero(nz + nc, nz + nc);
   K.topLeftCorner(nz, nz) = J.transpose() * J;
   K.topRightCorner(nz, nc) = C.transpose();
@@ -1092,6 +1106,164 @@ TEST(RiccatiSolver, StepEqualsDenseKktInContact) {
   std::mt19937 rng(13);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true), rng);
   expectRiccatiEqualsKkt(makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true, true), rng);
+}
+
+// Parameter constraints: h(theta) = E pi(theta_S) - e against central differences of pi(theta),
+// in both parametrizations. Central differences err by O(step^2) times h's third derivative
+// (exponentials and their products, of order 1-10 here): 1e-12 * 10 << 1e-7.
+TEST(ParameterConstraints, JacobiansMatchCentralDifferences) {
+  std::mt19937 rng(31);
+  std::normal_distribution<double> n(0, 1);
+  const model::RobotModel go2 = model::loadRobot("go2");
+  const std::vector<std::string> names = {"FL_thigh", "FR_thigh", "RL_calf"};
+  std::vector<pinocchio::JointIndex> joints;
+  VectorXd nominal(30);
+  for (int b = 0; b < 3; ++b) {
+    joints.push_back(go2.bodyIndex(names[b]));
+    nominal.segment<10>(10 * b) = go2.pi(joints[b]);
+  }
+  std::vector<model::LinearConstraint> constraints = {
+      model::totalMassConstraint(go2, joints, go2.totalMass() + 0.4),
+      model::symmetryConstraint(names, "FL_thigh", "FR_thigh"),
+      model::massBoundsConstraint(names, "RL_calf", 0.1, 2.0)};
+  for (auto p :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
+    SCOPED_TRACE(inertia::toString(p));
+    const estimation::ParameterConstraints pc(p, 32, constraints, nominal);
+    ASSERT_EQ(pc.numEqualities(), 11);
+    ASSERT_EQ(pc.numInequalities(), 2);
+    VectorXd theta = VectorXd::Zero(32);
+    for (int b = 0; b < 3; ++b)
+      theta.segment<10>(10 * b) = inertia::thetaFromPi(p, nominal.segment<10>(10 * b));
+    theta += VectorXd::NullaryExpr(32, [&] { return 0.1 * n(rng); });
+    VectorXd h, g, hp, gp, hm, gm;
+    MatrixXd H, G;
+    pc.linearize(theta, h, H, g, G);
+    EXPECT_TRUE(H.rightCols(2).isZero() && G.rightCols(2).isZero());  // the actuator tail
+    const double step = 1e-6;
+    for (int i = 0; i < 32; ++i) {
+      VectorXd tp = theta, tm = theta;
+      tp[i] += step;
+      tm[i] -= step;
+      pc.values(tp, hp, gp);
+      pc.values(tm, hm, gm);
+      const VectorXd dh = (hp - hm) / (2 * step), dg = (gp - gm) / (2 * step);
+      EXPECT_LE((dh - H.col(i)).cwiseAbs().maxCoeff(), 1e-7 * (1 + H.col(i).norm())) << i;
+      EXPECT_LE((dg - G.col(i)).cwiseAbs().maxCoeff(), 1e-7 * (1 + G.col(i).norm())) << i;
+    }
+    double norm1 = 0, max = 0;
+    pc.violation(theta, norm1, max);
+    EXPECT_NEAR(norm1, h.lpNorm<1>() + (-g.array()).max(0.0).sum(), 1e-12);
+  }
+}
+
+// Contradictory sets are refused before any solve, naming the constraints.
+TEST(ParameterConstraints, ContradictorySetsAreRefusedBeforeSolving) {
+  const model::RobotModel go2 = model::loadRobot("go2");
+  const std::vector<std::string> names = {"FL_thigh", "FR_thigh"};
+  const std::vector<pinocchio::JointIndex> joints = {go2.bodyIndex("FL_thigh"),
+                                                     go2.bodyIndex("FR_thigh")};
+  VectorXd nominal(20);
+  nominal << go2.pi(joints[0]), go2.pi(joints[1]);
+  const double rest = go2.totalMass() - nominal[0] - nominal[10];
+  auto refused = [&](std::vector<model::LinearConstraint> c) {
+    try {
+      estimation::ParameterConstraints(inertia::Parametrization::ExponentialEigenvalue, 20, c,
+                                       nominal);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // Mirrored thighs of at most 1 kg each cannot weigh 3 kg together.
+  EXPECT_NE(refused({model::totalMassConstraint(go2, joints, rest + 3.0),
+                     model::symmetryConstraint(names, "FL_thigh", "FR_thigh"),
+                     model::massBoundsConstraint(names, "FL_thigh", 0.5, 1.0)})
+                .find("contradictory parameter constraints"),
+            std::string::npos);
+  // The total below the bodies outside S; bounds upside down; an unknown body.
+  EXPECT_THROW(model::totalMassConstraint(go2, joints, rest - 0.1), InputError);
+  EXPECT_THROW(model::massBoundsConstraint(names, "FL_thigh", 2.0, 1.0), InputError);
+  EXPECT_THROW(model::symmetryConstraint(names, "FL_thigh", "RL_thigh"), InputError);
+  // More equality rows than parameters: three symmetries over two bodies (30 rows for 20).
+  const auto mirror = model::symmetryConstraint(names, "FL_thigh", "FR_thigh");
+  EXPECT_NE(refused({mirror, mirror, mirror}).find("at most 20 equality rows"), std::string::npos);
+  // A consistent set passes.
+  EXPECT_EQ(refused({model::totalMassConstraint(go2, joints, go2.totalMass()), mirror}), "");
+}
+
+// With parameter equalities the arrival node's QP (eq. 81) gives the step of the dense KKT system
+// with the linearized constraint rows appended; a mass bound with lower = upper acts as an
+// equality through the QP's inequalities. The covariance has no variance along the constraints.
+TEST(RiccatiSolver, ConstrainedStepEqualsDenseKktWithTheConstraintRows) {
+  std::mt19937 rng(17);
+  std::normal_distribution<double> n(0, 1);
+  for (auto parametrization :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
+    for (int variant = 0; variant < 2; ++variant) {
+      SCOPED_TRACE(inertia::toString(parametrization) + (variant ? " bounds" : " equalities"));
+      const RobotProblem p =
+          makeRandomProblem("double_pendulum", {1, 2}, 5, 0.01, rng, false, false, parametrization);
+      const model::RobotModel robot = model::loadRobot("double_pendulum");
+      const std::vector<std::string> names = {p.model->names[1], p.model->names[2]};
+      const std::vector<pinocchio::JointIndex> joints = {1, 2};
+      VectorXd nominal(20);
+      nominal << robot.pi(joints[0]), robot.pi(joints[1]);
+      std::vector<model::LinearConstraint> list;
+      if (variant == 0) {
+        list = {model::totalMassConstraint(robot, joints, robot.totalMass() + 0.3),
+                model::symmetryConstraint(names, names[0], names[1])};
+      } else {
+        list = {model::massBoundsConstraint(names, names[1], nominal[10] + 0.2, nominal[10] + 0.2)};
+      }
+      const int np = p.problem->np();
+      auto pc =
+          std::make_shared<estimation::ParameterConstraints>(parametrization, np, list, nominal);
+      auto constrained = std::make_shared<Problem>(*p.problem);
+      constrained->setParameterConstraints(pc);
+
+      const int N = constrained->horizon(), ndx = constrained->ndx();
+      std::vector<VectorXd> xs, ws;
+      for (int k = 0; k <= N; ++k) xs.push_back(randomState(*p.state, rng, 0.3));
+      for (int k = 0; k < N; ++k)
+        ws.push_back(VectorXd::NullaryExpr(ndx, [&] { return 0.01 * n(rng); }));
+      VectorXd theta = p.dynamics->nominalTheta();
+      theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
+      VectorXd h, g;
+      MatrixXd H, G;
+      pc->linearize(theta, h, H, g, G);
+      const MatrixXd rows = variant == 0 ? H : MatrixXd(G.topRows(1));
+      const VectorXd values = variant == 0 ? h : VectorXd(g.head(1));
+      const Direction dense = denseKktDirection(*constrained, xs, ws, theta, rows, values);
+      double scale = 1 + dense.dtheta.cwiseAbs().maxCoeff();
+      for (const auto& v : dense.dx) scale = std::max(scale, v.cwiseAbs().maxCoeff());
+      const double tol = 1e-8 * scale;
+
+      RiccatiOptions options;
+      options.regularization = 0;
+      options.min_regularization = 0;
+      options.theta_trust_radius = options.max_theta_trust_radius;
+      RiccatiSolver solver(constrained, options);
+      solver.setInitialGuess(xs, ws, theta);
+      ASSERT_TRUE(solver.computeDirection());
+      EXPECT_LE((rows * solver.directionTheta() + values).cwiseAbs().maxCoeff(), 1e-9 * scale);
+      EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
+      for (int k = 0; k <= N; ++k)
+        EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << k;
+      for (int k = 0; k < N; ++k)
+        EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << k;
+      // No variance along the constraint rows; the unconstrained solver's covariance has some.
+      const double along =
+          (rows * solver.thetaCovariance() * rows.transpose()).cwiseAbs().maxCoeff();
+      RiccatiSolver free_solver(p.problem, options);
+      free_solver.setInitialGuess(xs, ws, theta);
+      ASSERT_TRUE(free_solver.computeDirection());
+      const double free_along =
+          (rows * free_solver.thetaCovariance() * rows.transpose()).cwiseAbs().maxCoeff();
+      EXPECT_GT(free_along, 0);
+      EXPECT_LE(along, 1e-9 * free_along);
+    }
+  }
 }
 
 // The robust loss's rows cost rho of the whitened residual: a stage's cost is the process-noise

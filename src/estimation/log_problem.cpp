@@ -108,6 +108,8 @@ void LogProblemOptions::validate() const {
   require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
           std::to_string(theta_prior_std));
   actuators.validate();
+  require(std::isfinite(total_mass) && total_mass >= 0, "total_mass",
+          "a finite mass >= 0 kg (0: no constraint)", std::to_string(total_mass));
 }
 
 namespace {
@@ -193,6 +195,7 @@ class LogProblemBuilder {
   const bool floating_;
   const int nv_, nq_, N_;
   LogProblem p_;
+  std::shared_ptr<const ParameterConstraints> constraints_;
   std::shared_ptr<MultibodySensors> sensors_;
   std::vector<int> column_;  // log column of each encoder
   int nj_ = 0;
@@ -218,6 +221,8 @@ void LogProblemBuilder::createModels() {
   p_.state = std::make_shared<MultibodyState>(p_.model);
   if (!options_.actuators.empty())
     p_.actuators = std::make_shared<ActuatorTermsModel>(*p_.model, options_.actuators);
+  // checked here, before the stages: a contradictory set is bad input, not a failed solve
+  constraints_ = makeParameterConstraints(robot_, options_);
 }
 
 // The encoders (bound to the log's joint columns) and the sensors' noise.
@@ -678,10 +683,13 @@ void LogProblemBuilder::createStages() {
                      k),
         std::move(z), p_.dt, terminal, impulse, p_.actuators, p_.smoothed);
     if (transition[k] && !terminal) ++p_.transition_knots;
-    if (terminal)
-      p_.problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());
-    else
+    if (terminal) {
+      auto problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());
+      problem->setParameterConstraints(constraints_);
+      p_.problem = problem;
+    } else {
       running.push_back(stage);
+    }
   }
 }
 
@@ -707,9 +715,36 @@ LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
   return buildChecked(robot, log, options, nullptr);
 }
 
+std::shared_ptr<const ParameterConstraints> makeParameterConstraints(
+    const model::RobotModel& robot, const LogProblemOptions& options) {
+  if (!options.hasParameterConstraints()) return nullptr;
+  const std::vector<std::string>& names = options.identified_bodies;
+  std::vector<pinocchio::JointIndex> bodies;
+  for (const std::string& name : names) bodies.push_back(robot.bodyIndex(name));
+  std::vector<model::LinearConstraint> constraints;
+  if (options.total_mass > 0)
+    constraints.push_back(model::totalMassConstraint(robot, bodies, options.total_mass));
+  for (const auto& [left, right] : options.symmetric)
+    constraints.push_back(model::symmetryConstraint(names, left, right));
+  for (const auto& b : options.mass_bounds)
+    constraints.push_back(model::massBoundsConstraint(names, b.body, b.lower, b.upper));
+  const int nb = static_cast<int>(bodies.size());
+  Eigen::VectorXd nominal(10 * nb);
+  for (int b = 0; b < nb; ++b) nominal.segment<10>(10 * b) = robot.pi(bodies[b]);
+  const ActuatorTermsOptions& a = options.actuators;
+  const int np =
+      10 * nb + static_cast<int>(2 * a.friction_joints.size() + a.armature_joints.size() +
+                                 a.torque_offset_joints.size());
+  return std::make_shared<ParameterConstraints>(options.parametrization, np, std::move(constraints),
+                                                nominal);
+}
+
 LogProblemOptions smoothingPassOptions(const LogProblemOptions& options, double torque_std) {
   LogProblemOptions held = options;
   held.actuators = {};
+  held.total_mass = 0;
+  held.symmetric.clear();
+  held.mass_bounds.clear();
   held.theta_prior_std = 1e-6;  // held: a prior far tighter than any data
   held.torque_std = torque_std;
   return held;

@@ -57,4 +57,10 @@ Problem::Problem(std::shared_ptr<const StateManifold> state,
           "arrival prior", "finite values", "NaN or infinity");
 }
 
+void Problem::setParameterConstraints(std::shared_ptr<const ParameterConstraints> constraints) {
+  require(!constraints || constraints->np() == np_, "parameter constraints' theta size",
+          std::to_string(np_), std::to_string(constraints ? constraints->np() : 0));
+  constraints_ = std::move(constraints);
+}
+
 }  // namespace heft::estimation

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <Eigen/QR>
+
 #include "estimation/riccati_impl.hpp"
 
 namespace heft::estimation {
@@ -81,6 +83,8 @@ bool RiccatiSolver::Impl::solveArrival() {
       dtheta_.noalias() -= (V.col(i).dot(gs_) / (lambda(i) + nu)) * V.col(i);
       theta_covariance_.noalias() += (1.0 / lambda(i)) * V.col(i) * V.col(i).transpose();
     }
+    constrained_covariance_ = qp_ && constrainedThetaStep(threshold);
+    // eq. 83: dx_0 from the theta step
     dxs_[0] = -HxxInvGx_;
     dxs_[0].noalias() -= HxxInvHxt_ * dtheta_;
   } else {
@@ -89,8 +93,87 @@ bool RiccatiSolver::Impl::solveArrival() {
   return true;
 }
 
+bool RiccatiSolver::Impl::solveThetaQp(double nu, double floor) {
+  const Eigen::VectorXd& lambda = S_eig_.eigenvalues();
+  const Eigen::MatrixXd& V = S_vectors_;
+  qp_H_.noalias() = V * (lambda.array().max(floor) + nu).matrix().asDiagonal() * V.transpose();
+  return qp_->solve(qp_H_, qp_g_, con_H_, con_h_, con_G_, con_g_) == DenseQp::Status::Solved;
+}
+
+bool RiccatiSolver::Impl::constrainedThetaStep(double floor) {
+  constraints_->linearize(cur_.theta, con_h_, con_H_, con_g_, con_G_);
+  const Eigen::VectorXd& lambda = S_eig_.eigenvalues();
+  const Eigen::MatrixXd& V = S_vectors_;
+  // The QP's Hessian is S with its eigenvalues floored (a constraint may need to move theta along
+  // a direction no data sees: the least such move) plus the trust region's nu; its gradient has
+  // no part along S's nullspace, as the unconstrained step.
+  qp_g_ = gs_;
+  for (int i = 0; i < np_ && lambda(i) <= floor; ++i) qp_g_ -= V.col(i).dot(gs_) * V.col(i);
+  // The trust region on the constrained step: the smallest nu >= 0 with |dtheta(nu)| <= radius.
+  // As nu grows the step tends to the least move that satisfies the linearized constraints; when
+  // even that is longer than the radius it is taken (feasibility first).
+  if (!solveThetaQp(0, floor)) {
+    ++qp_failures_;
+    return false;
+  }
+  theta_at_boundary_ = false;
+  if (qp_->x().norm() > theta_radius_) {
+    theta_at_boundary_ = true;
+    double lo = 0, hi = std::max(1.0, gs_.norm() / theta_radius_);
+    for (int it = 0; it < 60; ++it) {
+      if (!solveThetaQp(hi, floor) || qp_->x().norm() <= theta_radius_) break;
+      hi *= 4;
+    }
+    for (int it = 0; it < 40 && hi - lo > 1e-3 * hi; ++it) {
+      const double mid = 0.5 * (lo + hi);
+      if (solveThetaQp(mid, floor) && qp_->x().norm() > theta_radius_)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    if (!solveThetaQp(hi, floor)) {
+      ++qp_failures_;
+      return false;
+    }
+  }
+  dtheta_ = qp_->x();
+  // Covariance: S's inverse on the nullspace of the constraints active at the step (a known total
+  // mass leaves no variance to the sum of the masses).
+  const int ne = constraints_->numEqualities();
+  const std::vector<int>& active = qp_->activeInequalities();
+  const int m = ne + static_cast<int>(active.size());
+  if (m == 0) return false;  // the unconstrained covariance holds
+  Eigen::MatrixXd W(np_, m);
+  W.leftCols(ne) = con_H_.transpose();
+  for (std::size_t j = 0; j < active.size(); ++j) W.col(ne + j) = con_G_.row(active[j]).transpose();
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(W);
+  const int rank = static_cast<int>(qr.rank());
+  const Eigen::MatrixXd Q = qr.householderQ();
+  const Eigen::MatrixXd Z = Q.rightCols(np_ - rank);
+  theta_covariance_.setZero();
+  nullity_ = 0;
+  constrained_nullspace_.resize(np_, 0);
+  if (Z.cols() == 0) return true;
+  const Eigen::MatrixXd reduced = Z.transpose() * S_ * Z;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(reduced);
+  const double threshold = std::max(options_.nullspace_tolerance * eig.eigenvalues().maxCoeff(),
+                                    std::numeric_limits<double>::min());
+  for (int i = 0; i < Z.cols(); ++i) {
+    if (eig.eigenvalues()(i) <= threshold) {
+      ++nullity_;
+      constrained_nullspace_.conservativeResize(np_, nullity_);
+      constrained_nullspace_.col(nullity_ - 1) = Z * eig.eigenvectors().col(i);
+      continue;
+    }
+    const Eigen::VectorXd u = Z * eig.eigenvectors().col(i);
+    theta_covariance_.noalias() += (1.0 / eig.eigenvalues()(i)) * u * u.transpose();
+  }
+  return true;
+}
+
 Eigen::MatrixXd RiccatiSolver::Impl::thetaNullspace() const {
   if (np_ == 0 || nullity_ == 0) return Eigen::MatrixXd(np_, 0);
+  if (constrained_covariance_) return constrained_nullspace_;
   // Eigenvalues are ascending: the nullspace is the first nullity_ eigenvectors.
   return S_vectors_.leftCols(nullity_);
 }

@@ -14,6 +14,7 @@
 #include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 
+#include "heft/common/dense_qp.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 
 namespace heft::estimation {
@@ -52,7 +53,11 @@ struct RiccatiSolver::Impl {
     std::vector<Eigen::VectorXd> xs, ws, gaps;
     Eigen::VectorXd theta;
     double cost = 0, gap_norm1 = 0, max_gap = 0;
+    double constraint_norm1 = 0, constraint_max = 0;  ///< parameter constraints' violation
   };
+  /// The merit's infeasibility: sum |gap|_1 (none under single shooting) + the parameter
+  /// constraints' violation.
+  double infeasibility(const Trajectory& traj) const;
   void resizeTrajectory(Trajectory& traj) const;
   void closeGaps(Trajectory& traj);  // x_{k+1} = f(x_k, w_k; theta) from x_0
   void evaluate(Trajectory& traj);   // calc everywhere: gaps and cost
@@ -68,10 +73,16 @@ struct RiccatiSolver::Impl {
   /// times in pass_*_seconds_. false if either failed (finite tells which).
   bool derivativesAndBackwardPass(bool& finite);
   double pass_derivative_seconds_ = 0, pass_backward_seconds_ = 0;
-  bool solveArrival();              // false if the arrival Hessian is not positive definite
-  void linearRollout();             // dxs_, dws_, d1_, d2_
-  void rolloutTrial(double alpha);  // trial_ from cur_ and the direction
-  double arrivalCost(const Trajectory& traj);
+  bool solveArrival();  // false if the arrival Hessian is not positive definite
+  // The parameter QP of eq. 81 on the Schur complement (eigenvalues floored at `floor`) within
+  // the trust radius: replaces dtheta_, theta_at_boundary_ and (true) the covariance; false when
+  // the QP failed (the unconstrained step stays, counted) or no constraint was active (the
+  // covariance stays).
+  bool constrainedThetaStep(double floor);
+  bool solveThetaQp(double nu, double floor);  // qp_ at S + nu I (floored); true when solved
+  void linearRollout();                        // dxs_, dws_, d1_, d2_
+  void rolloutTrial(double alpha);             // trial_ from cur_ and the direction
+  double arrivalCost(Trajectory& traj);        // also the parameter constraints' violation
   void printProgress(int iteration, double alpha) const;
 
   std::shared_ptr<const Problem> problem_;
@@ -166,6 +177,13 @@ struct RiccatiSolver::Impl {
   Eigen::VectorXd S_diag_, S_subdiag_, S_workspace_;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> S_eig_;
   Eigen::MatrixXd theta_covariance_;
+  const ParameterConstraints* constraints_ = nullptr;
+  std::unique_ptr<DenseQp> qp_;
+  Eigen::VectorXd con_h_, con_g_, qp_g_, qp_h_lin_, qp_g_lin_;
+  Eigen::MatrixXd con_H_, con_G_, qp_H_;
+  int qp_failures_ = 0;
+  bool constrained_covariance_ = false;  ///< the covariance is on the active constraints' nullspace
+  Eigen::MatrixXd constrained_nullspace_;
   int nullity_ = 0;
   double theta_radius_ = 0;         ///< current trust radius
   bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius

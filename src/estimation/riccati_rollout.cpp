@@ -17,7 +17,12 @@ void RiccatiSolver::Impl::closeGaps(Trajectory& traj) {
   }
 }
 
-double RiccatiSolver::Impl::arrivalCost(const Trajectory& traj) {
+double RiccatiSolver::Impl::infeasibility(const Trajectory& traj) const {
+  return (options_.rollout == Rollout::SingleShooting ? 0 : traj.gap_norm1) + traj.constraint_norm1;
+}
+
+double RiccatiSolver::Impl::arrivalCost(Trajectory& traj) {
+  if (constraints_) constraints_->violation(traj.theta, traj.constraint_norm1, traj.constraint_max);
   const ArrivalPrior& arrival = problem_->arrival();
   problem_->state().difference(arrival.x_mean, traj.xs[0], tangent_);
   arrival_r_.noalias() = arrival.x_sqrt_info * tangent_;
@@ -172,8 +177,7 @@ double RiccatiSolver::Impl::lineSearch(double reference, double gap1) {
       // A trial theta outside the parametrization's finite range (exp overflow): too long.
       continue;
     }
-    const double trial_gap1 = options_.rollout == Rollout::SingleShooting ? 0 : trial_.gap_norm1;
-    const double trial_merit = trial_.cost + penalty_ * trial_gap1;
+    const double trial_merit = trial_.cost + penalty_ * infeasibility(trial_);
     const double predicted =
         std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
     if (std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&

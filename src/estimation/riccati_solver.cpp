@@ -84,8 +84,11 @@ std::string RiccatiSummary::report() const {
   if (!message.empty()) out << " (" << message << ")";
   out << "\n  iterations " << iterations << ", cost ";
   if (!cost_history.empty()) out << cost_history.front() << " -> ";
-  out << cost << ", max gap " << max_gap << ", theta nullspace dimension " << nullspace_dimension
-      << "\n  time " << total_seconds << " s (derivatives " << derivative_seconds << ", backward "
+  out << cost << ", max gap " << max_gap << ", theta nullspace dimension " << nullspace_dimension;
+  if (max_constraint_violation > 0 || constraint_qp_failures > 0)
+    out << "\n  parameter constraints: largest violation " << max_constraint_violation
+        << ", iterations whose QP failed " << constraint_qp_failures;
+  out << "\n  time " << total_seconds << " s (derivatives " << derivative_seconds << ", backward "
       << backward_seconds << ", forward " << forward_seconds << ")\n";
   return out.str();
 }
@@ -231,6 +234,17 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
     S_workspace_.setZero(np_);
   }
   theta_covariance_.setZero(np_, np_);
+  constraints_ = problem_->parameterConstraints().get();
+  if (constraints_ && np_ > 0) {
+    const int ne = constraints_->numEqualities(), ni = constraints_->numInequalities();
+    qp_ = std::make_unique<DenseQp>(np_, ne, ni);
+    con_h_.setZero(ne);
+    con_g_.setZero(ni);
+    con_H_.setZero(ne, np_);
+    con_G_.setZero(ni, np_);
+    qp_H_.setZero(np_, np_);
+    qp_g_.setZero(np_);
+  }
   e_.setZero(std::max({nr_max_, ndx_, np_}));
   tangent_.setZero(ndx_);
   merit_memory_.reserve(options_.nonmonotone_memory);
@@ -310,6 +324,7 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
   summary_.step_history.reserve(options_.max_iterations);
   merit_memory_.clear();
   theta_radius_ = options_.theta_trust_radius;
+  qp_failures_ = 0;
   // Single shooting needs a feasible guess: close every gap by rolling the dynamics out.
   if (options_.rollout == Rollout::SingleShooting) closeGaps(cur_);
   evaluate(cur_);
@@ -327,14 +342,15 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     // the radius (a converged-looking stop 4e-6 above the optimum on go2,
     // tests/reference_test.cpp).
     if (std::abs(d1_) <= options_.tolerance * (1 + cur_.cost) &&
-        cur_.max_gap <= options_.gap_tolerance && !theta_at_boundary_) {
+        cur_.max_gap <= options_.gap_tolerance &&
+        cur_.constraint_max <= options_.constraint_tolerance && !theta_at_boundary_) {
       summary_.status = RiccatiSummary::Status::Converged;
       printProgress(iteration, 0);
       break;
     }
 
     // Merit penalty (eq. 38) and the nonmonotone reference.
-    const double gap1 = options_.rollout == Rollout::SingleShooting ? 0 : cur_.gap_norm1;
+    const double gap1 = infeasibility(cur_);
     if (gap1 > 0) {
       penalty_ = std::max(options_.penalty_decrease * penalty_,
                           (d1_ + 0.5 * d2_) / ((1 - options_.penalty_rho) * gap1));
@@ -400,6 +416,8 @@ void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, doubl
   cur_.cost = trial_.cost;
   cur_.gap_norm1 = trial_.gap_norm1;
   cur_.max_gap = trial_.max_gap;
+  cur_.constraint_norm1 = trial_.constraint_norm1;
+  cur_.constraint_max = trial_.constraint_max;
   datas_at_current_ = true;  // the accepted trial was the last one evaluated
   if (options_.nonmonotone_memory > 0) {
     if (static_cast<int>(merit_memory_.size()) == options_.nonmonotone_memory)
@@ -442,6 +460,8 @@ void RiccatiSolver::Impl::finishSolve(bool direction_at_current,
   summary_.cost_history.push_back(cur_.cost);
   summary_.gap_history.push_back(cur_.max_gap);
   summary_.nullspace_dimension = nullity_;
+  summary_.max_constraint_violation = cur_.constraint_max;
+  summary_.constraint_qp_failures = qp_failures_;
   summary_.total_seconds = secondsSince(start);
   if (summary_.status == RiccatiSummary::Status::MaxIterations)
     summary_.message =

@@ -116,9 +116,11 @@ JoinedProblem joinProblems(const std::vector<std::shared_ptr<const Problem>>& se
     }
   }
   const Problem& last = *segments.back();
-  joined.problem = std::make_shared<Problem>(
+  auto problem = std::make_shared<Problem>(
       state, std::move(running),
       std::shared_ptr<const StageModel>(segments.back(), &last.terminal()), first.arrival());
+  problem->setParameterConstraints(first.parameterConstraints());  // on the shared theta
+  joined.problem = problem;
   return joined;
 }
 

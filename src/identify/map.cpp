@@ -27,16 +27,6 @@ Eigen::MatrixXd inverseCholeskyFactor(const Eigen::MatrixXd& cov, const std::str
   return L.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd::Identity(cov.rows(), cov.cols()));
 }
 
-int bodyPosition(const ParameterLayout& layout, const std::string& name) {
-  for (int b = 0; b < layout.numBodies(); ++b) {
-    if (layout.body_names[b] == name) return b;
-  }
-  std::string valid;
-  for (const auto& n : layout.body_names) valid += (valid.empty() ? "" : ", ") + n;
-  require(false, "symmetry body", "an identified body (" + valid + ")", "\"" + name + "\"");
-  return -1;
-}
-
 Eigen::VectorXd channelRms(const Eigen::VectorXd& r, const Eigen::VectorXi& channel, int nc) {
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(nc), count = Eigen::VectorXd::Zero(nc);
   for (Eigen::Index i = 0; i < r.size(); ++i) {
@@ -55,36 +45,12 @@ double c_e_scale(const MapProblem& mp) { return mp.constraintScale(); }
 
 LinearConstraint totalMassConstraint(const model::RobotModel& robot, const ParameterLayout& layout,
                                      double total_mass) {
-  require(std::isfinite(total_mass) && total_mass > 0, "total_mass", "a finite mass > 0 kg",
-          num(total_mass));
-  LinearConstraint c;
-  c.name = "total mass " + num(total_mass, 6) + " kg";
-  c.E = Eigen::MatrixXd::Zero(1, 10 * layout.numBodies());
-  double rest = robot.totalMass();
-  for (int b = 0; b < layout.numBodies(); ++b) {
-    c.E(0, 10 * b) = 1.0;
-    rest -= robot.pi(layout.bodies[b])[0];
-  }
-  c.e = Eigen::VectorXd::Constant(1, total_mass - rest);
-  require(c.e[0] > 0, "total_mass",
-          "more than the mass of the bodies not identified (" + num(rest, 6) + " kg)",
-          num(total_mass, 6) + " kg");
-  return c;
+  return model::totalMassConstraint(robot, layout.bodies, total_mass);
 }
 
 LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::string& left,
                                     const std::string& right) {
-  const int l = bodyPosition(layout, left), r = bodyPosition(layout, right);
-  require(l != r, "symmetry", "two different bodies", left + " twice");
-  LinearConstraint c;
-  c.name = "symmetry " + left + " = mirror(" + right + ")";
-  c.E = Eigen::MatrixXd::Zero(10, 10 * layout.numBodies());
-  Vector10 mirror = Vector10::Ones();
-  mirror[2] = mirror[5] = mirror[8] = -1;  // h_y, I_xy, I_yz
-  c.E.block<10, 10>(0, 10 * l) = Matrix10::Identity();
-  c.E.block<10, 10>(0, 10 * r) = -Matrix10(mirror.asDiagonal());
-  c.e = Eigen::VectorXd::Zero(10);
-  return c;
+  return model::symmetryConstraint(layout.body_names, left, right);
 }
 
 void MapOptions::validate() const {
@@ -101,6 +67,8 @@ void MapOptions::validate() const {
   for (const auto& c : constraints) {
     require(c.E.rows() == c.e.size() && c.E.allFinite() && c.e.allFinite(), "constraint " + c.name,
             "E (k x n) and e (k), finite", "inconsistent");
+    require(c.equality, "constraint " + c.name, "an equality (the MAP method takes no bounds)",
+            "an inequality");
   }
 }
 

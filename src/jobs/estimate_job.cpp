@@ -201,12 +201,21 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.finish();
   }
   {
+    Section s(top.raw("constraints"), "constraints", source);
+    s.read("total_mass", p.total_mass, yaml::positive);
+    p.symmetric = s.namePairs("symmetric");
+    for (const auto& [body, lower, upper] : s.namedIntervals("mass_bounds"))
+      p.mass_bounds.push_back({body, lower, upper});
+    s.finish();
+  }
+  {
     Section s(top.raw("solver"), "solver", source);
     RiccatiOptions& o = config.solver;
     if (s.has("rollout")) o.rollout = located(s, "rollout", parseRollout);
     s.read("max_iterations", o.max_iterations, yaml::nonNegativeCount);
     s.read("tolerance", o.tolerance, yaml::positive);
     s.read("gap_tolerance", o.gap_tolerance, yaml::positive);
+    s.read("constraint_tolerance", o.constraint_tolerance, yaml::positive);
     s.read("regularization", o.regularization, yaml::nonNegative);
     s.read("theta_trust_radius", o.theta_trust_radius, yaml::positive);
     s.read("nonmonotone_memory", o.nonmonotone_memory, yaml::nonNegativeCount);
@@ -629,6 +638,11 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
     }
   }
   options.actuators = resolveActuators(config, robot);
+  try {  // before any solve: contradictory constraints are bad input
+    makeParameterConstraints(robot, options);
+  } catch (const InputError& e) {
+    throw InputError(config.source + ": constraints: " + e.what());
+  }
   const std::vector<Segment> segments =
       planSegments(config, log_pointers, paths, options, result.warnings);
   int total_knots = 0;
@@ -772,6 +786,20 @@ nlohmann::json windowJson(const EstimateJob::Window& w, int stride, double dt, b
 
 }  // namespace
 
+namespace {
+
+std::string constraintsText(const LogProblemOptions& p) {
+  std::string text;
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (p.total_mass > 0) add("total mass " + fixed(p.total_mass, 6) + " kg");
+  for (const auto& [left, right] : p.symmetric) add(left + " = mirror(" + right + ")");
+  for (const auto& b : p.mass_bounds)
+    add("mass of " + b.body + " in [" + fixed(b.lower) + ", " + fixed(b.upper) + "] kg");
+  return text;
+}
+
+}  // namespace
+
 std::string EstimateJob::Result::report() const {
   std::ostringstream s;
   s << "method    riccati-map (" << parametrization << ")\n"
@@ -781,6 +809,13 @@ std::string EstimateJob::Result::report() const {
   if (smoothing)
     s << "smoothing " << toString(smoothing->status) << " after " << smoothing->iterations
       << " iteration(s), cost " << fixed(smoothing->cost, 6) << " (trajectory alone, theta held)\n";
+  if (config.problem.hasParameterConstraints())
+    s << "constraints " << constraintsText(config.problem) << ": largest violation "
+      << fixed(summary.max_constraint_violation, 2)
+      << (summary.constraint_qp_failures > 0
+              ? ", QP failed at " + std::to_string(summary.constraint_qp_failures) + " iteration(s)"
+              : std::string())
+      << "\n";
   s << "solver    " << summary.iterations << " iteration(s), cost " << fixed(summary.cost, 6)
     << ", max gap " << fixed(summary.max_gap, 2) << "; " << fixed(summary.total_seconds, 3)
     << " s (derivatives " << fixed(summary.derivative_seconds, 3) << ", backward "
@@ -847,6 +882,18 @@ nlohmann::json EstimateJob::Result::toJson() const {
                      {"backward", summary.backward_seconds},
                      {"forward", summary.forward_seconds},
                      {"total", summary.total_seconds}}}};
+  if (config.problem.hasParameterConstraints()) {
+    nlohmann::json bounds = nlohmann::json::object();
+    for (const auto& b : config.problem.mass_bounds)
+      bounds[b.body] = {results::finiteOrNull(b.lower), results::finiteOrNull(b.upper)};
+    est["parameter_constraints"] = {
+        {"total_mass", config.problem.total_mass > 0 ? nlohmann::json(config.problem.total_mass)
+                                                     : nlohmann::json()},
+        {"symmetric", config.problem.symmetric},
+        {"mass_bounds", bounds},
+        {"max_violation", summary.max_constraint_violation},
+        {"qp_failures", summary.constraint_qp_failures}};
+  }
   if (smoothing)
     est["smoothing"] = {{"status", toString(smoothing->status)},
                         {"iterations", smoothing->iterations},

@@ -97,13 +97,12 @@ excite::SelfCollision checkCollisions(const model::RobotModel& robot,
 
 nlohmann::json identifiabilityJson(const excite::Identifiability& id,
                                    const std::vector<std::string>& names) {
-  auto finite = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); };
   nlohmann::json stds = nlohmann::json::object();
-  for (std::size_t i = 0; i < names.size(); ++i) stds[names[i]] = finite(id.std[i]);
+  for (std::size_t i = 0; i < names.size(); ++i) stds[names[i]] = results::finiteOrNull(id.std[i]);
   return {{"rows", id.rows},
           {"rank", id.rank},
-          {"condition_number", finite(id.condition)},
-          {"log_det_information", finite(id.log_det)},
+          {"condition_number", results::finiteOrNull(id.condition)},
+          {"log_det_information", results::finiteOrNull(id.log_det)},
           {"parameter_std", stds}};
 }
 

@@ -241,9 +241,7 @@ nlohmann::json ExploreJob::Result::toJson() const {
   d["status"] = sampling::toString(design.status);
   d["message"] = design.message;
   d["criterion_name"] = sampling::toString(config.exploration.criterion);
-  const auto finite = [](double x) {
-    return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
-  };
+  const auto finite = [](double x) { return results::finiteOrNull(x); };
   d["start_criterion"] = finite(design.optimizer.initial_cost);
   d["criterion"] = finite(design.best.criterion);
   d["random_criterion"] = finite(random.criterion);

@@ -156,20 +156,7 @@ void readMap(const YAML::Node& node, const std::string& source, IdentifyJob::Con
   s.read("total_mass", config.total_mass, yaml::positive);
   if (s.has("loss")) config.options.map.loss = located(s, "loss", parseRobustLoss);
   s.read("loss_scale", config.options.map.loss_scale, yaml::positive);
-  if (s.has("symmetric")) {
-    const YAML::Node n = s.raw("symmetric");
-    bool ok = n.IsSequence();
-    if (ok) {
-      for (const auto& pair : n) {
-        if (!pair.IsSequence() || pair.size() != 2) {
-          ok = false;
-          break;
-        }
-        config.symmetric.emplace_back(pair[0].as<std::string>(), pair[1].as<std::string>());
-      }
-    }
-    if (!ok) s.fail(n, "map.symmetric", "expected a list of [left, right] body pairs");
-  }
+  config.symmetric = s.namePairs("symmetric");
   s.finish();
 }
 

@@ -126,6 +126,46 @@ class YamlSection {
     return out;
   }
 
+  /// A list of [left, right] name pairs ([[FL_thigh, FR_thigh], ...]).
+  std::vector<std::pair<std::string, std::string>> namePairs(const std::string& key) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!has(key)) return out;
+    used_.insert(key);
+    const YAML::Node n = node_[key];
+    bool ok = n.IsSequence();
+    for (std::size_t i = 0; ok && i < n.size(); ++i) {
+      const YAML::Node pair = n[i];
+      ok = pair.IsSequence() && pair.size() == 2 && pair[0].IsScalar() && pair[1].IsScalar();
+      if (ok) out.emplace_back(pair[0].as<std::string>(), pair[1].as<std::string>());
+    }
+    if (!ok) fail(n, field(key), "expected a list of [left, right] body pairs");
+    return out;
+  }
+
+  /// A mapping of names to [lower, upper] number pairs ({payload: [0.5, 3.0]}), in file order;
+  /// .inf and -.inf allowed.
+  std::vector<std::tuple<std::string, double, double>> namedIntervals(const std::string& key) {
+    std::vector<std::tuple<std::string, double, double>> out;
+    if (!has(key)) return out;
+    used_.insert(key);
+    const YAML::Node n = node_[key];
+    if (!n.IsMap())
+      fail(n, field(key), "expected a mapping of names to [lower, upper], got '" + text(n) + "'");
+    for (const auto& kv : n) {
+      const std::string name = kv.first.as<std::string>();
+      std::vector<double> pair;
+      try {
+        pair = kv.second.as<std::vector<double>>();
+      } catch (const YAML::Exception&) {
+      }
+      if (pair.size() != 2 || std::isnan(pair[0]) || std::isnan(pair[1]) || pair[0] > pair[1])
+        fail(kv.second, field(key) + "." + name,
+             "expected [lower, upper] with lower <= upper, got '" + text(kv.second) + "'");
+      out.emplace_back(name, pair[0], pair[1]);
+    }
+    return out;
+  }
+
   /// A list of [start, end] time ranges in seconds, 0 <= start < end.
   std::vector<std::pair<double, double>> timeRanges(const std::string& key) {
     std::vector<std::pair<double, double>> ranges;

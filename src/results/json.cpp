@@ -4,6 +4,10 @@
 
 namespace heft::results {
 
+nlohmann::json finiteOrNull(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+}
+
 nlohmann::json jsonArray(const Eigen::VectorXd& v) {
   nlohmann::json j = nlohmann::json::array();
   for (Eigen::Index i = 0; i < v.size(); ++i) j.push_back(std::isfinite(v[i]) ? v[i] : 0.0);

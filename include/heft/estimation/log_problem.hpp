@@ -5,8 +5,10 @@
 /// log's contact flags or kinematic thresholds (or, contact-implicit, no schedule: every contact
 /// point on the smoothed contact step), the nominal model as the prior and the initial guess
 /// (docs/estimation.md, "From a log").
+#include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Core>
@@ -16,6 +18,7 @@
 #include "heft/dynamics/smoothed_contact.hpp"
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/multibody_stage.hpp"
+#include "heft/estimation/parameter_constraints.hpp"
 #include "heft/estimation/problem.hpp"
 #include "heft/inertia/inertia.hpp"
 #include "heft/io/log.hpp"
@@ -116,6 +119,21 @@ struct LogProblemOptions {
   /// Joint friction, armature and torque offsets estimated with the inertias (theta's tail,
   /// ActuatorTermsModel); none by default. Their priors are their own (not theta_prior_std).
   ActuatorTermsOptions actuators;
+  /// Parameter constraints (bayesian-sysid eqs. 1e-1f), enforced at every iteration's arrival
+  /// node (ParameterConstraints): the robot's total mass [kg] with the bodies outside S at their
+  /// nominal masses (0: none), mirrored [left, right] body pairs (model::symmetryConstraint), and
+  /// bounds on identified bodies' masses [kg].
+  double total_mass = 0;
+  std::vector<std::pair<std::string, std::string>> symmetric;
+  struct MassBounds {
+    std::string body;
+    double lower = 0;
+    double upper = HUGE_VAL;
+  };
+  std::vector<MassBounds> mass_bounds;
+  bool hasParameterConstraints() const {
+    return total_mass > 0 || !symmetric.empty() || !mass_bounds.empty();
+  }
   /// Throws InputError naming the field.
   void validate() const;
 };
@@ -146,11 +164,18 @@ struct LogProblem {
 
 /// \throws InputError naming the field: unknown body, too few samples, a joint of the model
 /// missing from the log, non-uniform sampling, a floating-base log without motion capture (the
-/// base's initial guess), an unknown contact or sensor frame.
+/// base's initial guess), an unknown contact or sensor frame, contradictory parameter
+/// constraints (checked first, model::requireConsistent).
 LogProblem buildLogProblem(const model::RobotModel& robot, const io::Log& log,
                            const LogProblemOptions& options);
+/// The parameter constraints of `options` (total_mass, symmetric, mass_bounds) over its
+/// identified bodies, checked for consistency (model::requireConsistent); null when there are
+/// none. \throws InputError naming the constraint or "contradictory parameter constraints".
+std::shared_ptr<const ParameterConstraints> makeParameterConstraints(
+    const model::RobotModel& robot, const LogProblemOptions& options);
 /// The smoothing pass's options (docs/estimation.md, "Noisy encoders"): `options` with theta held
-/// at the prior (std 1e-6), no actuator terms, and this generalized-force noise on the joints.
+/// at the prior (std 1e-6), no actuator terms, no parameter constraints, and this
+/// generalized-force noise on the joints.
 LogProblemOptions smoothingPassOptions(const LogProblemOptions& options, double torque_std);
 /// `xs` with the joint velocities at zero, the smoothing pass's start: differences of noisy
 /// encoders are worse than no velocity. A floating base keeps its (motion capture, gyro) twist.

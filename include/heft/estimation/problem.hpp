@@ -3,7 +3,8 @@
 ///   min over x_0..x_N, w_0..w_{N-1}, theta of
 ///     0.5 |L_x (x_0 ⊖ xbar_0)|^2 + 0.5 |L_theta (theta - thetabar)|^2
 ///     + sum_k 0.5 |r_k(x_k, w_k; theta)|^2 + 0.5 |r_N(x_N; theta)|^2
-///   s.t. x_{k+1} = f_k(x_k, w_k; theta).
+///   s.t. x_{k+1} = f_k(x_k, w_k; theta),
+///        h(theta) = 0, g(theta) >= 0 (optional parameter constraints, ParameterConstraints).
 /// L_x and L_theta are square-root informations (L^T L = Sigma^{-1}); the arrival cost makes x_0 a
 /// decision with a Gaussian prior, the parameter prior may be zero (no prior: the paper's setting
 /// for comparing parametrizations) and then unexcited directions of theta are left where they are
@@ -13,6 +14,7 @@
 
 #include <Eigen/Core>
 
+#include "heft/estimation/parameter_constraints.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
 
@@ -44,12 +46,19 @@ class Problem {
   const ArrivalPrior& arrival() const { return arrival_; }
   /// Sum of nw over the running stages.
   int numDecisions() const { return num_w_; }
+  /// Equalities and inequalities on theta (bayesian-sysid eqs. 1e-1f), enforced at the arrival
+  /// node; null: none. \throws InputError when their theta size is not np().
+  void setParameterConstraints(std::shared_ptr<const ParameterConstraints> constraints);
+  const std::shared_ptr<const ParameterConstraints>& parameterConstraints() const {
+    return constraints_;
+  }
 
  private:
   std::shared_ptr<const StateManifold> state_;
   std::vector<std::shared_ptr<const StageModel>> running_;
   std::shared_ptr<const StageModel> terminal_;
   ArrivalPrior arrival_;
+  std::shared_ptr<const ParameterConstraints> constraints_;
   int np_ = 0;
   int num_w_ = 0;
 };

@@ -18,19 +18,24 @@
 ///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
 ///     information of theta given the data (its inverse is the posterior covariance). Directions
 ///     of S below `nullspace_tolerance` are the nullspace of eq. 31: no step along them and
-///     infinite variance (reported, excluded from the covariance);
+///     infinite variance (reported, excluded from the covariance). With parameter constraints
+///     the theta step is the QP of the bayesian-sysid paper's eq. 81 on S (heft::DenseQp), dx_0
+///     follows by eq. 83, and the covariance is S's inverse on the active constraints'
+///     nullspace;
 ///  4. a linear rollout of the step gives dx_k, dw_k and the expected change of the cost
 ///     (its first and second order terms d1, d2, exactly the quadratic model along the step);
 ///  5. forward pass: single shooting, feasibility-driven (eq. 33) or multiple shooting (eq. 34),
-///     merit phi = cost + nu sum_k |fbar_k|_1 (eq. 37) with nu updated by eq. 38, nonmonotone
-///     Armijo backtracking, Levenberg-Marquardt regularization mu on the decision Hessians.
+///     merit phi = cost + nu (sum_k |fbar_k|_1 + |h(theta)|_1 + |min(g(theta), 0)|_1) (eq. 37)
+///     with nu updated by eq. 38, nonmonotone Armijo backtracking, Levenberg-Marquardt
+///     regularization mu on the decision Hessians.
 /// Sign choices and where the paper's printed equations needed fixing: docs/estimation.md.
 ///
 /// No heap allocation inside an iteration when every running stage has the same nw and nr (all
-/// buffers are sized at construction), other than the stages' own (with contacts, Pinocchio's
-/// constraint Cholesky allocates on every solve; docs/estimation.md). The stages' datas share one
-/// scratch per dynamics model (StageModel::createDataSharing): the solver evaluates them one at a
-/// time.
+/// buffers are sized at construction) and there are no parameter constraints (their QP and the
+/// constrained covariance allocate, once per iteration), other than the stages' own (with contacts,
+/// Pinocchio's constraint Cholesky allocates on every solve; docs/estimation.md). The stages' datas
+/// share one scratch per dynamics model (StageModel::createDataSharing): the solver evaluates them
+/// one at a time.
 #include <chrono>
 #include <iosfwd>
 #include <memory>
@@ -63,6 +68,9 @@ struct RiccatiOptions {
   /// gap_tolerance (infinity norm, tangent space).
   double tolerance = 1e-9;
   double gap_tolerance = 1e-8;
+  /// With parameter constraints (Problem::parameterConstraints): also every constraint within this
+  /// (absolute, in pi's units: kg, kg m, kg m^2).
+  double constraint_tolerance = 1e-8;
   double armijo = 1e-4;  ///< sufficient-decrease fraction c1 in (0, 1)
   /// Nonmonotone Armijo: a trial is compared with the largest merit among the current iterate
   /// and the last this-many accepted ones; 0: monotone. Default 2: a memory of 4 let full steps
@@ -121,6 +129,10 @@ struct RiccatiSummary {
   double cost = 0;
   double max_gap = 0;
   int nullspace_dimension = 0;  ///< of the theta Schur complement at the last iteration
+  /// Parameter constraints: the largest violation at the returned iterate, and the iterations
+  /// whose QP failed (the linearized constraints had no common point; the step ignored them).
+  double max_constraint_violation = 0;
+  int constraint_qp_failures = 0;
   double derivative_seconds = 0, backward_seconds = 0, forward_seconds = 0, total_seconds = 0;
   bool ok() const { return status == Status::Converged; }
   std::string report() const;

@@ -23,23 +23,18 @@
 #include "heft/dynamics/friction.hpp"
 #include "heft/identify/least_squares.hpp"
 #include "heft/identify/problem.hpp"
+#include "heft/model/parameter_constraints.hpp"
 
 namespace heft::identify {
 
-/// E pi_S = e over the stacked pi_S (10 nb).
-struct LinearConstraint {
-  std::string name;
-  Eigen::MatrixXd E;  ///< k x 10 nb
-  Eigen::VectorXd e;  ///< k
-};
+/// E pi_S = e over the stacked pi_S (10 nb): heft/model/parameter_constraints.hpp. The MAP takes
+/// equalities only.
+using model::LinearConstraint;
 
-/// The identified bodies' masses add up so that the robot's total mass is `total_mass` [kg]
-/// (bodies outside S keep their nominal masses).
+/// model::totalMassConstraint over the layout's bodies.
 LinearConstraint totalMassConstraint(const model::RobotModel& robot, const ParameterLayout& layout,
                                      double total_mass);
-/// Body `left` is the mirror image of body `right` through the base's x-z plane:
-/// pi_left = M pi_right with M negating h_y, I_xy and I_yz. Assumes the two body frames are
-/// mirror images of each other with parallel axes (true for go2's legs). Both must be in S.
+/// model::symmetryConstraint over the layout's bodies.
 LinearConstraint symmetryConstraint(const ParameterLayout& layout, const std::string& left,
                                     const std::string& right);
 

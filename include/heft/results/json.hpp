@@ -18,6 +18,8 @@ namespace heft::results {
 constexpr int kResultSchemaVersion = 1;
 
 nlohmann::json jsonArray(const Eigen::VectorXd& v);
+/// x, or null when x is not finite (JSON has no infinity).
+nlohmann::json finiteOrNull(double x);
 /// Row by row.
 nlohmann::json jsonArray(const Eigen::MatrixXd& m);
 
