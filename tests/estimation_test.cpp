@@ -1049,16 +1049,25 @@ Direction denseKktDirection(const Problem& problem, const std::vector<VectorXd>&
   return d;
 }
 
-void expectRiccatiEqualsKkt(const RobotProblem& p, std::mt19937& rng) {
+// A guess with gaps: independent random states and decisions, theta near the nominal model.
+void randomGuess(const RobotProblem& p, std::mt19937& rng, std::vector<VectorXd>& xs,
+                 std::vector<VectorXd>& ws, VectorXd& theta) {
   std::normal_distribution<double> n(0, 1);
   const int N = p.problem->horizon(), ndx = p.problem->ndx();
-  // A guess with gaps: independent random states and decisions.
-  std::vector<VectorXd> xs, ws;
+  xs.clear();
+  ws.clear();
   for (int k = 0; k <= N; ++k) xs.push_back(randomState(*p.state, rng, 0.3));
   for (int k = 0; k < N; ++k)
     ws.push_back(VectorXd::NullaryExpr(ndx, [&] { return 0.01 * n(rng); }));
-  VectorXd theta = p.dynamics->nominalTheta();
+  theta = p.dynamics->nominalTheta();
   theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
+}
+
+void expectRiccatiEqualsKkt(const RobotProblem& p, std::mt19937& rng) {
+  const int N = p.problem->horizon();
+  std::vector<VectorXd> xs, ws;
+  VectorXd theta;
+  randomGuess(p, rng, xs, ws, theta);
 
   const Direction dense = denseKktDirection(*p.problem, xs, ws, theta);
   // The KKT solve is backward stable: compare with a tolerance relative to the step's size.
@@ -1197,7 +1206,6 @@ TEST(ParameterConstraints, ContradictorySetsAreRefusedBeforeSolving) {
 // equality through the QP's inequalities. The covariance has no variance along the constraints.
 TEST(RiccatiSolver, ConstrainedStepEqualsDenseKktWithTheConstraintRows) {
   std::mt19937 rng(17);
-  std::normal_distribution<double> n(0, 1);
   for (auto parametrization :
        {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
     for (int variant = 0; variant < 2; ++variant) {
@@ -1222,13 +1230,10 @@ TEST(RiccatiSolver, ConstrainedStepEqualsDenseKktWithTheConstraintRows) {
       auto constrained = std::make_shared<Problem>(*p.problem);
       constrained->setParameterConstraints(pc);
 
-      const int N = constrained->horizon(), ndx = constrained->ndx();
+      const int N = constrained->horizon();
       std::vector<VectorXd> xs, ws;
-      for (int k = 0; k <= N; ++k) xs.push_back(randomState(*p.state, rng, 0.3));
-      for (int k = 0; k < N; ++k)
-        ws.push_back(VectorXd::NullaryExpr(ndx, [&] { return 0.01 * n(rng); }));
-      VectorXd theta = p.dynamics->nominalTheta();
-      theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.1 * n(rng); });
+      VectorXd theta;
+      randomGuess(p, rng, xs, ws, theta);
       VectorXd h, g;
       MatrixXd H, G;
       pc->linearize(theta, h, H, g, G);
