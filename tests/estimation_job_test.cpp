@@ -980,6 +980,16 @@ TEST(EstimateJob, TotalMassAndMassBoundHoldAtTheEstimate) {
   EXPECT_DOUBLE_EQ(c["mass_bounds"][link2][1].get<double>(), cap);
   EXPECT_LE(c["max_violation"].get<double>(), 1e-8);
   EXPECT_NE(result.report().find("constraints total mass"), std::string::npos) << result.report();
+
+  // Stopped after one iteration the constraints do not hold yet: a warning says by how much.
+  EstimateJob::Config short_run = config;
+  short_run.solver.max_iterations = 1;
+  const EstimateJob::Result stopped = EstimateJob::run(short_run);
+  ASSERT_GT(stopped.summary.max_constraint_violation, short_run.solver.constraint_tolerance);
+  const auto& w = stopped.warnings;
+  EXPECT_TRUE(std::any_of(w.begin(), w.end(), [](const std::string& s) {
+    return s.find("violates the parameter constraints by up to") != std::string::npos;
+  })) << stopped.report();
 }
 
 // Contradictory constraints and a total below the bodies outside S: exit 2 before any solve, one

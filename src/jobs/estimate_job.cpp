@@ -588,6 +588,17 @@ void estimateParameters(const model::RobotModel& robot, const LogProblem& lp,
         "the solver stopped at the iteration limit: the estimate is the last accepted iterate, "
         "not a converged one (max gap " +
         fixed(result.summary.max_gap, 2) + ")");
+  if (options.hasParameterConstraints() &&
+      result.summary.max_constraint_violation > result.config.solver.constraint_tolerance)
+    result.warnings.push_back("the estimate violates the parameter constraints by up to " +
+                              fixed(result.summary.max_constraint_violation, 2) +
+                              " (kg, kg m, kg m^2; solver.constraint_tolerance " +
+                              fixed(result.config.solver.constraint_tolerance, 2) +
+                              "): the solver stopped before they held");
+  if (result.summary.constraint_qp_failures > 0)
+    result.warnings.push_back("the constraints' linearization had no common point at " +
+                              std::to_string(result.summary.constraint_qp_failures) +
+                              " iteration(s), whose steps ignored them");
 }
 
 }  // namespace
