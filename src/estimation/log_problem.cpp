@@ -731,12 +731,8 @@ std::shared_ptr<const ParameterConstraints> makeParameterConstraints(
   const int nb = static_cast<int>(bodies.size());
   Eigen::VectorXd nominal(10 * nb);
   for (int b = 0; b < nb; ++b) nominal.segment<10>(10 * b) = robot.pi(bodies[b]);
-  const ActuatorTermsOptions& a = options.actuators;
-  const int np =
-      10 * nb + static_cast<int>(2 * a.friction_joints.size() + a.armature_joints.size() +
-                                 a.torque_offset_joints.size());
-  return std::make_shared<ParameterConstraints>(options.parametrization, np, std::move(constraints),
-                                                nominal);
+  return std::make_shared<ParameterConstraints>(
+      options.parametrization, 10 * nb + options.actuators.numParameters(), constraints, nominal);
 }
 
 LogProblemOptions smoothingPassOptions(const LogProblemOptions& options, double torque_std) {

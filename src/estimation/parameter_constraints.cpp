@@ -8,33 +8,19 @@
 namespace heft::estimation {
 
 ParameterConstraints::ParameterConstraints(inertia::Parametrization parametrization, int np,
-                                           std::vector<model::LinearConstraint> constraints,
+                                           const std::vector<model::LinearConstraint>& constraints,
                                            const Eigen::VectorXd& nominal_pi)
-    : parametrization_(parametrization), np_(np), constraints_(std::move(constraints)) {
+    : parametrization_(parametrization), np_(np) {
   require(nominal_pi.size() > 0 && nominal_pi.size() % 10 == 0 && nominal_pi.size() <= np,
           "parameter constraints", "10 nominal parameters per identified body, within theta",
           std::to_string(nominal_pi.size()) + " of " + std::to_string(np));
   nb_ = static_cast<int>(nominal_pi.size()) / 10;
-  model::requireConsistent(constraints_, nominal_pi);
-  int ne = 0, ni = 0;
-  for (const auto& c : constraints_) (c.equality ? ne : ni) += static_cast<int>(c.E.rows());
-  E_eq_.resize(ne, 10 * nb_);
-  E_in_.resize(ni, 10 * nb_);
-  e_eq_.resize(ne);
-  e_in_.resize(ni);
-  int ie = 0, ii = 0;
-  for (const auto& c : constraints_) {
-    const int rows = static_cast<int>(c.E.rows());
-    if (c.equality) {
-      E_eq_.middleRows(ie, rows) = c.E;
-      e_eq_.segment(ie, rows) = c.e;
-      ie += rows;
-    } else {
-      E_in_.middleRows(ii, rows) = c.E;
-      e_in_.segment(ii, rows) = c.e;
-      ii += rows;
-    }
-  }
+  model::requireConsistent(constraints, nominal_pi);
+  model::StackedConstraints stacked = model::stackConstraints(constraints, 10 * nb_);
+  E_eq_ = std::move(stacked.E_eq);
+  E_in_ = std::move(stacked.E_in);
+  e_eq_ = std::move(stacked.e_eq);
+  e_in_ = std::move(stacked.e_in);
 }
 
 Eigen::VectorXd ParameterConstraints::piOf(const Eigen::VectorXd& theta) const {

@@ -241,10 +241,9 @@ nlohmann::json ExploreJob::Result::toJson() const {
   d["status"] = sampling::toString(design.status);
   d["message"] = design.message;
   d["criterion_name"] = sampling::toString(config.exploration.criterion);
-  const auto finite = [](double x) { return results::finiteOrNull(x); };
-  d["start_criterion"] = finite(design.optimizer.initial_cost);
-  d["criterion"] = finite(design.best.criterion);
-  d["random_criterion"] = finite(random.criterion);
+  d["start_criterion"] = results::finiteOrNull(design.optimizer.initial_cost);
+  d["criterion"] = results::finiteOrNull(design.best.criterion);
+  d["random_criterion"] = results::finiteOrNull(random.criterion);
   d["generations"] = design.optimizer.iterations;
   d["designs"] = design.designs;
   d["infeasible"] = design.infeasible;

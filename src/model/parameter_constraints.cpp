@@ -88,49 +88,59 @@ LinearConstraint massBoundsConstraint(const std::vector<std::string>& body_names
   return c;
 }
 
+StackedConstraints stackConstraints(const std::vector<LinearConstraint>& constraints, int n) {
+  int ne = 0, ni = 0;
+  for (const LinearConstraint& c : constraints)
+    (c.equality ? ne : ni) += static_cast<int>(c.E.rows());
+  StackedConstraints s;
+  s.E_eq.resize(ne, n);
+  s.E_in.resize(ni, n);
+  s.e_eq.resize(ne);
+  s.e_in.resize(ni);
+  int ie = 0, ii = 0;
+  for (const LinearConstraint& c : constraints) {
+    const int rows = static_cast<int>(c.E.rows());
+    int& at = c.equality ? ie : ii;
+    (c.equality ? s.E_eq : s.E_in).middleRows(at, rows) = c.E;
+    (c.equality ? s.e_eq : s.e_in).segment(at, rows) = c.e;
+    at += rows;
+  }
+  return s;
+}
+
 void requireConsistent(const std::vector<LinearConstraint>& constraints,
                        const Eigen::VectorXd& nominal_pi) {
   const int n = static_cast<int>(nominal_pi.size());
   require(n > 0 && n % 10 == 0, "parameter constraints", "identified bodies (10 entries each)",
           std::to_string(n) + " entries");
-  int ne = 0, ni = 0;
+  int ne = 0;
   for (const LinearConstraint& c : constraints) {
     require(c.E.cols() == n && c.E.rows() == c.e.size() && c.E.allFinite() && c.e.allFinite(),
             "constraint " + c.name,
             "finite rows over the " + std::to_string(n / 10) + " identified bodies' parameters",
             std::to_string(c.E.rows()) + " x " + std::to_string(c.E.cols()) + " rows");
-    (c.equality ? ne : ni) += static_cast<int>(c.E.rows());
+    if (c.equality) ne += static_cast<int>(c.E.rows());
   }
   require(ne <= n, "parameter constraints",
           "at most " + std::to_string(n) + " equality rows (10 per identified body)",
           std::to_string(ne) + " rows");
   if (constraints.empty()) return;
   // A common point with every mass above zero, nearest the nominal parameters.
-  const int nb = n / 10;
-  Eigen::MatrixXd A(ne, n), C(ni + nb, n);
-  Eigen::VectorXd a(ne), c(ni + nb);
-  C.setZero();
-  int ie = 0, ii = 0;
-  std::string names;
-  for (const LinearConstraint& k : constraints) {
-    names += (names.empty() ? "" : "; ") + k.name;
-    const int rows = static_cast<int>(k.E.rows());
-    if (k.equality) {
-      A.middleRows(ie, rows) = k.E;
-      a.segment(ie, rows) = -k.e;
-      ie += rows;
-    } else {
-      C.middleRows(ii, rows) = k.E;
-      c.segment(ii, rows) = -k.e;
-      ii += rows;
-    }
-  }
+  const StackedConstraints s = stackConstraints(constraints, n);
+  const int nb = n / 10, ni = static_cast<int>(s.e_in.size());
+  Eigen::MatrixXd C = Eigen::MatrixXd::Zero(ni + nb, n);
+  Eigen::VectorXd c(ni + nb);
+  C.topRows(ni) = s.E_in;
+  c.head(ni) = -s.e_in;
   for (int b = 0; b < nb; ++b) {
     C(ni + b, 10 * b) = 1;
     c[ni + b] = -1e-6;  // kg: a body has mass
   }
+  std::string names;
+  for (const LinearConstraint& k : constraints) names += (names.empty() ? "" : "; ") + k.name;
   DenseQp qp(n, ne, ni + nb);
-  const DenseQp::Status status = qp.solve(Eigen::MatrixXd::Identity(n, n), -nominal_pi, A, a, C, c);
+  const DenseQp::Status status =
+      qp.solve(Eigen::MatrixXd::Identity(n, n), -nominal_pi, s.E_eq, -s.e_eq, C, c);
   require(status == DenseQp::Status::Solved, "parameter constraints",
           "constraints with a common point where every identified body has mass",
           "contradictory parameter constraints (" + names + ")");

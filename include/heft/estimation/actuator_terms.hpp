@@ -39,6 +39,11 @@ struct ActuatorTermsOptions {
   bool empty() const {
     return friction_joints.empty() && armature_joints.empty() && torque_offset_joints.empty();
   }
+  /// Size of theta_act: two per friction joint, one per armature and offset joint.
+  int numParameters() const {
+    return static_cast<int>(2 * friction_joints.size() + armature_joints.size() +
+                            torque_offset_joints.size());
+  }
   /// Throws InputError naming the field (a non-positive median, std or rate; a repeated joint).
   void validate() const;
 };
@@ -54,7 +59,7 @@ class ActuatorTermsModel {
   int numFriction() const { return static_cast<int>(friction_v_.size()); }
   int numArmature() const { return static_cast<int>(armature_v_.size()); }
   int numTorqueOffsets() const { return static_cast<int>(offset_v_.size()); }
-  int numParameters() const { return 2 * numFriction() + numArmature() + numTorqueOffsets(); }
+  int numParameters() const { return options_.numParameters(); }
   int armatureStart() const { return 2 * numFriction(); }
   int offsetStart() const { return armatureStart() + numArmature(); }
   /// Velocity index of each friction / armature / offset joint.

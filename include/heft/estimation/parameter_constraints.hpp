@@ -22,14 +22,12 @@ class ParameterConstraints {
   /// \throws InputError on widths that do not match, or a contradictory set
   /// (model::requireConsistent at `nominal_pi`).
   ParameterConstraints(inertia::Parametrization parametrization, int np,
-                       std::vector<model::LinearConstraint> constraints,
+                       const std::vector<model::LinearConstraint>& constraints,
                        const Eigen::VectorXd& nominal_pi);
 
   int np() const { return np_; }
-  int numBodies() const { return nb_; }
   int numEqualities() const { return static_cast<int>(e_eq_.size()); }
   int numInequalities() const { return static_cast<int>(e_in_.size()); }
-  const std::vector<model::LinearConstraint>& constraints() const { return constraints_; }
 
   /// h (ne), g (ni) at theta.
   void values(const Eigen::VectorXd& theta, Eigen::VectorXd& h, Eigen::VectorXd& g) const;
@@ -44,7 +42,6 @@ class ParameterConstraints {
 
   inertia::Parametrization parametrization_;
   int np_ = 0, nb_ = 0;
-  std::vector<model::LinearConstraint> constraints_;
   Eigen::MatrixXd E_eq_, E_in_;
   Eigen::VectorXd e_eq_, e_in_;
 };

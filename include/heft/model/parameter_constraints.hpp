@@ -36,6 +36,14 @@ LinearConstraint symmetryConstraint(const std::vector<std::string>& body_names,
 LinearConstraint massBoundsConstraint(const std::vector<std::string>& body_names,
                                       const std::string& body, double lower, double upper);
 
+/// A set's equalities and inequalities, each stacked in the set's order: E_eq pi_S = e_eq,
+/// E_in pi_S >= e_in (n columns: 10 per identified body).
+struct StackedConstraints {
+  Eigen::MatrixXd E_eq, E_in;
+  Eigen::VectorXd e_eq, e_in;
+};
+StackedConstraints stackConstraints(const std::vector<LinearConstraint>& constraints, int n);
+
 /// Checks a constraint set before any solve: finite rows of the right width, no more equality
 /// rows than pi_S's 10 nb entries, and a common point of every constraint with every body's mass
 /// positive (a quadratic program nearest the nominal pi_S). \throws InputError naming the
