@@ -702,3 +702,101 @@ TEST(Prepare, ContactGuardDropsSamplesNearContactChanges) {
 
 }  // namespace
 }  // namespace heft::identify
+
+namespace heft::identify {
+namespace {
+
+// A layout with two bodies' worth of columns is not needed: the information algebra only sees the
+// linear vector. One body (10), one friction joint (2), two offsets.
+ParameterLayout informationLayout() {
+  ParameterLayout l;
+  l.body_names = {"link"};
+  l.bodies = {1};
+  l.friction_joints = {"j1"};
+  l.friction_joint = {0};
+  l.torque_offset_joints = {"j1", "j2"};
+  l.torque_offset_joint = {0, 1};
+  return l;
+}
+
+LinearSystem randomSystem(int rows, std::mt19937& rng) {
+  std::normal_distribution<double> n(0.0, 1.0);
+  LinearSystem s;
+  s.layout = informationLayout();
+  s.names = s.layout.linearNames();
+  const int dim = s.layout.linearDimension();
+  s.Phi = Eigen::MatrixXd::NullaryExpr(rows, dim, [&] { return n(rng); });
+  s.y = Eigen::VectorXd::NullaryExpr(rows, [&] { return n(rng); });
+  s.channel = Eigen::VectorXi::Zero(rows);
+  s.channel_names = {"c"};
+  return s;
+}
+
+TEST(Information, WhitenedRowsHaveTheLogsCostUpToAConstant) {
+  std::mt19937 rng(3);
+  const LinearSystem sys = randomSystem(200, rng);
+  Eigen::VectorXd w = Eigen::VectorXd::LinSpaced(200, 0.5, 2.0);
+  const DataInformation info = dataInformation(sys, w);
+  const LinearSystem rows = whitenedRows(info);
+  EXPECT_EQ(rows.rows(), info.dimension());  // 200 random rows see every direction
+  // the cost 0.5 |W (Phi l - y)|^2 and 0.5 |R l - z|^2 differ by a constant: compare differences
+  std::normal_distribution<double> n(0.0, 1.0);
+  const auto cost = [&](const Eigen::VectorXd& l) {
+    return 0.5 * (w.asDiagonal() * (sys.Phi * l - sys.y)).squaredNorm();
+  };
+  const auto whitened = [&](const Eigen::VectorXd& l) {
+    return 0.5 * (rows.Phi * l - rows.y).squaredNorm();
+  };
+  const Eigen::VectorXd l0 = Eigen::VectorXd::NullaryExpr(info.dimension(), [&] { return n(rng); });
+  for (int k = 0; k < 5; ++k) {
+    const Eigen::VectorXd l =
+        Eigen::VectorXd::NullaryExpr(info.dimension(), [&] { return n(rng); });
+    const double scale = std::abs(cost(l) - cost(l0)) + 1.0;
+    EXPECT_NEAR(cost(l) - cost(l0), whitened(l) - whitened(l0), 1e-10 * scale);
+  }
+  // and the constant is the data's own: the minimum of the whitened rows is 0 only when the logs
+  // fit exactly; their cost at the least-squares solution is c - b' D^-1 b
+  const Eigen::VectorXd l_star = info.matrix.ldlt().solve(info.vector);
+  EXPECT_NEAR(2 * cost(l_star), info.scalar - info.vector.dot(l_star), 1e-8 * info.scalar);
+}
+
+TEST(Information, MarginalizedOffsetsGiveTheJointMinimumAndRecoverTheOffsets) {
+  std::mt19937 rng(5);
+  const LinearSystem sys = randomSystem(60, rng);
+  const DataInformation info = dataInformation(sys, Eigen::VectorXd::Ones(60));
+  const double s = 0.7;  // offset prior std
+  // joint minimum over (t, o) of 0.5 l'Dl - b'l + 0.5 |o|^2 / s^2
+  Eigen::MatrixXd H = info.matrix;
+  const int no = info.layout.numTorqueOffsets(), nt = info.dimension() - no;
+  H.bottomRightCorner(no, no).diagonal().array() += 1.0 / (s * s);
+  const Eigen::VectorXd joint = H.ldlt().solve(info.vector);
+  OffsetMap offsets;
+  const DataInformation marginal = marginalizeTorqueOffsets(info, s, &offsets);
+  EXPECT_EQ(marginal.layout.numTorqueOffsets(), 0);
+  EXPECT_EQ(marginal.dimension(), nt);
+  const Eigen::VectorXd t = marginal.matrix.ldlt().solve(marginal.vector);
+  EXPECT_LT((t - joint.head(nt)).lpNorm<Eigen::Infinity>(), 1e-10 * joint.norm());
+  const Eigen::VectorXd o = offsets.mean - offsets.gain * t;
+  EXPECT_LT((o - joint.tail(no)).lpNorm<Eigen::Infinity>(), 1e-10 * joint.norm());
+}
+
+TEST(Information, SumsRefuseLogsOfAnotherLayoutNamingThem) {
+  std::mt19937 rng(7);
+  const DataInformation a = dataInformation(randomSystem(40, rng), Eigen::VectorXd::Ones(40));
+  DataInformation b = a;
+  b.layout.body_names = {"other_link"};
+  const DataInformation sum = sumInformation({a, a}, {"a.json", "a2.json"});
+  EXPECT_EQ(sum.rows, 80);
+  EXPECT_LT((sum.matrix - 2 * a.matrix).norm(), 1e-12 * a.matrix.norm());
+  try {
+    sumInformation({a, b}, {"a.json", "b.json"});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("b.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("m[other_link]"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace heft::identify

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "heft/common/error.hpp"
@@ -13,13 +14,18 @@ namespace {
 struct IdentifyArgs {
   std::string config;
   std::string out;
+  std::vector<std::string> logs;
   bool overwrite = false;
   bool quiet = false;
 };
 
 int runIdentify(const IdentifyArgs& args) {
   using heft::jobs::IdentifyJob;
-  const IdentifyJob::Config config = IdentifyJob::load(args.config);
+  IdentifyJob::Config config = IdentifyJob::load(args.config);
+  if (!args.logs.empty()) {  // the same job on other recordings (heft fleet runs it per log)
+    config.log = args.logs.front();
+    config.more_logs.assign(args.logs.begin() + 1, args.logs.end());
+  }
   heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const IdentifyJob::Result result = IdentifyJob::run(config, progress);
   std::cout << result.report();
@@ -38,6 +44,8 @@ std::function<int()> setupIdentify(CLI::App& app) {
   auto args = std::make_shared<IdentifyArgs>();
   app.add_option("CONFIG", args->config, "YAML job config (docs/guide/identify.md)")->required();
   app.add_option("--out", args->out, "output folder: result.json and robot.urdf")->required();
+  app.add_option("--log", args->logs,
+                 "log(s) replacing the config's `log` (relative to the working folder)");
   app.add_flag("--overwrite", args->overwrite, "replace result.json / robot.urdf in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");
   return [args] { return runIdentify(*args); };

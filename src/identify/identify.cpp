@@ -87,6 +87,7 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
       for (const auto& w : map.warnings)
         if (std::find(res.warnings.begin(), res.warnings.end(), w) == res.warnings.end())
           res.warnings.push_back(w);
+      res.information = map.information;
       res.map = std::move(map);
     }
   }
@@ -110,6 +111,7 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
     for (const auto& w : ls.warnings) res.warnings.push_back(w);
   }
   res.least_squares = std::move(ls);
+  if (res.information) res.information->samples = res.samples;
   res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
   if (log.truth && log.truth->body_pi.rows() > 0) {
     res.truth = results::truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);

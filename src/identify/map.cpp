@@ -74,6 +74,17 @@ void MapOptions::validate() const {
 
 // ---- problem -----------------------------------------------------------------------------------
 
+void MapProblem::setDimensions(const MapOptions& options) {
+  loss_ = options.loss;
+  loss_scale_ = options.loss_scale > 0 ? options.loss_scale : defaultLossScale(options.loss);
+  nb_ = layout_.numBodies();
+  nf_ = layout_.numFriction();
+  na_ = layout_.numArmature();
+  no_ = layout_.numTorqueOffsets();
+  friction_per_joint_ = form_ == FrictionForm::Full ? 6 : 2;
+  dim_ = 10 * nb_ + friction_per_joint_ * nf_ + na_ + no_;
+}
+
 MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
                        const ProblemOptions& po, const MapOptions& options)
     : layout_(p.layout),
@@ -81,15 +92,8 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
       form_(po.friction_form),
       rate_(p.coulomb_rate) {
   options.validate();
-  loss_ = options.loss;
-  loss_scale_ = options.loss_scale > 0 ? options.loss_scale : defaultLossScale(options.loss);
-  nb_ = layout_.numBodies();
-  nf_ = layout_.numFriction();
-  na_ = layout_.numArmature();
-  no_ = layout_.numTorqueOffsets();
+  setDimensions(options);
   offset_std_ = po.torque_offset_prior_std;
-  friction_per_joint_ = form_ == FrictionForm::Full ? 6 : 2;
-  dim_ = 10 * nb_ + friction_per_joint_ * nf_ + na_ + no_;
   rows_ = p.rows();
   nj_ = static_cast<int>(p.G.cols());
   N_ = static_cast<int>(p.v_joint.cols());
@@ -122,8 +126,43 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
   sample_ = p.sample;
   v_ = p.v_joint;
   a_ = p.a_joint;
+  buildPriors(set, po);
+  buildConstraints(options);
+}
 
-  // priors
+MapProblem::MapProblem(const LinearSystem& rows, const model::IdentifiedSet& set,
+                       const ProblemOptions& po, const MapOptions& options)
+    : layout_(rows.layout),
+      parametrization_(set.parametrization),
+      form_(po.friction_form),
+      rate_(po.coulomb_rate),
+      linear_rows_(true),
+      Phi_(rows.Phi),
+      y_(rows.y) {
+  options.validate();
+  require(form_ == FrictionForm::CoulombViscous, "problem.friction_form",
+          "coulomb-viscous (rows linear in the parameters)", toString(form_));
+  require(options.loss == RobustLoss::None, "map.loss", "none (rows in information form)",
+          "a robust loss");
+  setDimensions(options);
+  require(Phi_.cols() == layout_.linearDimension() && Phi_.rows() == y_.size(), "rows",
+          std::to_string(layout_.linearDimension()) + " columns and one target per row",
+          std::to_string(Phi_.cols()) + " columns");
+  offset_std_ = po.torque_offset_prior_std;
+  rows_ = static_cast<int>(y_.size());
+  nj_ = 0;
+  N_ = 0;
+  w_ = Eigen::VectorXd::Ones(rows_);
+  offset_start_ = Eigen::VectorXd::Zero(no_);
+  if (no_ > 0 && rows_ > 0) {
+    const LeastSquaresResult ls = solveLeastSquares(rows, nominalLinearVector(layout_, set, po));
+    if (ls.x.allFinite()) offset_start_ = ls.x.tail(no_);
+  }
+  buildPriors(set, po);
+  buildConstraints(options);
+}
+
+void MapProblem::buildPriors(const model::IdentifiedSet& set, const ProblemOptions& po) {
   for (int b = 0; b < nb_; ++b) {
     for (const auto& block : set.bodies) {
       if (block.joint != layout_.bodies[b]) continue;
@@ -155,8 +194,9 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
   la_mean_ = Eigen::VectorXd::Constant(na_, std::log(po.armature_prior_median));
   la_std_ = po.armature_prior_log_std;
   prior_rows_ = 10 * nb_ + friction_per_joint_ * nf_ + na_ + no_;
+}
 
-  // constraints
+void MapProblem::buildConstraints(const MapOptions& options) {
   int k = 0;
   for (const auto& c : options.constraints) {
     require(c.E.cols() == 10 * nb_, "constraint " + c.name, std::to_string(10 * nb_) + " columns",
@@ -251,6 +291,11 @@ void MapProblem::frictionTerms(const Eigen::VectorXd& x, Eigen::MatrixXd& T,
 void MapProblem::dataResidual(const Eigen::VectorXd& x, Eigen::VectorXd& r) const {
   require(x.size() == dim_, "x", "size " + std::to_string(dim_),
           "size " + std::to_string(x.size()));
+  if (linear_rows_) {
+    r.noalias() = Phi_ * linearVector(x);
+    r -= y_;
+    return;
+  }
   const Eigen::VectorXd p = pi(x);
   Eigen::MatrixXd T;
   frictionTerms(x, T, nullptr);
@@ -289,13 +334,18 @@ void MapProblem::jacobian(const Eigen::VectorXd& x, Eigen::MatrixXd& J) const {
   std::vector<Matrix10> Jpi(nb_);
   for (int b = 0; b < nb_; ++b) {
     Jpi[b] = inertia::jacobian(parametrization_, x.segment<10>(10 * b));
-    J.block(0, 10 * b, rows_, 10).noalias() = WA_.middleCols(10 * b, 10) * Jpi[b];
+    if (!linear_rows_)
+      J.block(0, 10 * b, rows_, 10).noalias() = WA_.middleCols(10 * b, 10) * Jpi[b];
   }
   const int fo = 10 * nb_;
   const int oo = fo + friction_per_joint_ * nf_ + na_;  // first offset
-  for (int i = 0; i < no_; ++i)
-    J.block(0, oo + i, rows_, 1) = WG_.col(layout_.torque_offset_joint[i]);
-  if (nf_ + na_ > 0) {
+  if (linear_rows_) {
+    J.topRows(rows_).noalias() = Phi_ * linearJacobian(x);
+  } else {
+    for (int i = 0; i < no_; ++i)
+      J.block(0, oo + i, rows_, 1) = WG_.col(layout_.torque_offset_joint[i]);
+  }
+  if (!linear_rows_ && nf_ + na_ > 0) {
     Eigen::MatrixXd T, dT;
     frictionTerms(x, T, &dT);
     for (int row = 0; row < rows_; ++row) {
@@ -417,11 +467,10 @@ double costOf(const Eigen::VectorXd& r) { return 0.5 * r.squaredNorm(); }
 
 // Identifiability of the linear data model (warning only: the prior regularizes): res.data_rank,
 // and a warning naming the entries that dominate the unseen directions.
-void checkIdentifiability(const StackedProblem& problem, const model::IdentifiedSet& set,
+void checkIdentifiability(const LinearSystem& sys, const model::IdentifiedSet& set,
                           const ProblemOptions& problem_options, MapResult& res) {
-  const LinearSystem sys = torqueSystem(problem);
   const LeastSquaresResult ls =
-      solveLeastSquares(sys, nominalLinearVector(problem.layout, set, problem_options));
+      solveLeastSquares(sys, nominalLinearVector(sys.layout, set, problem_options));
   res.data_rank = ls.base.rank;
   if (ls.base.rank < res.linear_dimension) {
     // the entries that dominate the unseen directions
@@ -576,7 +625,7 @@ void projectOntoConstraints(const MapProblem& mp, MapIterate& s) {
 
 // Posterior covariance (Gauss-Newton), on the constraint tangent space when constrained, and
 // the estimates derived from x with their uncertainties.
-void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIterate& s,
+void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& s,
                MapResult& res) {
   const int n = mp.dimension(), nc = mp.numConstraints();
   const Eigen::VectorXd& x = s.x;
@@ -613,7 +662,8 @@ void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIte
   Eigen::VectorXd data;
   mp.dataResidual(x, data);  // before the robust loss
   const Eigen::VectorXd unweighted = data.cwiseQuotient(mp.weights());
-  res.channel_rms_after = channelRms(unweighted, problem.channel, problem.numChannels());
+  res.channel_rms_after =
+      channelRms(unweighted, sys.channel, static_cast<int>(sys.channel_names.size()));
   if (!res.pi_covariance.allFinite()) {
     res.warnings.push_back("posterior covariance is not finite (singular Gauss-Newton Hessian)");
   }
@@ -621,16 +671,20 @@ void posterior(const MapProblem& mp, const StackedProblem& problem, const MapIte
 
 }  // namespace
 
-MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& set,
-                   const ProblemOptions& problem_options, const MapOptions& options) {
+namespace {
+
+// Levenberg-Marquardt from the prior means, then the posterior. `sys` is the data's linear system
+// (identifiability, channels).
+MapResult solveProblem(const MapProblem& mp, const LinearSystem& sys,
+                       const model::IdentifiedSet& set, const ProblemOptions& problem_options,
+                       const MapOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  options.validate();
-  const MapProblem mp(problem, set, problem_options, options);
   MapResult res;
-  res.layout = problem.layout;
-  res.channel_names = problem.channel_names;
-  res.linear_dimension = problem.layout.linearDimension();
-  checkIdentifiability(problem, set, problem_options, res);
+  res.layout = sys.layout;
+  res.channel_names = sys.channel_names;
+  res.linear_dimension = sys.layout.linearDimension();
+  checkIdentifiability(sys, set, problem_options, res);
+  const int channels = static_cast<int>(sys.channel_names.size());
 
   MapIterate s;
   s.x = mp.initial();
@@ -643,17 +697,38 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
   Eigen::VectorXd data0;
   mp.dataResidual(s.x, data0);
   const Eigen::VectorXd unweighted0 = data0.cwiseQuotient(mp.weights());
-  res.channel_rms_before = channelRms(unweighted0, problem.channel, problem.numChannels());
+  res.channel_rms_before = channelRms(unweighted0, sys.channel, channels);
 
   const int it = levenbergMarquardt(mp, options, s, res);
   if (mp.numConstraints() > 0) projectOntoConstraints(mp, s);
   res.iterations = it;
   res.final_cost = s.cost;
   res.x = s.x;
-  posterior(mp, problem, s, res);
-  for (const auto& w : problem.warnings) res.warnings.push_back(w);
+  posterior(mp, sys, s, res);
   res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
+}
+
+}  // namespace
+
+MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& set,
+                   const ProblemOptions& problem_options, const MapOptions& options) {
+  options.validate();
+  const MapProblem mp(problem, set, problem_options, options);
+  const LinearSystem sys = torqueSystem(problem);
+  MapResult res = solveProblem(mp, sys, set, problem_options, options);
+  if (problem_options.friction_form == FrictionForm::CoulombViscous &&
+      options.loss == RobustLoss::None)
+    res.information = dataInformation(sys, mp.weights());
+  for (const auto& w : problem.warnings) res.warnings.push_back(w);
+  return res;
+}
+
+MapResult solveMap(const LinearSystem& rows, const model::IdentifiedSet& set,
+                   const ProblemOptions& problem_options, const MapOptions& options) {
+  options.validate();
+  const MapProblem mp(rows, set, problem_options, options);
+  return solveProblem(mp, rows, set, problem_options, options);
 }
 
 std::string MapResult::report() const {

@@ -20,6 +20,7 @@
 #include "heft/model/model.hpp"
 #include "heft/results/json.hpp"
 #include "identify_sections.hpp"
+#include "information_file.hpp"
 #include "locked_joints.hpp"
 #include "result_files.hpp"
 #include "time_ranges.hpp"
@@ -376,43 +377,26 @@ bool IdentifyJob::Result::writable() const {
   return true;
 }
 
-IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
-  config.validate();
-  progress.start();
-  auto say = [&](const std::string& line) { progress.say(line); };
-
-  std::vector<std::string> paths{config.log};  // and further recordings sharing the parameters
-  paths.insert(paths.end(), config.more_logs.begin(), config.more_logs.end());
-  const JobLogs read =
-      readJobLogs(config.robot, config.base, config.locked_joints, paths, config.source, say);
-  const model::RobotModel& robot = read.robot;
-  const io::Log& log = read.logs.front();
-  const std::vector<const io::Log*> logs = read.pointers();
-  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
-  const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
-  IdentifyOptions options = config.options;
-  if (!config.validation.empty()) {
-    // held-out ranges (applied to every recording) hold samples and leave some to fit on
-    requireRangesHoldSamples(config.validation, logs, config.source + ": validation", true);
-    for (const TimeRange& r : config.validation) options.preparation.exclude.push_back(r);
+std::vector<model::LinearConstraint> IdentifyJob::mapConstraints(const model::RobotModel& robot,
+                                                                 const model::IdentifiedSet& set,
+                                                                 const Config& config) {
+  // the layout of the constraints is the problem's: bodies in the set's order
+  ParameterLayout layout;
+  for (const model::BodyBlock& b : set.bodies) {
+    layout.body_names.push_back(b.name);
+    layout.bodies.push_back(b.joint);
   }
-  if (options.method == Method::Map) {
-    // the layout of the constraints is the problem's: bodies in the set's order
-    ParameterLayout layout;
-    for (const model::BodyBlock& b : set.bodies) {
-      layout.body_names.push_back(b.name);
-      layout.bodies.push_back(b.joint);
-    }
-    if (config.total_mass)
-      options.map.constraints.push_back(totalMassConstraint(robot, layout, *config.total_mass));
-    for (const auto& [left, right] : config.symmetric)
-      options.map.constraints.push_back(symmetryConstraint(layout, left, right));
-  }
-  say("identifying " + set.summary() + " with method " + toString(options.method));
-  const IdentifyResult run = heft::identify::identify(robot, logs, set, options);
-  say("done: " + toString(run.status) + (run.message.empty() ? "" : " (" + run.message + ")") +
-      ", " + std::to_string(run.samples) + " samples, " + std::to_string(run.rows) + " rows");
+  std::vector<model::LinearConstraint> constraints;
+  if (config.total_mass)
+    constraints.push_back(totalMassConstraint(robot, layout, *config.total_mass));
+  for (const auto& [left, right] : config.symmetric)
+    constraints.push_back(symmetryConstraint(layout, left, right));
+  return constraints;
+}
 
+IdentifyJob::Result IdentifyJob::fromIdentification(const Config& config,
+                                                    const model::IdentifiedSet& set,
+                                                    const IdentifyResult& run) {
   Result result;
   result.config = config;
   result.method = run.method;
@@ -432,8 +416,6 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
   result.condition_number = run.condition_number;
   result.base_parameters = run.base.expressions;
   result.warnings = run.warnings;
-  appendDataQualityWarnings(data_quality, result.warnings);
-  result.data_quality = data_quality;
   result.truth = run.truth;
 
   const ParameterLayout& layout = run.layout;
@@ -482,6 +464,40 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
     result.torque_offsets.emplace_back(layout.torque_offset_joints[o],
                                        run.estimate[layout.torqueOffsetStart() + o],
                                        run.stddev[layout.torqueOffsetStart() + o]);
+  result.information = run.information;
+  return result;
+}
+
+IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
+  config.validate();
+  progress.start();
+  auto say = [&](const std::string& line) { progress.say(line); };
+
+  std::vector<std::string> paths{config.log};  // and further recordings sharing the parameters
+  paths.insert(paths.end(), config.more_logs.begin(), config.more_logs.end());
+  const JobLogs read =
+      readJobLogs(config.robot, config.base, config.locked_joints, paths, config.source, say);
+  const model::RobotModel& robot = read.robot;
+  const io::Log& log = read.logs.front();
+  const std::vector<const io::Log*> logs = read.pointers();
+  const io::DataQualityReport data_quality = io::assessDataQuality(log, robot.pinocchio());
+  const model::IdentifiedSet set = model::IdentifiedSet::build(robot, config.set);
+  IdentifyOptions options = config.options;
+  if (!config.validation.empty()) {
+    // held-out ranges (applied to every recording) hold samples and leave some to fit on
+    requireRangesHoldSamples(config.validation, logs, config.source + ": validation", true);
+    for (const TimeRange& r : config.validation) options.preparation.exclude.push_back(r);
+  }
+  if (options.method == Method::Map) options.map.constraints = mapConstraints(robot, set, config);
+  say("identifying " + set.summary() + " with method " + toString(options.method));
+  const IdentifyResult run = heft::identify::identify(robot, logs, set, options);
+  say("done: " + toString(run.status) + (run.message.empty() ? "" : " (" + run.message + ")") +
+      ", " + std::to_string(run.samples) + " samples, " + std::to_string(run.rows) + " rows");
+
+  Result result = fromIdentification(config, set, run);
+  const ParameterLayout& layout = run.layout;
+  appendDataQualityWarnings(data_quality, result.warnings);
+  result.data_quality = data_quality;
   if (!config.validation.empty()) {
     if (run.status == Status::Converged || run.status == Status::MaxIterations) {
       say("predicting the held-out ranges");
@@ -612,7 +628,8 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
                                             const WriteOptions& options) {
   std::vector<std::string> inputs{result.config.log};
   inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "torques.csv"}, inputs, options);
+  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "torques.csv", "information.json"},
+                            inputs, options);
   const std::string urdf_out = folder.path("robot.urdf");
   const std::string json_out = folder.path("result.json");
   std::vector<std::string> written;
@@ -636,6 +653,14 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
           << formatNumber(t.nominal[r], 17) << ',' << formatNumber(t.identified[r], 17) << '\n';
     io::writeTextFileAtomically(folder.path("torques.csv"), csv.str(), options.overwrite);
     written.push_back(folder.path("torques.csv"));
+  }
+  if (result.information) {
+    const nlohmann::json info =
+        informationJson(*result.information, result.config.robot,
+                        result.config.options.problem.torque_offset_prior_std);
+    io::writeTextFileAtomically(folder.path("information.json"), info.dump() + "\n",
+                                options.overwrite);
+    written.push_back(folder.path("information.json"));
   }
   throwIfUrdfRefused(json, json_out);
   return written;

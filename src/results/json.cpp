@@ -29,6 +29,7 @@ nlohmann::json parametersJson(const std::vector<BodyEstimate>& bodies) {
     body["inertia"] = jsonArray(Eigen::MatrixXd(b.inertia));
     body["pi"] = jsonArray(Eigen::VectorXd(b.pi));
     body["prior_pi"] = jsonArray(Eigen::VectorXd(b.prior_pi));
+    body["prior_std"] = jsonArray(Eigen::VectorXd(b.prior_std));
     body["consistent"] = b.consistent;
     body["relative_margin"] =
         std::isfinite(b.relative_margin) ? nlohmann::json(b.relative_margin) : nlohmann::json();

@@ -61,6 +61,9 @@ struct IdentifyResult {
   std::optional<results::TruthErrors> truth;        ///< when the log has truth bodies
   std::optional<LeastSquaresResult> least_squares;  ///< the method's own result
   std::optional<MapResult> map;
+  /// The data in information form (method map with Coulomb + viscous friction and no robust
+  /// loss): what `heft fuse` combines across logs.
+  std::optional<DataInformation> information;
   std::vector<std::string> warnings;
   double time_s = 0;
   /// Parameters (nominal, estimate, std), residuals, condition, base parameters, warnings, truth.

@@ -14,6 +14,7 @@
 /// (fixed base or the contact-null-space projection of method 4), weights w_r = 1 / sigma_c of
 /// the row's channel.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 
 #include "heft/common/robust_loss.hpp"
 #include "heft/dynamics/friction.hpp"
+#include "heft/identify/information.hpp"
 #include "heft/identify/least_squares.hpp"
 #include "heft/identify/problem.hpp"
 #include "heft/model/parameter_constraints.hpp"
@@ -80,6 +82,11 @@ class MapProblem {
   ///   strictly consistent, constraint sizes).
   MapProblem(const StackedProblem& problem, const model::IdentifiedSet& set,
              const ProblemOptions& problem_options, const MapOptions& options);
+  /// The same posterior with the data as rows linear in the linear vector l: r = Phi l - y
+  /// (weights 1; whitenedRows of fused logs). Coulomb + viscous friction and no robust loss only.
+  /// \throws InputError otherwise.
+  MapProblem(const LinearSystem& rows, const model::IdentifiedSet& set,
+             const ProblemOptions& problem_options, const MapOptions& options);
   int dimension() const { return dim_; }
   int numResiduals() const { return rows_ + prior_rows_; }
   int numConstraints() const { return static_cast<int>(c_e_.size()); }
@@ -118,6 +125,9 @@ class MapProblem {
 
  private:
   void frictionTerms(const Eigen::VectorXd& x, Eigen::MatrixXd& T, Eigen::MatrixXd* dT) const;
+  void setDimensions(const MapOptions& options);
+  void buildPriors(const model::IdentifiedSet& set, const ProblemOptions& po);
+  void buildConstraints(const MapOptions& options);
   ParameterLayout layout_;
   inertia::Parametrization parametrization_;
   FrictionForm form_;
@@ -139,6 +149,9 @@ class MapProblem {
   double la_std_;
   Eigen::MatrixXd c_E_;
   Eigen::VectorXd c_e_;
+  bool linear_rows_ = false;  ///< data rows Phi l - y (second constructor)
+  Eigen::MatrixXd Phi_;
+  Eigen::VectorXd y_;
 };
 
 struct MapResult {
@@ -162,6 +175,9 @@ struct MapResult {
   Eigen::VectorXd channel_rms_before, channel_rms_after;  ///< unweighted torque residuals
   int data_rank = 0;  ///< rank of the data's linear regressor (identifiable directions)
   int linear_dimension = 0;
+  /// The data in information form with the weights of this fit (Coulomb + viscous friction, no
+  /// robust loss; empty otherwise): what fusing this log with others needs.
+  std::optional<DataInformation> information;
   double time_s = 0;
   std::vector<std::string> warnings;
   std::string report() const;
@@ -172,6 +188,9 @@ struct MapResult {
 /// are regularized by the prior and reported as a warning.
 /// \throws InputError on bad options or inputs.
 MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& set,
+                   const ProblemOptions& problem_options, const MapOptions& options = {});
+/// The same on rows linear in the linear vector (whitenedRows of fused logs' information).
+MapResult solveMap(const LinearSystem& rows, const model::IdentifiedSet& set,
                    const ProblemOptions& problem_options, const MapOptions& options = {});
 
 }  // namespace heft::identify

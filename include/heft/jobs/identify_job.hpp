@@ -93,6 +93,9 @@ struct IdentifyJob {
     std::optional<results::TruthErrors> truth;
     /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
     std::optional<io::DataQualityReport> data_quality;
+    /// The data in information form (identify::IdentifyResult::information): information.json,
+    /// what `heft fuse` combines across runs.
+    std::optional<identify::DataInformation> information;
 
     /// True when the estimate may be written: a converged (or iteration-limited) solve with
     /// every body physically consistent.
@@ -119,10 +122,19 @@ struct IdentifyJob {
     Progress silent;
     return run(config, silent);
   }
+  /// The MAP's equality constraints of the config (total_mass, symmetric) over the set's bodies.
+  static std::vector<model::LinearConstraint> mapConstraints(const model::RobotModel& robot,
+                                                             const model::IdentifiedSet& set,
+                                                             const Config& config);
+  /// The estimate of an identification (one run, or fused runs) as a Result's fields: config,
+  /// status, linear vector and covariance, bodies (moved inside the margin when a MAP estimate
+  /// sits on the boundary), friction, armature, offsets, identifiability, warnings, truth.
+  static Result fromIdentification(const Config& config, const model::IdentifiedSet& set,
+                                   const identify::IdentifyResult& run);
 
   /// Writes DIR/result.json and, when result.writable() and the robot came from a URDF,
-  /// DIR/robot.urdf (the input URDF with the identified bodies' <inertial> replaced), each
-  /// atomically. DIR is created if missing. Existing outputs are replaced only with
+  /// DIR/robot.urdf (the input URDF with the identified bodies' <inertial> replaced), then
+  /// DIR/torques.csv and, with result.information, DIR/information.json, each atomically. DIR is created if missing. Existing outputs are replaced only with
   /// options.overwrite. Returns the paths written.
   static std::vector<std::string> write(const Result& result, const std::string& out_dir,
                                         const WriteOptions& options = {});

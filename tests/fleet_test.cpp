@@ -1,0 +1,239 @@
+// Fleets of logs: `heft fuse` (heft/jobs/fuse_job.hpp) on identify runs' information.json, and
+// `heft fleet` (python/fleet.py on a local Dask cluster) end to end on a small simulated fleet
+// (studies/fleet/make_fleet.py): failed logs reported and skipped, a neighbour's log left out, a
+// worker killed mid-task, a rerun that skips what is done, bad manifests.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/io/atomic_file.hpp"
+#include "heft/jobs/fuse_job.hpp"
+#include "heft/jobs/identify_job.hpp"
+#include "support/heft_cli.hpp"
+#include "support/scratch.hpp"
+
+namespace heft::jobs {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) { return test::scratchPath("fleet", name); }
+
+nlohmann::json readJson(const fs::path& path) {
+  return nlohmann::json::parse(io::readTextFile(path.string()));
+}
+
+std::string slurp(const fs::path& path) { return io::readTextFile(path.string()); }
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// The panda example's identify config on the 2 s fixture log, run into `dir`.
+IdentifyJob::Result identifyExample(const fs::path& dir) {
+  const IdentifyJob::Config config = IdentifyJob::load(
+      std::string(HEFT_SOURCE_DIR) + "/data/examples/panda_friction_identify.yaml");
+  IdentifyJob::Result result = IdentifyJob::run(config);
+  IdentifyJob::write(result, dir.string());
+  return result;
+}
+
+TEST(FuseJob, OneRunFusedIsThatRunsEstimate) {
+  const fs::path dir = scratch("one_run");
+  const IdentifyJob::Result single = identifyExample(dir / "run");
+  ASSERT_TRUE(fs::exists(dir / "run" / "information.json"));
+  writeText(dir / "fuse.yaml", "identify: " + std::string(HEFT_SOURCE_DIR) +
+                                   "/data/examples/panda_friction_identify.yaml\nruns: [run]\n");
+  const FuseJob::Result fused = FuseJob::run(FuseJob::load((dir / "fuse.yaml").string()));
+  ASSERT_TRUE(fused.writable()) << fused.report();
+  ASSERT_EQ(fused.fused.linear.size(), single.linear.size());
+  // the same posterior (the log's rows in information form): both Levenberg-Marquardt runs stop
+  // at a relative cost change of 1e-9 (map.function_tolerance), so parameters agree to about
+  // sqrt(1e-9) of their posterior std; compared in units of that std
+  const Eigen::VectorXd z = (fused.fused.linear - single.linear)
+                                .cwiseQuotient(single.covariance.diagonal().cwiseSqrt());
+  EXPECT_LT(z.lpNorm<Eigen::Infinity>(), 1e-2) << z.transpose();
+  EXPECT_EQ(fused.information.rows, single.rows);
+  FuseJob::write(fused, (dir / "out").string());
+  const nlohmann::json j = readJson(dir / "out" / "result.json");
+  EXPECT_EQ(j["method"], "fused-map");
+  EXPECT_EQ(j["fusion"]["runs"].size(), 1u);
+  EXPECT_TRUE(fs::exists(dir / "out" / "robot.urdf"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "information.json"));
+}
+
+TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
+  const fs::path dir = scratch("bad_runs");
+  identifyExample(dir / "run");
+  fs::create_directories(dir / "empty");
+  const std::string example =
+      std::string(HEFT_SOURCE_DIR) + "/data/examples/panda_friction_identify.yaml";
+  writeText(dir / "missing.yaml", "identify: " + example + "\nruns: [run, empty]\n");
+  EXPECT_EQ(test::runHeft("fuse " + (dir / "missing.yaml").string() + " --out " +
+                              (dir / "o1").string(),
+                          dir / "err1.txt"),
+            2);
+  EXPECT_NE(slurp(dir / "err1.txt").find("empty: no information.json"), std::string::npos)
+      << slurp(dir / "err1.txt");
+  // the same runs against a config that identifies other bodies
+  std::string other = slurp(example);
+  const std::string from = "bodies: [panda_link1, ";
+  ASSERT_NE(other.find(from), std::string::npos);
+  other.replace(other.find(from), from.size(), "bodies: [");
+  writeText(dir / "other.yaml", other);
+  fs::copy_file(std::string(HEFT_SOURCE_DIR) + "/data/fixtures/sim_panda_friction_2s.h5",
+                dir / "log.h5", fs::copy_options::overwrite_existing);
+  writeText(dir / "set.yaml", "identify: other.yaml\nruns: [run]\n");
+  std::string yaml = slurp(dir / "other.yaml");
+  yaml.replace(yaml.find("../fixtures/sim_panda_friction_2s.h5"),
+               std::string("../fixtures/sim_panda_friction_2s.h5").size(), "log.h5");
+  writeText(dir / "other.yaml", yaml);
+  EXPECT_EQ(test::runHeft("fuse " + (dir / "set.yaml").string() + " --out " +
+                              (dir / "o2").string(),
+                          dir / "err2.txt"),
+            2);
+  EXPECT_NE(slurp(dir / "err2.txt").find("identified bodies differ"), std::string::npos)
+      << slurp(dir / "err2.txt");
+  EXPECT_FALSE(fs::exists(dir / "o2" / "result.json"));
+}
+
+// ---- heft fleet -----------------------------------------------------------------------------------
+
+std::string toolsPython() { return std::string(HEFT_SOURCE_DIR) + "/.deps/venv-tools/bin/python"; }
+
+// 2 arms x 3 logs of 8 s, plus per arm a broken log and a neighbour's; arm0 a double pendulum's.
+fs::path smallFleet() {
+  const fs::path dir = scratch("fleet_" + std::to_string(getpid()));
+  const std::string heft = std::string(HEFT_BINARY_DIR) + "/bin/heft";
+  const std::string cmd = toolsPython() + " " + HEFT_SOURCE_DIR +
+                          "/studies/fleet/make_fleet.py --heft " + heft + " --out " +
+                          dir.string() + " --robots 2 --logs 3 --duration 8 > " +
+                          (dir.string() + ".make.txt") + " 2>&1";
+  fs::create_directories(dir);
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.string() + ".make.txt");
+  return dir;
+}
+
+std::map<std::string, nlohmann::json> logsByName(const nlohmann::json& robot) {
+  std::map<std::string, nlohmann::json> out;
+  for (const nlohmann::json& l : robot["logs"])
+    out[fs::path(l["log"].get<std::string>()).filename().string()] = l;
+  return out;
+}
+
+nlohmann::json withoutTimes(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("time_s");
+    for (auto& [key, value] : j.items()) value = withoutTimes(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) value = withoutTimes(value);
+  }
+  return j;
+}
+
+TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNothing) {
+  const fs::path fleet = smallFleet();
+  const std::string manifest = (fleet / "manifest.yaml").string();
+  const fs::path out = fleet / "out";
+  ASSERT_EQ(test::runHeft("fleet " + manifest + " --out " + out.string() + " --workers 2",
+                          fleet / "err.txt"),
+            0)
+      << slurp(fleet / "err.txt");
+  const nlohmann::json result = readJson(out / "fleet.json");
+  ASSERT_EQ(result["robots"].size(), 2u);
+  for (const nlohmann::json& robot : result["robots"]) {
+    const std::string id = robot["id"];
+    auto logs = logsByName(robot);
+    EXPECT_EQ(logs["90-broken.h5"]["status"], "bad input") << id;
+    EXPECT_NE(logs["90-broken.h5"]["message"].get<std::string>().find("90-broken.h5"),
+              std::string::npos);
+    EXPECT_EQ(logs["91-neighbour.h5"]["status"], "identified") << id;
+    EXPECT_FALSE(logs["91-neighbour.h5"]["used_in_fusion"].get<bool>()) << id;
+    for (const char* name : {"00.h5", "01.h5", "02.h5"}) {
+      EXPECT_EQ(logs[name]["status"], "identified") << id << " " << name;
+      EXPECT_TRUE(logs[name]["used_in_fusion"].get<bool>()) << id << " " << name;
+    }
+    if (id == "arm0") EXPECT_EQ(logs["92-other-model.h5"]["status"], "bad input");
+    ASSERT_EQ(robot["fusion"]["status"], "fused") << robot["fusion"].dump();
+    // the fused tool inertia is closer to truth than every single log's
+    const nlohmann::json fused = readJson(out / robot["fusion"]["result"].get<std::string>());
+    const double fused_inertia =
+        fused["truth_errors"]["bodies"]["panda_link7"]["inertia_relative"].get<double>();
+    for (const char* name : {"00.h5", "01.h5", "02.h5"}) {
+      const nlohmann::json single =
+          readJson(fs::path(logs[name]["run"].get<std::string>()) / "result.json");
+      EXPECT_LT(fused_inertia,
+                single["truth_errors"]["bodies"]["panda_link7"]["inertia_relative"].get<double>())
+          << id << " " << name;
+    }
+  }
+  EXPECT_TRUE(fs::exists(out / "fleet.html"));
+
+  // a rerun runs nothing and writes the same fleet.json
+  const std::string first = slurp(out / "fleet.json");
+  ASSERT_EQ(test::runHeft("fleet " + manifest + " --out " + out.string(), fleet / "err2.txt"), 0);
+  EXPECT_EQ(readJson(out / "timing.json")["tasks_run"], 0);
+  EXPECT_EQ(slurp(out / "fleet.json"), first);
+
+  // a worker killed in the middle of a task: the task runs again, the fusion is the same
+  const fs::path killed = fleet / "killed";
+  const std::string env = "HEFT_FLEET_FAULT=kill-worker:01.h5 ";
+  const int code = std::system((env + HEFT_BINARY_DIR + "/bin/heft fleet " + manifest +
+                                " --out " + killed.string() + " --workers 2 --no-report > " +
+                                (fleet / "killed.txt").string() + " 2>&1")
+                                   .c_str());
+  ASSERT_TRUE(WIFEXITED(code) && WEXITSTATUS(code) == 0) << slurp(fleet / "killed.txt");
+  const nlohmann::json again = readJson(killed / "fleet.json");
+  int most_attempts = 0;
+  for (const nlohmann::json& robot : again["robots"])
+    for (const nlohmann::json& l : robot["logs"])
+      most_attempts = std::max(most_attempts, l["attempts"].get<int>());
+  EXPECT_GE(most_attempts, 2);
+  for (const char* id : {"arm0", "arm1"}) {
+    const nlohmann::json a = readJson(out / "robots" / id / "result.json");
+    const nlohmann::json b = readJson(killed / "robots" / id / "result.json");
+    EXPECT_EQ(withoutTimes(a["parameters"]), withoutTimes(b["parameters"])) << id;
+    EXPECT_EQ(a["friction"], b["friction"]) << id;
+  }
+}
+
+TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
+  const fs::path dir = scratch("manifests");
+  fs::create_directories(dir);
+  writeText(dir / "job.yaml", "robot: panda\nlog: x.h5\n");
+  const std::map<std::string, std::string> cases = {
+      {"robots: [{id: a, logs: [x.h5]}]\n", "job"},
+      {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}]\nworker: 2\n", "unknown key 'worker'"},
+      {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}, {id: a, logs: [y.h5]}]\n",
+       "robots[1].id: 'a' is used twice"},
+      {"job: job.yaml\nrobots: [{id: a, logs: nowhere}]\n", "robots[0].logs"},
+      {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}\n", "not valid YAML"},
+  };
+  int k = 0;
+  for (const auto& [text, expected] : cases) {
+    const fs::path manifest = dir / ("m" + std::to_string(k++) + ".yaml");
+    writeText(manifest, text);
+    EXPECT_EQ(test::runHeft("fleet " + manifest.string() + " --out " + (dir / "out").string(),
+                            dir / "err.txt"),
+              2)
+        << text;
+    const std::string err = slurp(dir / "err.txt");
+    EXPECT_NE(err.find(manifest.filename().string()), std::string::npos) << err;
+    EXPECT_NE(err.find(expected), std::string::npos) << err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "out" / "fleet.json"));
+}
+
+}  // namespace
+}  // namespace heft::jobs
