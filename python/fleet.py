@@ -212,9 +212,14 @@ def _done(run_dir):
     return (Path(run_dir) / "task.json").is_file()
 
 
-def start_cluster(workers):
+def start_cluster(workers, scheduler=None):
+    """A local cluster of `workers` processes, or the running cluster at `scheduler`
+    (tcp://host:8786; docs/fleet.md: its workers must see the same files at the same paths)."""
     from dask.distributed import Client, LocalCluster
 
+    if scheduler:
+        client = Client(scheduler, timeout=30)
+        return client, None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
     return Client(cluster), cluster
@@ -405,6 +410,7 @@ def main(argv=None):
     parser.add_argument("--heft", required=True, help="the heft executable")
     parser.add_argument("--workers", type=int, default=0, help="0: the manifest's, else the cores")
     parser.add_argument("--no-report", action="store_true")
+    parser.add_argument("--scheduler", default="", help="a running Dask scheduler's address")
     args = parser.parse_args(argv)
     try:
         manifest = load_manifest(args.manifest)
@@ -433,8 +439,10 @@ def main(argv=None):
     client = cluster = None
     if todo:
         started = time.perf_counter()
-        client, cluster = start_cluster(workers)
+        client, cluster = start_cluster(workers, args.scheduler)
         timing["cluster_start_s"] = time.perf_counter() - started
+        if args.scheduler:
+            workers = timing["workers"] = len(client.scheduler_info()["workers"])
         timing.update(run_tasks(client, todo, args.heft, workers, out))
 
     runs_of = {}
@@ -464,7 +472,8 @@ def main(argv=None):
     if client is not None:
         fusions = client.gather([client.submit(fuse_robot, *c, pure=False) for c in calls])
         client.close()
-        cluster.close()
+        if cluster is not None:
+            cluster.close()
     else:
         fusions = [fuse_robot(*c) for c in calls]
     timing["fusion_s"] = time.perf_counter() - started
@@ -480,6 +489,10 @@ def main(argv=None):
             exit_code = 1
         print(f"heft fleet: {robot['id']}: {fusion['status']}"
               + (f" ({fusion['message']})" if fusion.get("message") else ""), flush=True)
+        for r in runs:
+            if r.get("left_out_because"):
+                print(f"heft fleet: {robot['id']}: left out {Path(r['log']).name}: "
+                      f"{r['left_out_because']}", flush=True)
         fleet["robots"].append({"id": robot["id"], "job": str(robot["job"]), "logs": runs,
                                 "fusion": fusion})
     _write_json_atomically(out / "fleet.json", fleet)

@@ -62,6 +62,15 @@ echo "   (base state estimated, no truth input; about a minute and a half on 2 c
 "$heft" sample data/examples/go2_rear_sample.yaml --out build/demo/go2-rear-sample --overwrite \
   --quiet | sed -n '/held out/p;/errors against/,/^$/p'
 echo
+echo "== heft fleet: two simulated panda arms with different tools, three logs each, plus a broken"
+echo "   log, a log of the other arm and a double pendulum's; every log identified on a local Dask"
+echo "   cluster, each arm's good logs fused (studies/fleet/make_fleet.py; about ten seconds)"
+rm -rf "$build/demo/fleet"
+.deps/venv-tools/bin/python studies/fleet/make_fleet.py --heft "$heft" --out "$build/demo/fleet" \
+  --robots 2 --logs 3
+"$heft" fleet "$build/demo/fleet/manifest.yaml" --out "$build/demo/fleet/out" | grep -v ": identified$"
+sed -n '/errors against/,/^$/p' "$build/demo/fleet/out/robots/arm0/report.txt" | head -3
+echo
 echo "== heft report: one self-contained HTML page per run above (torque fits with the held-out range,"
 echo "   residuals, parameters, inertia boxes, correlations, trajectories, filter estimates; open them"
 echo "   in a browser)"

@@ -36,9 +36,7 @@ nlohmann::json readJson(const fs::path& path) {
 
 std::string slurp(const fs::path& path) { return io::readTextFile(path.string()); }
 
-void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void writeText(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 // The panda example's identify config on the 2 s fixture log, run into `dir`.
 IdentifyJob::Result identifyExample(const fs::path& dir) {
@@ -61,8 +59,8 @@ TEST(FuseJob, OneRunFusedIsThatRunsEstimate) {
   // the same posterior (the log's rows in information form): both Levenberg-Marquardt runs stop
   // at a relative cost change of 1e-9 (map.function_tolerance), so parameters agree to about
   // sqrt(1e-9) of their posterior std; compared in units of that std
-  const Eigen::VectorXd z = (fused.fused.linear - single.linear)
-                                .cwiseQuotient(single.covariance.diagonal().cwiseSqrt());
+  const Eigen::VectorXd z =
+      (fused.fused.linear - single.linear).cwiseQuotient(single.covariance.diagonal().cwiseSqrt());
   EXPECT_LT(z.lpNorm<Eigen::Infinity>(), 1e-2) << z.transpose();
   EXPECT_EQ(fused.information.rows, single.rows);
   FuseJob::write(fused, (dir / "out").string());
@@ -80,10 +78,10 @@ TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
   const std::string example =
       std::string(HEFT_SOURCE_DIR) + "/data/examples/panda_friction_identify.yaml";
   writeText(dir / "missing.yaml", "identify: " + example + "\nruns: [run, empty]\n");
-  EXPECT_EQ(test::runHeft("fuse " + (dir / "missing.yaml").string() + " --out " +
-                              (dir / "o1").string(),
-                          dir / "err1.txt"),
-            2);
+  EXPECT_EQ(
+      test::runHeft("fuse " + (dir / "missing.yaml").string() + " --out " + (dir / "o1").string(),
+                    dir / "err1.txt"),
+      2);
   EXPECT_NE(slurp(dir / "err1.txt").find("empty: no information.json"), std::string::npos)
       << slurp(dir / "err1.txt");
   // the same runs against a config that identifies other bodies
@@ -99,8 +97,7 @@ TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
   yaml.replace(yaml.find("../fixtures/sim_panda_friction_2s.h5"),
                std::string("../fixtures/sim_panda_friction_2s.h5").size(), "log.h5");
   writeText(dir / "other.yaml", yaml);
-  EXPECT_EQ(test::runHeft("fuse " + (dir / "set.yaml").string() + " --out " +
-                              (dir / "o2").string(),
+  EXPECT_EQ(test::runHeft("fuse " + (dir / "set.yaml").string() + " --out " + (dir / "o2").string(),
                           dir / "err2.txt"),
             2);
   EXPECT_NE(slurp(dir / "err2.txt").find("identified bodies differ"), std::string::npos)
@@ -108,7 +105,8 @@ TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
   EXPECT_FALSE(fs::exists(dir / "o2" / "result.json"));
 }
 
-// ---- heft fleet -----------------------------------------------------------------------------------
+// ---- heft fleet
+// -----------------------------------------------------------------------------------
 
 std::string toolsPython() { return std::string(HEFT_SOURCE_DIR) + "/.deps/venv-tools/bin/python"; }
 
@@ -117,9 +115,9 @@ fs::path smallFleet() {
   const fs::path dir = scratch("fleet_" + std::to_string(getpid()));
   const std::string heft = std::string(HEFT_BINARY_DIR) + "/bin/heft";
   const std::string cmd = toolsPython() + " " + HEFT_SOURCE_DIR +
-                          "/studies/fleet/make_fleet.py --heft " + heft + " --out " +
-                          dir.string() + " --robots 2 --logs 3 --duration 8 > " +
-                          (dir.string() + ".make.txt") + " 2>&1";
+                          "/studies/fleet/make_fleet.py --heft " + heft + " --out " + dir.string() +
+                          " --robots 2 --logs 3 --duration 8 > " + (dir.string() + ".make.txt") +
+                          " 2>&1";
   fs::create_directories(dir);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.string() + ".make.txt");
   return dir;
@@ -189,8 +187,8 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
   // a worker killed in the middle of a task: the task runs again, the fusion is the same
   const fs::path killed = fleet / "killed";
   const std::string env = "HEFT_FLEET_FAULT=kill-worker:01.h5 ";
-  const int code = std::system((env + HEFT_BINARY_DIR + "/bin/heft fleet " + manifest +
-                                " --out " + killed.string() + " --workers 2 --no-report > " +
+  const int code = std::system((env + HEFT_BINARY_DIR + "/bin/heft fleet " + manifest + " --out " +
+                                killed.string() + " --workers 2 --no-report > " +
                                 (fleet / "killed.txt").string() + " 2>&1")
                                    .c_str());
   ASSERT_TRUE(WIFEXITED(code) && WEXITSTATUS(code) == 0) << slurp(fleet / "killed.txt");

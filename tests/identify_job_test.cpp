@@ -154,11 +154,13 @@ TEST(Job, PandaMapWritesResultJsonAndAConsistentUrdfThatReloads) {
 
   const fs::path out = scratch("panda_map");
   const auto written = IdentifyJob::write(result, out.string(), {false});
-  ASSERT_EQ(written.size(), 3u);
+  ASSERT_EQ(written.size(), 4u);
   EXPECT_EQ(written[0], (out / "robot.urdf").string()) << "the URDF first: result.json says how";
   EXPECT_EQ(written[1], (out / "result.json").string());
   EXPECT_EQ(written[2], (out / "torques.csv").string())
       << "the rows after result.json: failing to write them never loses the estimate";
+  EXPECT_EQ(written[3], (out / "information.json").string())
+      << "a map run's information form (heft fuse's input), also after result.json";
   // torques.csv: a header and one line per problem row (TorquesCsv below checks its numbers)
   {
     std::ifstream csv(out / "torques.csv");

@@ -41,6 +41,9 @@ std::function<int()> setupFleet(CLI::App& app) {
   app.add_option("--workers", args->workers,
                  "Dask worker processes (default: the manifest's `workers`, else the cores)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--scheduler", args->scheduler,
+                 "a running Dask scheduler (tcp://host:8786) instead of a local cluster; its "
+                 "workers must see the manifest's files at the same paths (docs/fleet.md)");
   app.add_flag("--no-report", *no_report, "skip fleet.html");
   return [args, no_report] {
     args->report = !*no_report;

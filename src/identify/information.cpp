@@ -11,7 +11,8 @@
 namespace heft::identify {
 
 DataInformation dataInformation(const LinearSystem& system, const Eigen::VectorXd& weights) {
-  require(weights.size() == system.rows(), "weights", "one per row", std::to_string(weights.size()));
+  require(weights.size() == system.rows(), "weights", "one per row",
+          std::to_string(weights.size()));
   const Eigen::VectorXd w2 = weights.cwiseAbs2();
   DataInformation info;
   info.layout = system.layout;
@@ -64,8 +65,8 @@ DataInformation sumInformation(const std::vector<DataInformation>& infos,
         const std::string a = k < names.size() ? names[k] : "(none)";
         const std::string b = k < other.size() ? other[k] : "(none)";
         if (a != b) {
-          first_difference = "entry " + std::to_string(k) + " is " + b + " where " +
-                             sources.front() + " has " + a;
+          first_difference =
+              "entry " + std::to_string(k) + " is " + b + " where " + sources.front() + " has " + a;
           break;
         }
       }

@@ -625,8 +625,7 @@ void projectOntoConstraints(const MapProblem& mp, MapIterate& s) {
 
 // Posterior covariance (Gauss-Newton), on the constraint tangent space when constrained, and
 // the estimates derived from x with their uncertainties.
-void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& s,
-               MapResult& res) {
+void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& s, MapResult& res) {
   const int n = mp.dimension(), nc = mp.numConstraints();
   const Eigen::VectorXd& x = s.x;
   Eigen::MatrixXd H(n, n);

@@ -200,10 +200,9 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
     for (Run& run : result.runs) {
       if (!(run.excess_others > config.outlier_gate * typical)) continue;
       run.used = false;
-      run.left_out_because = "excess at the other runs' estimates " +
-                             formatNumber(run.excess_others, 3) + " > gate " +
-                             formatNumber(config.outlier_gate, 3) + " x the runs' median " +
-                             formatNumber(typical, 3);
+      run.left_out_because =
+          "excess at the other runs' estimates " + formatNumber(run.excess_others, 3) + " > gate " +
+          formatNumber(config.outlier_gate, 3) + " x the runs' median " + formatNumber(typical, 3);
       progress.say("left out " + run.folder + ": " + run.left_out_because);
     }
   }
@@ -262,11 +261,11 @@ std::string FuseJob::Result::report() const {
     std::vector<double> share = r.information_share;
     std::sort(share.begin(), share.end());
     s << "  " << r.folder << "  rows " << r.rows << ", rank " << r.data_rank << ", excess "
-      << formatNumber(r.excess, 3) << " (at the others' estimates " << formatNumber(r.excess_others, 3)
-      << ")";
+      << formatNumber(r.excess, 3) << " (at the others' estimates "
+      << formatNumber(r.excess_others, 3) << ")";
     if (!share.empty())
-      s << ", share " << formatNumber(share.front(), 2) << " / "
-        << formatNumber(median(share), 2) << " / " << formatNumber(share.back(), 2);
+      s << ", share " << formatNumber(share.front(), 2) << " / " << formatNumber(median(share), 2)
+        << " / " << formatNumber(share.back(), 2);
     s << (r.used ? "" : "  LEFT OUT: " + r.left_out_because) << "\n";
   }
   return s.str();
@@ -306,15 +305,15 @@ std::vector<std::string> FuseJob::write(const Result& result, const std::string&
   std::vector<std::string> written;
   nlohmann::json json = result.toJson();
   const IdentifyJob::Config& job = result.fused.config;
-  const bool usable = result.fused.status == Status::Converged ||
-                      result.fused.status == Status::MaxIterations;
+  const bool usable =
+      result.fused.status == Status::Converged || result.fused.status == Status::MaxIterations;
   writeUrdf(json, job.robot, job.base, job.locked_joints, result.fused.bodies,
             urdfRefusal(result.writable(), usable), folder.path("robot.urdf"), options.overwrite,
             written);
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
   written.push_back(json_out);
-  const nlohmann::json info = informationJson(result.information, job.robot,
-                                              job.options.problem.torque_offset_prior_std);
+  const nlohmann::json info =
+      informationJson(result.information, job.robot, job.options.problem.torque_offset_prior_std);
   io::writeTextFileAtomically(folder.path("information.json"), info.dump() + "\n",
                               options.overwrite);
   written.push_back(folder.path("information.json"));

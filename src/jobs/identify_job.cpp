@@ -628,8 +628,8 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
                                             const WriteOptions& options) {
   std::vector<std::string> inputs{result.config.log};
   inputs.insert(inputs.end(), result.config.more_logs.begin(), result.config.more_logs.end());
-  const OutputFolder folder(out_dir, {"result.json", "robot.urdf", "torques.csv", "information.json"},
-                            inputs, options);
+  const OutputFolder folder(
+      out_dir, {"result.json", "robot.urdf", "torques.csv", "information.json"}, inputs, options);
   const std::string urdf_out = folder.path("robot.urdf");
   const std::string json_out = folder.path("result.json");
   std::vector<std::string> written;

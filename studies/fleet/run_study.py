@@ -112,107 +112,92 @@ def table(rows):
     return lines
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--heft", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--robots", type=int, default=3)
-    parser.add_argument("--logs", type=int, default=20)
-    parser.add_argument("--results", default=str(HERE / "results.md"))
-    args = parser.parse_args()
-    global HEFT
-    heft = HEFT = str(Path(args.heft).resolve())
-    work = Path(args.work).resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    python = sys.executable
-    proc, t_make = run([python, str(HERE / "make_fleet.py"), "--heft", heft, "--out",
-                        str(work / "fleet"), "--robots", str(args.robots), "--logs",
-                        str(args.logs)])
+def make_fleet(work, name, robots, logs, seed, duration=8):
+    proc, _ = run([sys.executable, str(HERE / "make_fleet.py"), "--heft", HEFT, "--out",
+                   str(work / name), "--robots", str(robots), "--logs", str(logs), "--seed",
+                   str(seed), "--duration", str(duration)])
     if proc.returncode != 0:
         sys.exit(proc.stderr)
+    return work / name
 
-    # 1. the whole fleet, two workers; the same logs with a single log's acceleration window;
-    # a second fleet (other seed, half the logs) that nothing was chosen on
-    out = work / "out"
-    proc, t_fleet = run([heft, "fleet", str(work / "fleet" / "manifest.yaml"), "--out", str(out),
-                         "--workers", "2"])
+
+def fleet(manifest, out, workers=2, env=None, report=False):
+    cmd = [HEFT, "fleet", str(manifest), "--out", str(out), "--workers", str(workers)]
+    proc, wall = run(cmd + ([] if report else ["--no-report"]), env=env)
+    return proc, wall
+
+
+def fusion_study(work, args):
+    """The fleet's job, the same logs with window 81, a second fleet nothing was chosen on."""
+    main_fleet = make_fleet(work, "fleet", args.robots, args.logs, 2026)
+    proc, t_fleet = fleet(main_fleet / "manifest.yaml", work / "out", report=True)
     if proc.returncode != 0:
         sys.exit(f"heft fleet exited {proc.returncode}: {proc.stderr}")
-    rows = evaluate(out)
-    job81 = work / "fleet" / "identify-window81.yaml"
-    job81.write_text((work / "fleet" / "identify.yaml").read_text().replace("window: 121",
-                                                                            "window: 81"))
-    manifest81 = work / "fleet" / "manifest-window81.yaml"
-    manifest81.write_text((work / "fleet" / "manifest.yaml").read_text().replace(
-        "job: identify.yaml", "job: identify-window81.yaml"))
-    proc, _ = run([heft, "fleet", str(manifest81), "--out", str(work / "out81"), "--workers", "2",
-                   "--no-report"])
+    rows = evaluate(work / "out")
+    (main_fleet / "identify-window81.yaml").write_text(
+        (main_fleet / "identify.yaml").read_text().replace("window: 121", "window: 81"))
+    (main_fleet / "manifest-window81.yaml").write_text(
+        (main_fleet / "manifest.yaml").read_text().replace("job: identify.yaml",
+                                                          "job: identify-window81.yaml"))
+    fleet(main_fleet / "manifest-window81.yaml", work / "out81")
     rows81 = evaluate(work / "out81")
-    proc, _ = run([python, str(HERE / "make_fleet.py"), "--heft", heft, "--out",
-                   str(work / "check"), "--robots", str(args.robots), "--logs",
-                   str(max(3, args.logs // 2)), "--seed", "7"])
-    if proc.returncode != 0:
-        sys.exit(proc.stderr)
-    proc, _ = run([heft, "fleet", str(work / "check" / "manifest.yaml"), "--out",
-                   str(work / "check-out"), "--workers", "2", "--no-report"])
+    check = make_fleet(work, "check", args.robots, max(3, args.logs // 2), 7)
+    fleet(check / "manifest.yaml", work / "check-out")
     rows_check = evaluate(work / "check-out")
-    better = all(r["fused_distance"] < r["best"]["distance"] for r in rows + rows_check)
-    mean_nees = statistics.mean(r["fused_nees"] for r in rows + rows_check)
+    return {"t_fleet": t_fleet, "rows": rows, "rows81": rows81, "rows_check": rows_check,
+            "better": all(r["fused_distance"] < r["best"]["distance"]
+                          for r in rows + rows_check),
+            "mean_nees": statistics.mean(r["fused_nees"] for r in rows + rows_check)}
 
-    # 2. scaling: 40 logs (the first two robots' twenty), 1 and 2 workers, nothing cached
-    logs40 = []
-    for robot in range(min(2, args.robots)):
-        logs40 += sorted((work / "fleet" / "logs" / f"arm{robot}").glob("[0-8]*.h5"))
-    logs40 = logs40[:40]
-    manifest40 = work / "fleet" / "manifest40.yaml"
-    manifest40.write_text("job: identify.yaml\nrobots:\n  - id: arm0\n    logs: ["
-                          + ", ".join(str(p) for p in logs40[:len(logs40) // 2]) + "]\n"
-                          "  - id: arm1\n    logs: ["
-                          + ", ".join(str(p) for p in logs40[len(logs40) // 2:]) + "]\n")
+
+def manifest_of(folder, name):
+    """The first two arms' logs 00-89 (no broken ones): 40 logs for 20 per arm."""
+    text = "job: identify.yaml\nrobots:\n"
+    for r in (0, 1):
+        logs = sorted((folder / "logs" / f"arm{r}").glob("[0-8]*.h5"))
+        text += f"  - id: arm{r}\n    logs: [" + ", ".join(str(p) for p in logs) + "]\n"
+    (folder / name).write_text(text)
+    return folder / name
+
+
+def scaling_study(work):
     def scale(manifest, tag):
         result = {}
         for workers in (1, 2):
             o = work / f"scale-{tag}-{workers}"
-            proc, wall = run([heft, "fleet", str(manifest), "--out", str(o), "--workers",
-                              str(workers), "--no-report"])
+            proc, wall = fleet(manifest, o, workers)
             if proc.returncode != 0:
                 sys.exit(f"scaling run exited {proc.returncode}: {proc.stderr}")
-            timing = json.loads((o / "timing.json").read_text())
-            result[workers] = {"wall": wall, **timing}
+            result[workers] = {"wall": wall, **json.loads((o / "timing.json").read_text())}
         return result
 
-    scaling = scale(manifest40, "fleet")
-    # the same with 40 logs of 30 s (each task about three times longer)
-    proc, _ = run([python, str(HERE / "make_fleet.py"), "--heft", heft, "--out",
-                   str(work / "long-logs"), "--robots", "2", "--logs", "20", "--duration", "30",
-                   "--seed", "11"])
-    if proc.returncode != 0:
-        sys.exit(proc.stderr)
-    manifest_long = work / "long-logs" / "manifest40.yaml"
-    manifest_long.write_text("job: identify.yaml\nrobots:\n" + "".join(
-        f"  - id: arm{r}\n    logs: [" + ", ".join(
-            str(p) for p in sorted((work / "long-logs" / "logs" / f"arm{r}").glob("[0-8]*.h5")))
-        + "]\n" for r in (0, 1)))
-    scaling_long = scale(manifest_long, "long")
-    overhead = scaling[2]["overhead_per_task_s"]
-    # 3. a worker killed mid-task: the same fused estimates
-    o = work / "killed"
-    env = dict(os.environ, HEFT_FLEET_FAULT=f"kill-worker:{logs40[3].name}")
-    proc, _ = run([heft, "fleet", str(manifest40), "--out", str(o), "--workers", "2",
-                   "--no-report"], env=env)
-    killed_exit = proc.returncode
-    killed = json.loads((o / "fleet.json").read_text())
+    manifest40 = manifest_of(work / "fleet", "manifest40.yaml")
+    long_logs = make_fleet(work, "long-logs", 2, 20, 11, duration=30)
+    return {"manifest40": manifest40, "fleet": scale(manifest40, "fleet"),
+            "long": scale(manifest_of(long_logs, "manifest40.yaml"), "long")}
+
+
+def fault_study(work, manifest40):
+    """A worker killed mid-task: the same fused estimates as the clean two-worker run."""
+    victim = sorted((work / "fleet" / "logs" / "arm0").glob("0*.h5"))[3].name
+    env = dict(os.environ, HEFT_FLEET_FAULT=f"kill-worker:{victim}")
+    proc, _ = fleet(manifest40, work / "killed", env=env)
+    killed = json.loads((work / "killed" / "fleet.json").read_text())
     same = True
     for robot in ("arm0", "arm1"):
         a = json.loads((work / "scale-fleet-2" / "robots" / robot / "result.json").read_text())
-        b = json.loads((o / "robots" / robot / "result.json").read_text())
+        b = json.loads((work / "killed" / "robots" / robot / "result.json").read_text())
         same &= a["parameters"] == b["parameters"] and a["friction"] == b["friction"]
-    attempts = max(r["attempts"] for rb in killed["robots"] for r in rb["logs"])
+    return {"victim": victim, "exit": proc.returncode, "same": same,
+            "attempts": max(r["attempts"] for rb in killed["robots"] for r in rb["logs"])}
 
-    # 4. the engine alone: no-op tasks on the same local cluster
-    from dask.distributed import Client, LocalCluster
+
+def noop_task_s():
+    """The engine alone: 1000 no-op tasks on a local cluster of two workers."""
     import logging
+
+    from dask.distributed import Client, LocalCluster
+
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
     client = Client(cluster)
@@ -222,7 +207,10 @@ def main():
     noop = (time.perf_counter() - start) / 1000
     client.close()
     cluster.close()
+    return noop
 
+
+def markdown(args, fusion, scaling, fault, noop):
     lines = ["# Fleet: fusion, scaling, faults", "",
              "Regenerate (about 3 minutes): `ctest -R Studies.Fleet` in build/, or",
              "`.deps/venv-tools/bin/python studies/fleet/run_study.py --heft build/bin/heft "
@@ -233,7 +221,7 @@ def main():
              "log cut in half, a log of its neighbour (another tool) and on arm0 a "
              "double-pendulum log. Job: the identify.yaml make_fleet.py writes (panda_link7 with a "
              "payload prior, friction, armature, per-log torque offsets). `heft fleet --workers 2` "
-             f"took {t_fleet:.1f} s.", "",
+             f"took {fusion['t_fleet']:.1f} s.", "",
              "Distance to truth: |(pi - pi_true) / prior std| over panda_link7's ten parameters "
              "(tool included); the best single log is the one with the smallest distance. NEES: "
              "(pi - pi_true)' Cov^-1 (pi - pi_true), 10 for a calibrated covariance. \"One "
@@ -243,19 +231,20 @@ def main():
              "reads it.", "",
              "## Fused against single logs", "",
              "Savitzky-Golay window 121 (the fleet's job):", ""]
-    lines += table(rows)
+    lines += table(fusion["rows"])
     lines += ["", "The same logs with window 81 (a single log's best on panda-friction):", ""]
-    lines += table(rows81)
+    lines += table(fusion["rows81"])
     lines += ["", f"A second fleet (seed 7, {max(3, args.logs // 2)} logs per arm), window 121, "
               "nothing chosen on it:", ""]
-    lines += table(rows_check)
+    lines += table(fusion["rows_check"])
     lines += ["", f"Fused closer to truth than the best single log, every robot of both fleets: "
-              f"**{'yes' if better else 'no'}**. NEES of the fused estimates, mean over both "
-              f"fleets: **{mean_nees:.1f}** for 10 parameters.", "",
+              f"**{'yes' if fusion['better'] else 'no'}**. NEES of the fused estimates, mean over "
+              f"both fleets: **{fusion['mean_nees']:.1f}** for 10 parameters.", "",
               "## Scaling and overhead (40 logs, nothing cached)", "",
               "| logs | workers | wall [s] | cluster start [s] | task phase [s] | fusion [s] | "
-              "median task [s] | wall ratio | task-phase ratio |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, sc in (("the fleet's (6-10 s)", scaling), ("30 s", scaling_long)):
+              "median task [s] | wall ratio | task-phase ratio |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for name, sc in (("the fleet's (6-10 s)", scaling["fleet"]), ("30 s", scaling["long"])):
         for w in (1, 2):
             t = sc[w]
             lines.append(
@@ -264,18 +253,40 @@ def main():
                 f"{statistics.median(t['task_s']):.3f} | "
                 + (f"{sc[1]['wall'] / sc[2]['wall']:.2f} | "
                    f"{sc[1]['task_phase_s'] / sc[2]['task_phase_s']:.2f} |" if w == 2 else " | |"))
+    overhead = scaling["fleet"][2]["overhead_per_task_s"]
     lines += ["", f"This machine has {os.cpu_count()} cores. Engine overhead per task (2 x task "
               f"phase - busy time, over the tasks, fleet logs): {overhead * 1e3:.1f} ms; a no-op "
               f"Dask task: {noop * 1e3:.2f} ms. The wall time also holds the interpreter, the "
               "cluster's start, hashing the inputs and the fusions: about 1.4 s that a second "
               "worker does not halve.", "",
               "## A worker killed mid-task", "",
-              f"HEFT_FLEET_FAULT=kill-worker:{logs40[3].name}: the run finished (exit "
-              f"{killed_exit}), the most attempts of a task {attempts}, fused parameters and "
-              f"friction identical to the clean run's: **{'yes' if same else 'no'}**.", ""]
+              f"HEFT_FLEET_FAULT=kill-worker:{fault['victim']}: the run finished (exit "
+              f"{fault['exit']}), the most attempts of a task {fault['attempts']}, fused "
+              f"parameters and friction identical to the clean run's: "
+              f"**{'yes' if fault['same'] else 'no'}**.", ""]
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--heft", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--robots", type=int, default=3)
+    parser.add_argument("--logs", type=int, default=20)
+    parser.add_argument("--results", default=str(HERE / "results.md"))
+    args = parser.parse_args()
+    global HEFT
+    HEFT = str(Path(args.heft).resolve())
+    work = Path(args.work).resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    fusion = fusion_study(work, args)
+    scaling = scaling_study(work)
+    fault = fault_study(work, scaling["manifest40"])
+    lines = markdown(args, fusion, scaling, fault, noop_task_s())
     Path(args.results).write_text("\n".join(lines))
     print("\n".join(lines))
-    ok = better and same and killed_exit == 0 and attempts >= 2
+    ok = fusion["better"] and fault["same"] and fault["exit"] == 0 and fault["attempts"] >= 2
     sys.exit(0 if ok else 1)
 
 

@@ -14,6 +14,8 @@ struct FleetJob {
     std::string out;
     int workers = 0;  ///< 0: the manifest's `workers`, else the cores
     bool report = true;
+    /// A running Dask scheduler (tcp://host:8786) instead of a local cluster.
+    std::string scheduler;
   };
   /// argv of the tool (interpreter first); `heft` is the executable its tasks run.
   static std::vector<std::string> commandLine(const Args& args, const std::string& heft);

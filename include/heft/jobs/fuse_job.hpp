@@ -22,8 +22,8 @@ namespace heft::jobs {
 struct FuseJob {
   struct Config {
     std::string source = "<config>";
-    std::string identify;     ///< the heft identify config every run used (resolved path)
-    IdentifyJob::Config job;  ///< read from it: robot, identified set, priors, map options
+    std::string identify;           ///< the heft identify config every run used (resolved path)
+    IdentifyJob::Config job;        ///< read from it: robot, identified set, priors, map options
     std::vector<std::string> runs;  ///< heft identify output folders (resolved)
     /// A simulated log of this robot: its truth group scores the fused estimate (never an input).
     std::string truth_log;

@@ -134,8 +134,9 @@ struct IdentifyJob {
 
   /// Writes DIR/result.json and, when result.writable() and the robot came from a URDF,
   /// DIR/robot.urdf (the input URDF with the identified bodies' <inertial> replaced), then
-  /// DIR/torques.csv and, with result.information, DIR/information.json, each atomically. DIR is created if missing. Existing outputs are replaced only with
-  /// options.overwrite. Returns the paths written.
+  /// DIR/torques.csv and, with result.information, DIR/information.json, each atomically. DIR is
+  /// created if missing. Existing outputs are replaced only with options.overwrite. Returns the
+  /// paths written.
   static std::vector<std::string> write(const Result& result, const std::string& out_dir,
                                         const WriteOptions& options = {});
 };
