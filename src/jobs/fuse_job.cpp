@@ -312,11 +312,8 @@ std::vector<std::string> FuseJob::write(const Result& result, const std::string&
             written);
   io::writeTextFileAtomically(json_out, json.dump(2) + "\n", options.overwrite);
   written.push_back(json_out);
-  const nlohmann::json info =
-      informationJson(result.information, job.robot, job.options.problem.torque_offset_prior_std);
-  io::writeTextFileAtomically(folder.path("information.json"), info.dump() + "\n",
-                              options.overwrite);
-  written.push_back(folder.path("information.json"));
+  writeInformationFile(folder.path("information.json"), result.information, job.robot,
+                       job.options.problem.torque_offset_prior_std, options.overwrite, written);
   throwIfUrdfRefused(json, json_out);
   return written;
 }

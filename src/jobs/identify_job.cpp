@@ -654,14 +654,10 @@ std::vector<std::string> IdentifyJob::write(const Result& result, const std::str
     io::writeTextFileAtomically(folder.path("torques.csv"), csv.str(), options.overwrite);
     written.push_back(folder.path("torques.csv"));
   }
-  if (result.information) {
-    const nlohmann::json info =
-        informationJson(*result.information, result.config.robot,
-                        result.config.options.problem.torque_offset_prior_std);
-    io::writeTextFileAtomically(folder.path("information.json"), info.dump() + "\n",
-                                options.overwrite);
-    written.push_back(folder.path("information.json"));
-  }
+  if (result.information)
+    writeInformationFile(folder.path("information.json"), *result.information, result.config.robot,
+                         result.config.options.problem.torque_offset_prior_std, options.overwrite,
+                         written);
   throwIfUrdfRefused(json, json_out);
   return written;
 }

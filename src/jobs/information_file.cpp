@@ -33,6 +33,14 @@ nlohmann::json informationJson(const identify::DataInformation& info, const std:
           {"torque_offset_prior_std", torque_offset_prior_std}};
 }
 
+void writeInformationFile(const std::string& path, const identify::DataInformation& info,
+                          const std::string& robot, double torque_offset_prior_std, bool overwrite,
+                          std::vector<std::string>& written) {
+  io::writeTextFileAtomically(
+      path, informationJson(info, robot, torque_offset_prior_std).dump() + "\n", overwrite);
+  written.push_back(path);
+}
+
 namespace {
 
 template <typename T>
