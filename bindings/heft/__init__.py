@@ -69,7 +69,7 @@ from . import _heft
 
 __version__ = "0.1.0"
 
-JOBS = ("identify", "estimate", "filter", "sample", "predict", "excite", "explore")
+JOBS = ("identify", "estimate", "filter", "sample", "predict", "excite", "explore", "fuse")
 
 
 def _plain(value):
@@ -146,6 +146,11 @@ def sample(config, **kwargs):
 def predict(config, **kwargs):
     """heft predict: held-out torque prediction of identified models."""
     return run("predict", config, **kwargs)
+
+
+def fuse(config, **kwargs):
+    """heft fuse: several identify runs of one robot (their information.json) in one estimate."""
+    return run("fuse", config, **kwargs)
 
 
 def excite(config, **kwargs):

@@ -15,6 +15,7 @@
 #include "heft/jobs/excite_job.hpp"
 #include "heft/jobs/explore_job.hpp"
 #include "heft/jobs/filter_job.hpp"
+#include "heft/jobs/fuse_job.hpp"
 #include "heft/jobs/identify_job.hpp"
 #include "heft/jobs/import_bag_job.hpp"
 #include "heft/jobs/mjcf_export.hpp"
@@ -262,6 +263,7 @@ void bindJobs(nb::module_& m) {
   bindJob<jobs::EstimateJob>(m, "estimate", "EstimateResult");
   bindJob<jobs::SampleJob>(m, "sample", "SampleResult");
   bindJob<jobs::PredictJob>(m, "predict", "PredictResult");
+  bindJob<jobs::FuseJob>(m, "fuse", "FuseResult");
   bindJob<jobs::ExciteJob>(m, "excite", "ExciteResult");
   bindJob<jobs::ExploreJob>(m, "explore", "ExploreResult");
   bindSimulate(m);

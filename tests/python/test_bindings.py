@@ -2,6 +2,7 @@
 the C++ jobs and the CLI built beside it. Run by ctest (python.bindings) with that venv's python;
 every test_* function is one case, and the script fails if any case fails."""
 
+import json
 import os
 import shutil
 import sys
@@ -216,6 +217,14 @@ def test_base_state_predict_and_a_scenario_file_run_from_python():
                          "identify": {"bodies": PANDA_LINKS}})
     assert fit.writable, fit.refusal
     fit.write(str(SCRATCH / "fit"))
+    # fuse: the fit's information.json alone, fused, is the fit again
+    job = SCRATCH / "fit.yaml"
+    job.write_text(json.dumps({"robot": "panda", "log": str(PANDA_LOG), "method": "map",
+                               "identify": {"bodies": PANDA_LINKS}}))
+    fused = heft.fuse({"identify": str(job), "runs": [str(SCRATCH / "fit")]})
+    assert fused.to_dict()["method"] == "fused-map", fused.report()
+    for body, p in fit.to_dict()["parameters"].items():
+        assert abs(fused.to_dict()["parameters"][body]["mass"] - p["mass"]) < 1e-3 * p["mass"]
     prediction = heft.predict({"robot": str(SCRATCH / "fit" / "robot.urdf"), "base": "fixed",
                                "result": str(SCRATCH / "fit" / "result.json"), "nominal": "panda",
                                "log": str(PANDA_LOG), "ranges": [[1.4, 1.9]]})
