@@ -86,7 +86,7 @@ def load_manifest(path):
         line = f":{mark.line + 1}" if mark is not None else ""
         raise ManifestError(f"{path}{line}: not valid YAML ({getattr(e, 'problem', e)})")
     where = str(path)
-    _mapping_keys(data, where, {"job", "robots", "workers", "fuse"})
+    _mapping_keys(data, where, {"job", "robots", "workers", "fuse", "task_timeout_s"})
     base = path.resolve().parent
     _expect("job" in data and isinstance(data["job"], str), f"{where}: job",
             "the heft identify config every log runs with", data.get("job"))
@@ -96,6 +96,9 @@ def load_manifest(path):
     workers = data.get("workers")
     _expect(workers is None or (isinstance(workers, int) and workers >= 1), f"{where}: workers",
             "an integer >= 1", workers)
+    timeout = data.get("task_timeout_s")
+    _expect(timeout is None or (isinstance(timeout, (int, float)) and timeout > 0),
+            f"{where}: task_timeout_s", "a number of seconds > 0", timeout)
     fuse = data.get("fuse") or {}
     _mapping_keys(fuse, f"{where}: fuse", {"outlier_gate"})
     gate = fuse.get("outlier_gate", 10)
@@ -125,7 +128,7 @@ def load_manifest(path):
         out.append({"id": rid, "job": robot_job, "logs": _logs_of(robot["logs"], f"{rw}.logs",
                                                                    base)})
     return {"path": path.resolve(), "workers": workers, "outlier_gate": float(gate),
-            "robots": out}
+            "task_timeout_s": timeout, "robots": out}
 
 
 # ---- tasks ----------------------------------------------------------------------------------------
@@ -167,7 +170,7 @@ def _last_line(text):
     return lines[-1] if lines else ""
 
 
-def identify_task(heft, job, log, run_dir, state_dir):
+def identify_task(heft, job, log, run_dir, state_dir, timeout=None):
     """Runs on a worker: heft identify into a scratch folder, renamed to run_dir when done. Each
     attempt leaves a file in state_dir/attempts (a worker lost mid-task shows as a second one)."""
     run_dir = Path(run_dir)
@@ -188,17 +191,22 @@ def identify_task(heft, job, log, run_dir, state_dir):
     # with it (docs/fleet.md). One OpenMP thread per task (Dask's OMP_NUM_THREADS=1) stays.
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
     start = time.perf_counter()
-    proc = subprocess.run([heft, "identify", str(job), "--log", str(log), "--out",
-                           str(scratch / "out"), "--quiet"], capture_output=True, text=True,
-                          env=env)
+    try:
+        proc = subprocess.run([heft, "identify", str(job), "--log", str(log), "--out",
+                               str(scratch / "out"), "--quiet"], capture_output=True, text=True,
+                              env=env, timeout=timeout)
+        code, stdout = proc.returncode, proc.stdout
+        status = {0: "identified", 1: "failed", 2: "bad input"}.get(code, "crashed")
+        message = "" if code == 0 else _last_line(proc.stderr)
+    except subprocess.TimeoutExpired:
+        code, stdout, status = None, "", "timed out"
+        message = f"heft identify ran longer than task_timeout_s = {timeout} s and was stopped"
     elapsed = time.perf_counter() - start
-    code = proc.returncode
-    status = {0: "identified", 1: "failed", 2: "bad input"}.get(code, "crashed")
-    record = {"log": str(log), "exit_code": code, "status": status,
-              "message": "" if code == 0 else _last_line(proc.stderr), "task_s": elapsed}
+    record = {"log": str(log), "exit_code": code, "status": status, "message": message,
+              "task_s": elapsed}
     out = scratch / "out"
     out.mkdir(exist_ok=True)
-    (out / "report.txt").write_text(proc.stdout)
+    (out / "report.txt").write_text(stdout)
     _write_json_atomically(out / "task.json", {k: v for k, v in record.items() if k != "task_s"})
     if run_dir.exists():
         shutil.rmtree(run_dir)  # an earlier attempt that did not finish
@@ -208,14 +216,20 @@ def identify_task(heft, job, log, run_dir, state_dir):
 
 
 def _done(run_dir):
-    """A finished task leaves task.json (the exit of a deterministic program: not rerun)."""
-    return (Path(run_dir) / "task.json").is_file()
+    """A finished task leaves task.json (the exit of a deterministic program: not rerun); one
+    stopped by task_timeout_s runs again (the limit may have changed)."""
+    task = Path(run_dir) / "task.json"
+    return task.is_file() and json.loads(task.read_text())["status"] != "timed out"
 
 
 def start_cluster(workers, scheduler=None):
     """A local cluster of `workers` processes, or the running cluster at `scheduler`
     (tcp://host:8786; docs/fleet.md: its workers must see the same files at the same paths)."""
-    from dask.distributed import Client, LocalCluster
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as e:
+        raise SystemExit(f"heft fleet: failed: {e.name} is missing from {sys.prefix}: `make deps` "
+                         "installs requirements-tools.txt there (or set HEFT_PYTHON)")
 
     if scheduler:
         client = Client(scheduler, timeout=30)
@@ -225,7 +239,7 @@ def start_cluster(workers, scheduler=None):
     return Client(cluster), cluster
 
 
-def run_tasks(client, todo, heft, workers, out):
+def run_tasks(client, todo, heft, workers, out, timeout):
     """The identify tasks not done yet, on the cluster. Returns their timing."""
     from dask.distributed import as_completed
     from distributed.scheduler import KilledWorker
@@ -234,7 +248,7 @@ def run_tasks(client, todo, heft, workers, out):
     futures = {}
     for t in todo:
         future = client.submit(identify_task, heft, str(t["job"]), str(t["log"]),
-                               str(t["run_dir"]), str(out / ".state"),
+                               str(t["run_dir"]), str(out / ".state"), timeout,
                                key=f"identify-{t['robot']}-{t['key']}", pure=False)
         futures[future] = t
     task_s = []
@@ -443,7 +457,8 @@ def main(argv=None):
         timing["cluster_start_s"] = time.perf_counter() - started
         if args.scheduler:
             workers = timing["workers"] = len(client.scheduler_info()["workers"])
-        timing.update(run_tasks(client, todo, args.heft, workers, out))
+        timing.update(run_tasks(client, todo, args.heft, workers, out,
+                                manifest["task_timeout_s"]))
 
     runs_of = {}
     for robot in manifest["robots"]:

@@ -206,6 +206,25 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
   }
 }
 
+TEST(FleetCommand, ATaskOverItsTimeLimitIsStoppedAndReported) {
+  const fs::path dir = scratch("timeout");
+  fs::create_directories(dir);
+  writeText(dir / "manifest.yaml",
+            "job: " + std::string(HEFT_SOURCE_DIR) +
+                "/data/examples/panda_friction_identify.yaml\ntask_timeout_s: 0.001\nrobots: "
+                "[{id: arm, logs: [" +
+                HEFT_SOURCE_DIR + "/data/fixtures/sim_panda_friction_2s.h5]}]\n");
+  // no log identified, so no fused estimate: exit 1, and the log's status says why
+  EXPECT_EQ(test::runHeft("fleet " + (dir / "manifest.yaml").string() + " --out " +
+                              (dir / "out").string() + " --workers 1 --no-report",
+                          dir / "err.txt"),
+            1)
+      << slurp(dir / "err.txt");
+  const nlohmann::json fleet = readJson(dir / "out" / "fleet.json");
+  EXPECT_EQ(fleet["robots"][0]["logs"][0]["status"], "timed out");
+  EXPECT_EQ(fleet["robots"][0]["fusion"]["status"], "not fused");
+}
+
 TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
   const fs::path dir = scratch("manifests");
   fs::create_directories(dir);
@@ -217,6 +236,8 @@ TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
        "robots[1].id: 'a' is used twice"},
       {"job: job.yaml\nrobots: [{id: a, logs: nowhere}]\n", "robots[0].logs"},
       {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}\n", "not valid YAML"},
+      {"job: job.yaml\ntask_timeout_s: 0\nrobots: [{id: a, logs: [x.h5]}]\n",
+       "task_timeout_s: expected a number of seconds > 0"},
   };
   int k = 0;
   for (const auto& [text, expected] : cases) {
