@@ -431,6 +431,14 @@ def main(argv=None):
     except ManifestError as e:
         print(f"heft fleet: error: {e}", file=sys.stderr)
         return 2
+    # a bad job config is the manifest's bad input: refused before any task runs
+    for job in dict.fromkeys(robot["job"] for robot in manifest["robots"]):
+        proc = subprocess.run([args.heft, "identify", str(job), "--check"], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            message = _last_line(proc.stderr).removeprefix("heft identify: error: ")
+            print(f"heft fleet: error: {args.manifest}: job: {message}", file=sys.stderr)
+            return 2 if proc.returncode == 2 else 1
     workers = args.workers or manifest["workers"] or os.cpu_count() or 1
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

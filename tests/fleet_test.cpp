@@ -229,6 +229,7 @@ TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
   const fs::path dir = scratch("manifests");
   fs::create_directories(dir);
   writeText(dir / "job.yaml", "robot: panda\nlog: x.h5\n");
+  writeText(dir / "typo.yaml", "robot: panda\nlog: x.h5\nmethd: map\n");
   const std::map<std::string, std::string> cases = {
       {"robots: [{id: a, logs: [x.h5]}]\n", "job"},
       {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}]\nworker: 2\n", "unknown key 'worker'"},
@@ -238,6 +239,7 @@ TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
       {"job: job.yaml\nrobots: [{id: a, logs: [x.h5]}\n", "not valid YAML"},
       {"job: job.yaml\ntask_timeout_s: 0\nrobots: [{id: a, logs: [x.h5]}]\n",
        "task_timeout_s: expected a number of seconds > 0"},
+      {"job: job.yaml\nrobots: [{id: a, logs: [x.h5], job: typo.yaml}]\n", "typo.yaml:3"},
   };
   int k = 0;
   for (const auto& [text, expected] : cases) {

@@ -16,12 +16,18 @@ struct IdentifyArgs {
   std::string out;
   std::vector<std::string> logs;
   bool overwrite = false;
+  bool check = false;
   bool quiet = false;
 };
 
 int runIdentify(const IdentifyArgs& args) {
   using heft::jobs::IdentifyJob;
   IdentifyJob::Config config = IdentifyJob::load(args.config);
+  if (args.check) {  // the config alone: read and validated, nothing run (heft fleet's first step)
+    std::cout << args.config << ": a valid identify config\n";
+    return 0;
+  }
+  if (args.out.empty()) throw heft::InputError("--out: required (the output folder)");
   if (!args.logs.empty()) {  // the same job on other recordings (heft fleet runs it per log)
     config.log = args.logs.front();
     config.more_logs.assign(args.logs.begin() + 1, args.logs.end());
@@ -43,11 +49,13 @@ int runIdentify(const IdentifyArgs& args) {
 std::function<int()> setupIdentify(CLI::App& app) {
   auto args = std::make_shared<IdentifyArgs>();
   app.add_option("CONFIG", args->config, "YAML job config (docs/guide/identify.md)")->required();
-  app.add_option("--out", args->out, "output folder: result.json and robot.urdf")->required();
+  app.add_option("--out", args->out, "output folder: result.json and robot.urdf (required)");
   app.add_option("--log", args->logs,
                  "log(s) replacing the config's `log` (relative to the working folder)");
   app.add_flag("--overwrite", args->overwrite, "replace result.json / robot.urdf in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");
+  app.add_flag("--check", args->check,
+               "only read and validate CONFIG (exit 2 naming the file, line and key), run nothing");
   return [args] { return runIdentify(*args); };
 }
 
