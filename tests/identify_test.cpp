@@ -356,6 +356,18 @@ TEST(Identify, MapResidualJacobianMatchesFiniteDifferences) {
           toString(test_case.loss).c_str(), mp.numResiduals(), mp.dimension(), ratio, cratio);
       EXPECT_LT(ratio, 1.0);
       EXPECT_LT(cratio, 1.0);
+      if (form == FrictionForm::CoulombViscous && test_case.loss == RobustLoss::None) {
+        // the same posterior with the data as information rows (heft fuse's MapProblem)
+        const MapProblem rows(whitenedRows(dataInformation(torqueSystem(sp), mp.weights())), set,
+                              po, mo);
+        Eigen::MatrixXd JR;
+        rows.jacobian(x, JR);
+        const double rratio = worstJacobianRatio(
+            [&](const Eigen::VectorXd& xx, Eigen::VectorXd& r) { rows.residual(xx, r); }, x, JR);
+        std::printf("  information rows: %d residuals, worst error / tolerance %.3g\n",
+                    rows.numResiduals(), rratio);
+        EXPECT_LT(rratio, 1.0);
+      }
     }
   }
 }
