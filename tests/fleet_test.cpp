@@ -62,7 +62,10 @@ TEST(FuseJob, OneRunFusedIsThatRunsEstimate) {
   const Eigen::VectorXd z =
       (fused.fused.linear - single.linear).cwiseQuotient(single.covariance.diagonal().cwiseSqrt());
   EXPECT_LT(z.lpNorm<Eigen::Infinity>(), 1e-2) << z.transpose();
-  EXPECT_EQ(fused.information.rows, single.rows);
+  ASSERT_TRUE(fused.fused.information && single.information);
+  EXPECT_EQ(fused.fused.information->rows, single.rows);
+  EXPECT_EQ(fused.fused.information->samples, single.samples);
+  EXPECT_EQ(single.information->samples, single.samples);
   FuseJob::write(fused, (dir / "out").string());
   const nlohmann::json j = readJson(dir / "out" / "result.json");
   EXPECT_EQ(j["method"], "fused-map");

@@ -74,33 +74,27 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
     for (const auto& w : problem.warnings) res.warnings.push_back(w);
     system = torqueSystem(problem);
     if (options.method == Method::Map) {
-      MapResult map = solveMap(problem, set, options.problem, options.map);
-      res.status = map.status;
-      res.message = map.message;
-      res.estimate = map.linear;
-      res.covariance = map.linear_covariance;
-      res.iterations = map.iterations;
-      res.channel_names = map.channel_names;
-      res.channel_rms_before = map.channel_rms_before;
-      res.channel_rms_after = map.channel_rms_after;
+      LeastSquaresOptions lo = options.least_squares;
+      lo.weighted = false;
+      std::vector<std::string> warnings = std::move(res.warnings);
+      res = resultOfMap(solveMap(problem, set, options.problem, options.map), system, set,
+                        options.problem, lo);
       // solveMap repeats the problem's warnings for its own callers: each once here
-      for (const auto& w : map.warnings)
-        if (std::find(res.warnings.begin(), res.warnings.end(), w) == res.warnings.end())
-          res.warnings.push_back(w);
-      res.information = map.information;
-      res.map = std::move(map);
+      for (const auto& w : res.warnings)
+        if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+      res.warnings = std::move(warnings);
     }
   }
-  res.layout = system.layout;
-  res.names = system.names;
-  res.rows = system.rows();
-  res.nominal = nominalLinearVector(system.layout, set, options.problem);
-  LeastSquaresOptions lo = options.least_squares;
-  lo.weighted = options.method == Method::WeightedLeastSquares;
-  LeastSquaresResult ls = solveLeastSquares(system, res.nominal, lo);
-  res.base = ls.base;
-  res.condition_number = ls.condition_number;
   if (options.method != Method::Map) {
+    res.layout = system.layout;
+    res.names = system.names;
+    res.rows = system.rows();
+    res.nominal = nominalLinearVector(system.layout, set, options.problem);
+    LeastSquaresOptions lo = options.least_squares;
+    lo.weighted = options.method == Method::WeightedLeastSquares;
+    LeastSquaresResult ls = solveLeastSquares(system, res.nominal, lo);
+    res.base = ls.base;
+    res.condition_number = ls.condition_number;
     res.status = ls.status;
     res.message = ls.message;
     res.estimate = ls.x;
@@ -109,14 +103,43 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
     res.channel_rms_before = ls.channel_rms_before;
     res.channel_rms_after = ls.channel_rms_after;
     for (const auto& w : ls.warnings) res.warnings.push_back(w);
+    res.least_squares = std::move(ls);
+    res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
   }
-  res.least_squares = std::move(ls);
-  if (res.information) res.information->samples = res.samples;
-  res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
+  res.method = options.method;
+  res.samples = samples.size();
   if (log.truth && log.truth->body_pi.rows() > 0) {
     res.truth = results::truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);
   }
   res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return res;
+}
+
+IdentifyResult resultOfMap(MapResult map, const LinearSystem& system,
+                           const model::IdentifiedSet& set, const ProblemOptions& problem,
+                           const LeastSquaresOptions& least_squares) {
+  IdentifyResult res;
+  res.method = Method::Map;
+  res.status = map.status;
+  res.message = map.message;
+  res.layout = system.layout;
+  res.names = system.names;
+  res.nominal = nominalLinearVector(system.layout, set, problem);
+  res.estimate = map.linear;
+  res.covariance = map.linear_covariance;
+  res.stddev = res.covariance.diagonal().cwiseMax(0.0).cwiseSqrt();
+  res.iterations = map.iterations;
+  res.channel_names = map.channel_names;
+  res.channel_rms_before = map.channel_rms_before;
+  res.channel_rms_after = map.channel_rms_after;
+  res.rows = map.information ? map.information->rows : system.rows();
+  res.samples = map.information ? map.information->samples : 0;
+  res.warnings = map.warnings;
+  LeastSquaresResult ls = solveLeastSquares(system, res.nominal, least_squares);
+  res.base = ls.base;
+  res.condition_number = ls.condition_number;
+  res.least_squares = std::move(ls);
+  res.map = std::move(map);
   return res;
 }
 

@@ -717,8 +717,10 @@ MapResult solveMap(const StackedProblem& problem, const model::IdentifiedSet& se
   const LinearSystem sys = torqueSystem(problem);
   MapResult res = solveProblem(mp, sys, set, problem_options, options);
   if (problem_options.friction_form == FrictionForm::CoulombViscous &&
-      options.loss == RobustLoss::None)
+      options.loss == RobustLoss::None) {
     res.information = dataInformation(sys, mp.weights());
+    res.information->samples = static_cast<int>(problem.v_joint.cols());
+  }
   for (const auto& w : problem.warnings) res.warnings.push_back(w);
   return res;
 }

@@ -464,7 +464,7 @@ IdentifyJob::Result IdentifyJob::fromIdentification(const Config& config,
     result.torque_offsets.emplace_back(layout.torque_offset_joints[o],
                                        run.estimate[layout.torqueOffsetStart() + o],
                                        run.stddev[layout.torqueOffsetStart() + o]);
-  result.information = run.information;
+  if (run.map) result.information = run.map->information;
   return result;
 }
 

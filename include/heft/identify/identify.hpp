@@ -61,14 +61,18 @@ struct IdentifyResult {
   std::optional<results::TruthErrors> truth;        ///< when the log has truth bodies
   std::optional<LeastSquaresResult> least_squares;  ///< the method's own result
   std::optional<MapResult> map;
-  /// The data in information form (method map with Coulomb + viscous friction and no robust
-  /// loss): what `heft fuse` combines across logs.
-  std::optional<DataInformation> information;
   std::vector<std::string> warnings;
   double time_s = 0;
   /// Parameters (nominal, estimate, std), residuals, condition, base parameters, warnings, truth.
   std::string report() const;
 };
+
+/// The IdentifyResult of a MAP solve on `system`'s rows: its estimate, covariance, residuals and
+/// warnings, the base parameters of the rows (solveLeastSquares with `least_squares`), rows and
+/// samples from map.information when it has one; `map` is kept in the result.
+IdentifyResult resultOfMap(MapResult map, const LinearSystem& system,
+                           const model::IdentifiedSet& set, const ProblemOptions& problem,
+                           const LeastSquaresOptions& least_squares = {});
 
 /// prepareSamples -> buildProblem / energySystem -> the method -> truth errors.
 /// Throws InputError for bad input (log / robot mismatch, options); a failed solve is reported
