@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include <Eigen/Cholesky>
@@ -13,6 +14,7 @@
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/results/body_estimate.hpp"
 
 namespace heft::identify {
 namespace {
@@ -104,9 +106,9 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
   // change with panda offsets 15-40 % short), so they start at the ordinary least-squares values
   Eigen::VectorXd sigma = options.channel_std;
   offset_start_ = Eigen::VectorXd::Zero(no_);
+  const LinearSystem sys = torqueSystem(p);
+  const Eigen::VectorXd x0 = nominalLinearVector(p.layout, set, po);
   if (sigma.size() == 0 || no_ > 0) {
-    const LinearSystem sys = torqueSystem(p);
-    const Eigen::VectorXd x0 = nominalLinearVector(p.layout, set, po);
     const LeastSquaresResult ls = solveLeastSquares(sys, x0);
     offset_start_ = ls.x.tail(no_);
     if (!offset_start_.allFinite()) offset_start_.setZero();
@@ -120,6 +122,14 @@ MapProblem::MapProblem(const StackedProblem& p, const model::IdentifiedSet& set,
           "size " + std::to_string(sigma.size()));
   w_.resize(rows_);
   for (int r = 0; r < rows_; ++r) w_[r] = 1.0 / sigma[p.channel[r]];
+  // the second start: the least-squares minimum of the MAP's own (weighted) data cost, the same
+  // as that of the log's whitened rows, so a run and its information alone restart alike
+  if (options.boundary_restart) {
+    LinearSystem weighted = sys;
+    weighted.Phi = w_.asDiagonal() * sys.Phi;
+    weighted.y = w_.asDiagonal() * sys.y;
+    least_squares_ = solveLeastSquares(weighted, x0).x;
+  }
   WA_ = w_.asDiagonal() * p.A;
   WG_ = w_.asDiagonal() * p.G;
   Wb_ = w_.asDiagonal() * p.b;
@@ -154,9 +164,10 @@ MapProblem::MapProblem(const LinearSystem& rows, const model::IdentifiedSet& set
   N_ = 0;
   w_ = Eigen::VectorXd::Ones(rows_);
   offset_start_ = Eigen::VectorXd::Zero(no_);
-  if (no_ > 0 && rows_ > 0) {
+  if (rows_ > 0 && (no_ > 0 || options.boundary_restart)) {
     const LeastSquaresResult ls = solveLeastSquares(rows, nominalLinearVector(layout_, set, po));
     if (ls.x.allFinite()) offset_start_ = ls.x.tail(no_);
+    least_squares_ = ls.x;
   }
   buildPriors(set, po);
   buildConstraints(options);
@@ -223,6 +234,21 @@ Eigen::VectorXd MapProblem::initial() const {
   }
   x.segment(10 * nb_ + friction_per_joint_ * nf_, na_) = la_mean_;
   x.tail(no_) = offset_start_;  // the least-squares offsets (their prior mean is 0)
+  return x;
+}
+
+std::optional<Eigen::VectorXd> MapProblem::leastSquaresStart(const Eigen::VectorXd& from) const {
+  const Eigen::VectorXd& l = least_squares_;
+  if (l.size() != layout_.linearDimension() || !l.allFinite()) return std::nullopt;
+  Eigen::VectorXd x = from;
+  bool any_body = false;
+  for (int b = 0; b < nb_; ++b) {
+    const Vector10 pi = l.segment<10>(10 * b);
+    if (!inertia::checkConsistencyMargin(pi).consistent) continue;
+    x.segment<10>(10 * b) = inertia::thetaFromPi(parametrization_, pi);
+    any_body = true;
+  }
+  if (!any_body) return std::nullopt;
   return x;
 }
 
@@ -672,7 +698,46 @@ void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& 
 
 namespace {
 
-// Levenberg-Marquardt from the prior means, then the posterior. `sys` is the data's linear system
+// The log-Cholesky and exponential-eigenvalue maps flatten at the consistency boundary (their
+// Jacobian degenerates there), so LM from the prior can stop on the boundary while the data's
+// minimum is well inside. When LM stopped with a body near the boundary, it runs again with the
+// bodies at the data's least-squares estimate (where consistent), the rest where it stopped, and
+// the lower cost is kept. Unconstrained problems only (that start ignores the constraints).
+void restartFromLeastSquares(const MapProblem& mp, const MapOptions& options, MapIterate& s,
+                             MapResult& res, int& iterations) {
+  if (!options.boundary_restart || mp.numConstraints() > 0) return;
+  const Eigen::VectorXd pi = mp.pi(s.x);
+  bool on_boundary = false;
+  for (Eigen::Index b = 0; b < pi.size() / 10; ++b)
+    on_boundary |= inertia::checkConsistency(pi.segment<10>(10 * b)).relative_margin <
+                   results::kNearBoundaryRelativeMargin;
+  if (!on_boundary) return;
+  const std::optional<Eigen::VectorXd> start = mp.leastSquaresStart(s.x);
+  if (!start) return;
+  MapIterate t;
+  t.x = *start;
+  try {
+    mp.residual(t.x, t.r);
+  } catch (const InputError&) {  // theta out of range
+    return;
+  }
+  t.cost = costOf(t.r);
+  const double stopped = s.cost;
+  mp.jacobian(t.x, t.J);
+  MapResult second;
+  second.cost_history.push_back(t.cost);
+  iterations += levenbergMarquardt(mp, options, t, second);
+  if (!(t.cost < s.cost)) return;
+  s = std::move(t);
+  res.status = second.status;
+  res.message = second.message + "; restarted from the least-squares estimate (LM from the " +
+                "prior stopped at cost " + num(stopped, 6) + ")";
+  res.cost_history.insert(res.cost_history.end(), second.cost_history.begin(),
+                          second.cost_history.end());
+}
+
+// Levenberg-Marquardt from the prior means (again from the least-squares bodies when it stopped on
+// the consistency boundary), then the posterior. `sys` is the data's linear system
 // (identifiability, channels).
 MapResult solveProblem(const MapProblem& mp, const LinearSystem& sys,
                        const model::IdentifiedSet& set, const ProblemOptions& problem_options,
@@ -698,7 +763,8 @@ MapResult solveProblem(const MapProblem& mp, const LinearSystem& sys,
   const Eigen::VectorXd unweighted0 = data0.cwiseQuotient(mp.weights());
   res.channel_rms_before = channelRms(unweighted0, sys.channel, channels);
 
-  const int it = levenbergMarquardt(mp, options, s, res);
+  int it = levenbergMarquardt(mp, options, s, res);
+  restartFromLeastSquares(mp, options, s, res, it);
   if (mp.numConstraints() > 0) projectOntoConstraints(mp, s);
   res.iterations = it;
   res.final_cost = s.cost;

@@ -154,6 +154,7 @@ void readMap(const YAML::Node& node, const std::string& source, IdentifyJob::Con
   s.read("step_tolerance", config.options.map.step_tolerance, yaml::positive);
   s.read("gradient_tolerance", config.options.map.gradient_tolerance, yaml::positive);
   s.read("min_channel_std", config.options.map.min_channel_std, yaml::positive);
+  s.read("boundary_restart", config.options.map.boundary_restart);
   s.read("total_mass", config.total_mass, yaml::positive);
   if (s.has("loss")) config.options.map.loss = located(s, "loss", parseRobustLoss);
   s.read("loss_scale", config.options.map.loss_scale, yaml::positive);

@@ -36,8 +36,9 @@ identify:
   armature: all
   torque_offsets: all       # per log: heft fuse marginalizes them run by run
 preparation:
-  # wider than a single log's best (81, docs/identify.md): the acceleration filter's bias is common
-  # to every log and does not average out, its noise does (studies/fleet/results.md)
+  # wider than a single log's best (81, docs/identify.md): fusion averages the logs' noise out but
+  # keeps what they share, the errors in the regressor's velocities and accelerations
+  # (studies/fleet/results.md: smooth_velocity, truth accelerations)
   window: 121
   order: 3
   decimation: 5

@@ -50,6 +50,10 @@ struct MapOptions {
   double step_tolerance = 1e-10;      ///< stop when |dx| <= tol (|x| + tol)
   double gradient_tolerance = 1e-10;  ///< stop when max |J^T r| <= tol
   double initial_lambda = 1e-4;       ///< LM damping, relative to diag(J^T J)
+  /// When LM stops with a body near the consistency boundary, run it again from the data's
+  /// least-squares bodies and keep the lower cost (the parametrization flattens at the boundary,
+  /// where LM can stop short of the minimum). Unconstrained problems only.
+  bool boundary_restart = true;
   /// Per channel std of the torque residual (StackedProblem channels). Empty: the RMS residual of
   /// an ordinary least-squares fit of the same rows (floored at 1e-3 of the largest).
   Eigen::VectorXd channel_std;
@@ -97,6 +101,9 @@ class MapProblem {
   int frictionParametersPerJoint() const { return friction_per_joint_; }
   /// x at the prior means (the torque offsets at their least-squares values).
   Eigen::VectorXd initial() const;
+  /// The second start: `from` with each body at the data's ordinary least-squares pi where that
+  /// pi is consistent with the project's margin. Empty when no body's is.
+  std::optional<Eigen::VectorXd> leastSquaresStart(const Eigen::VectorXd& from) const;
   /// pi_S (10 nb) of x.
   Eigen::VectorXd pi(const Eigen::VectorXd& x) const;
   /// Residuals r(x) (numResiduals): weighted data rows, then prior rows.
@@ -136,7 +143,8 @@ class MapProblem {
   RobustLoss loss_ = RobustLoss::None;
   double loss_scale_ = 1;
   double offset_std_ = 1;
-  Eigen::VectorXd offset_start_;  ///< initial() offsets: ordinary least squares'
+  Eigen::VectorXd offset_start_;   ///< initial() offsets: ordinary least squares'
+  Eigen::VectorXd least_squares_;  ///< the data's ordinary least-squares linear vector (or empty)
   Eigen::MatrixXd WA_, WG_;
   Eigen::VectorXd Wb_, w_;
   Eigen::VectorXi sample_;
