@@ -276,23 +276,21 @@ def markdown(args, fusion, scaling, fault, noop):
              "## Fused against single logs", "",
              "The fleet's job (Savitzky-Golay window 121):", ""]
     lines += table(fusion["rows"])
-    lines += ["", "The same logs and job with `smooth_velocity: true` (the regressor's velocities "
-              "from the acceleration's fit, not as logged):", ""]
-    lines += table(fusion["rows_smooth"])
-    lines += ["", "The same logs and job with the truth group's accelerations (`acceleration: "
-              "truth`): a diagnosis that removes the acceleration filter's error and nothing "
-              "else; it reads the truth group, which no job of the fleet does:", ""]
-    lines += table(fusion["rows_truth"])
-    lines += ["", f"A second fleet (seed 7, {max(3, args.logs // 2)} logs per arm), the fleet's "
-              "job, nothing chosen on it:", ""]
-    lines += table(fusion["rows_check"])
-    lines += ["", "A third fleet (seed 11, 2 arms x 20 logs of 22-38 s: the scaling study's), the "
-              "fleet's job, nothing chosen on it:", ""]
-    lines += table(fusion["rows_long"])
-    lines += ["", "go2-payload-3kg, seeds 1-5, 8 s each, with the go2 example's identify job (the "
-              "trunk; contact null-space projection, base state estimated by heft from IMU, legs "
-              "and contacts; no outlier among them):", ""]
-    lines += table(fusion["go2"])
+    for caption, rows in (
+            ("The same logs and job with `smooth_velocity: true` (the regressor's velocities "
+             "from the acceleration's fit, not as logged):", fusion["rows_smooth"]),
+            ("The same logs and job with the truth group's accelerations (`acceleration: "
+             "truth`): a diagnosis that removes the acceleration filter's error and nothing "
+             "else; it reads the truth group, which no job of the fleet does:",
+             fusion["rows_truth"]),
+            (f"A second fleet (seed 7, {max(3, args.logs // 2)} logs per arm), the fleet's job, "
+             "nothing chosen on it:", fusion["rows_check"]),
+            ("A third fleet (seed 11, 2 arms x 20 logs of 22-38 s: the scaling study's), the "
+             "fleet's job, nothing chosen on it:", fusion["rows_long"]),
+            ("go2-payload-3kg, seeds 1-5, 8 s each, with the go2 example's identify job (the "
+             "trunk; contact null-space projection, base state estimated by heft from IMU, legs "
+             "and contacts; no outlier among them):", fusion["go2"])):
+        lines += ["", caption, ""] + table(rows)
     lines += ["", "Fused closer to truth than the best single log, every robot: "
               + ", ".join(f"{name} **{'yes' if ok else 'no'}**"
                           for name, ok in fusion["better"].items())
