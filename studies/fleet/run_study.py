@@ -316,11 +316,14 @@ def markdown(args, fusion, scaling, fault, noop):
                 + (f"{sc[1]['wall'] / sc[2]['wall']:.2f} | "
                    f"{sc[1]['task_phase_s'] / sc[2]['task_phase_s']:.2f} |" if w == 2 else " | |"))
     overhead = scaling["fleet"][2]["overhead_per_task_s"]
+    fixed = [sc[w]["wall"] - sc[w]["task_phase_s"]
+             for sc in (scaling["fleet"], scaling["long"]) for w in (1, 2)]
     lines += ["", f"This machine has {os.cpu_count()} cores. Engine overhead per task (2 x task "
               f"phase - busy time, over the tasks, fleet logs): {overhead * 1e3:.1f} ms; a no-op "
               f"Dask task: {noop * 1e3:.2f} ms. The wall time also holds the interpreter, the "
-              "cluster's start, hashing the inputs and the fusions: about 1.4 s that a second "
-              "worker does not halve.", "",
+              "cluster's start, hashing the inputs and the fusions: "
+              f"{min(fixed):.1f}-{max(fixed):.1f} s (wall - task phase) that a second worker "
+              "does not halve.", "",
               "## A worker killed mid-task", "",
               f"HEFT_FLEET_FAULT=kill-worker:{fault['victim']}: the run finished (exit "
               f"{fault['exit']}), the most attempts of a task {fault['attempts']}, fused "
