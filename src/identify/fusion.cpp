@@ -1,9 +1,13 @@
 #include "heft/identify/fusion.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include <Eigen/QR>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/common/statistics.hpp"
 
 namespace heft::identify {
 namespace {
@@ -15,12 +19,6 @@ struct MarginalLog {
   OffsetMap offsets;
   LinearSystem rows;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // The shares of each used log's information along each base parameter: u_k = K^+ e_k moves base
 // parameter k alone; log i brings u_k' D_i u_k of the used logs' sum.

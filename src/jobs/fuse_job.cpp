@@ -5,12 +5,10 @@
 #include <filesystem>
 #include <iomanip>
 #include <sstream>
-#include <tuple>
-
-#include <Eigen/QR>
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/common/statistics.hpp"
 #include "heft/identify/information.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/results/json.hpp"
@@ -79,12 +77,6 @@ identify::LogInformation readRun(const std::string& folder, const FuseJob::Confi
     throw InputError(path + ": identified bodies differ from " + config.identify +
                      "'s: another identified set");
   return {path, std::move(file.information), file.torque_offset_prior_std};
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 JobLogs robotAndTruth(const FuseJob::Config& config, Progress& progress) {
