@@ -12,6 +12,7 @@ are reported in fleet.json and the report, never fatal).
 
 import argparse
 import base64
+import collections.abc
 import hashlib
 import html
 import io
@@ -41,6 +42,23 @@ class ManifestError(Exception):
 
 
 # ---- manifest -------------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word; a manifest that names one twice is
+    bad input, as in heft's other configs."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, collections.abc.Hashable):
+                continue  # the base class names an unhashable key
+            if key in seen:
+                raise ManifestError(f"{self.name}:{key_node.start_mark.line + 1}: {key!r} is given "
+                                    "twice in the same mapping")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _expect(condition, where, expected, got):
@@ -80,7 +98,12 @@ def load_manifest(path):
     except OSError as e:
         raise ManifestError(f"{path}: cannot read ({e.strerror})")
     try:
-        data = yaml.safe_load(text)
+        loader = _UniqueKeyLoader(text)
+        loader.name = str(path)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -243,6 +243,8 @@ TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
       {"job: job.yaml\ntask_timeout_s: 0\nrobots: [{id: a, logs: [x.h5]}]\n",
        "task_timeout_s: expected a number of seconds > 0"},
       {"job: job.yaml\nrobots: [{id: a, logs: [x.h5], job: typo.yaml}]\n", "typo.yaml:3"},
+      {"job: job.yaml\nworkers: 1\nrobots: [{id: a, logs: [x.h5]}]\nworkers: 2\n",
+       ":4: 'workers' is given twice in the same mapping"},
   };
   int k = 0;
   for (const auto& [text, expected] : cases) {

@@ -85,6 +85,13 @@ TEST(IdentifyJobConfig, ErrorsNameFileLineAndField) {
 
   const std::string yaml = errorOf("robot: [unclosed\n");
   EXPECT_NE(yaml.find("not valid YAML"), std::string::npos) << yaml;
+
+  // a key given twice would otherwise lose its second value without a word
+  const std::string twice =
+      errorOf(base + "preparation:\n  window: 21\n  order: 3\n  window: 41\n");
+  EXPECT_NE(twice.find("job.yaml:6: 'window' is given twice in the same mapping"),
+            std::string::npos)
+      << twice;
 }
 
 TEST(IdentifyJobConfig, BundledExamplesParse) {

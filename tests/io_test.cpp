@@ -937,6 +937,10 @@ TEST_F(IoTest, CsvReaderErrorsNameFileLineAndColumn) {
       << "base_type: floating\n";
   EXPECT_TRUE(
       mentions(inputErrorOf([&] { readLog(path("csv2")); }), {"base_type", "\"free-flyer\""}));
+  std::ofstream(path("csv2") + "/metadata.yaml", std::ios::binary | std::ios::trunc)
+      << "robot: x\nbase_type: fixed\nrobot: y\n";
+  EXPECT_TRUE(mentions(inputErrorOf([&] { readLog(path("csv2")); }),
+                       {"metadata.yaml:3: 'robot' is given twice in the same mapping"}));
   // not a log at all
   EXPECT_TRUE(
       mentions(inputErrorOf([&] { readLog(path("nothing")); }), {"nothing", "no such file"}));

@@ -14,6 +14,7 @@
 #include "heft/common/error.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/io/yaml_keys.hpp"
 
 namespace fs = std::filesystem;
 
@@ -308,6 +309,7 @@ void readMetadata(const std::string& path, Log& log, GroupAttributes& groups) {
   if (root.IsNull()) return;
   if (!root.IsMap())
     throw InputError(path + ": expected a map of key: value, got another YAML node");
+  rejectDuplicateKeys(root, path);
   const std::set<std::string> known = {
       "heft_log_version", "robot",     "base_type",     "units",
       "noise_profile",    "scenario",  "seed",          "imu_frame",

@@ -17,6 +17,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
+#include "heft/io/yaml_keys.hpp"
 #include "heft/model/contact_points.hpp"
 #include "heft/model/model.hpp"
 
@@ -281,7 +282,8 @@ auto located(YamlSection& section, const std::string& key, F&& parse) {
 }
 
 /// A whole config file's text as a YAML mapping. \throws InputError "<source>:<line>: not valid
-/// YAML: ..." or "<source>: expected a YAML mapping with <keys_hint>".
+/// YAML: ...", "<source>:<line>: 'key' is given twice ..." or "<source>: expected a YAML mapping
+/// with <keys_hint>".
 inline YAML::Node loadYamlMapping(const std::string& text, const std::string& source,
                                   const std::string& keys_hint) {
   YAML::Node root;
@@ -292,6 +294,7 @@ inline YAML::Node loadYamlMapping(const std::string& text, const std::string& so
   }
   if (!root || !root.IsMap())
     throw InputError(source + ": expected a YAML mapping with " + keys_hint);
+  io::rejectDuplicateKeys(root, source);
   return root;
 }
 
