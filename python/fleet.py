@@ -123,10 +123,13 @@ def load_manifest(path):
     _expect(timeout is None or (isinstance(timeout, (int, float)) and timeout > 0),
             f"{where}: task_timeout_s", "a number of seconds > 0", timeout)
     fuse = data.get("fuse") or {}
-    _mapping_keys(fuse, f"{where}: fuse", {"outlier_gate"})
+    _mapping_keys(fuse, f"{where}: fuse", {"outlier_gate", "drift_gate"})
     gate = fuse.get("outlier_gate", 10)
     _expect(isinstance(gate, (int, float)) and gate >= 0, f"{where}: fuse.outlier_gate",
             "a number >= 0", gate)
+    drift_gate = fuse.get("drift_gate", 10)
+    _expect(isinstance(drift_gate, (int, float)) and drift_gate >= 0,
+            f"{where}: fuse.drift_gate", "a number >= 0", drift_gate)
     robots = data.get("robots")
     _expect(isinstance(robots, list) and robots, f"{where}: robots",
             "a non-empty list of {id, logs}", robots)
@@ -151,6 +154,7 @@ def load_manifest(path):
         out.append({"id": rid, "job": robot_job, "logs": _logs_of(robot["logs"], f"{rw}.logs",
                                                                    base)})
     return {"path": path.resolve(), "workers": workers, "outlier_gate": float(gate),
+            "drift_gate": float(drift_gate),
             "task_timeout_s": timeout, "robots": out}
 
 
@@ -298,7 +302,7 @@ def run_tasks(client, todo, heft, workers, out, timeout):
 # ---- fusion ---------------------------------------------------------------------------------------
 
 
-def fuse_robot(robot_id, job, runs, heft, out, gate):
+def fuse_robot(robot_id, job, runs, heft, out, gate, drift_gate):
     """heft fuse over the robot's identified runs (manifest order), in robots/<id>/. Returns the
     summary and, per run folder, what the fusion made of it."""
     folder = out / "robots" / robot_id
@@ -312,7 +316,8 @@ def fuse_robot(robot_id, job, runs, heft, out, gate):
         summary.update({"status": "not fused", "message": "no log of this robot was identified"})
         return summary, {}
     config = {"identify": str(job), "runs": [r["run"] for r in usable],
-              "truth_log": usable[0]["log"], "outliers": {"gate": gate}}
+              "truth_log": usable[0]["log"], "outliers": {"gate": gate},
+              "drift": {"gate": drift_gate}}
     (folder / "fuse.yaml").write_text(
         "# written by heft fleet: the runs of this robot that were identified\n"
         + yaml.safe_dump(config, sort_keys=False))
@@ -329,6 +334,14 @@ def fuse_robot(robot_id, job, runs, heft, out, gate):
         proc.stderr)
     summary["result"] = str((folder / "result.json").relative_to(out))
     summary["unseen"] = [w for w in result.get("warnings", []) if "not seen by the data" in w]
+    drift = result["fusion"].get("drift", {})
+    if drift.get("ran"):
+        log_of = {str(Path(r["run"]).resolve()): r["log"] for r in usable}
+        name = lambda run: Path(log_of.get(str(Path(run).resolve()), run)).name if run else None
+        summary["drift"] = {"detected": drift["detected"], "largest": drift["largest"],
+                            "typical": drift["typical"], "gate": drift["gate"],
+                            "last_before": name(drift["last_before"]),
+                            "first_after": name(drift["first_after"])}
     updates = {}
     for f in result["fusion"]["runs"]:
         update = {"used_in_fusion": f["used"], "excess": f["excess"]}
@@ -425,6 +438,16 @@ def write_report(out, fleet):
                         f"<td>{html.escape(note)}</td></tr>")
         parts.append("<table><tr><th>log</th><th>status</th><th>excess</th><th>note</th></tr>"
                      + "".join(rows) + "</table>")
+        drift = f.get("drift")
+        if drift:
+            parts.append("<p>drift: " + (
+                "no change between consecutive logs" if drift["detected"] == "none" else
+                f"<b>the robot changed between {html.escape(drift['last_before'])} and "
+                f"{html.escape(drift['first_after'])}</b> ({html.escape(drift['detected'])}); "
+                + ("the fused estimate is the robot after the change"
+                   if drift["detected"] == "left-out head" else
+                   "the fused estimate does not describe the robot as it is now: fuse the logs "
+                   "after the change alone")) + "</p>")
         unseen = f.get("unseen", [])
         parts.append("<p>unidentified: " + (html.escape("; ".join(unseen)) if unseen else
                                              "every parameter direction is seen by the data")
@@ -475,11 +498,15 @@ def main(argv=None):
     with ThreadPoolExecutor(max_workers=workers) as pool:  # hashing releases the GIL
         digests = list(pool.map(lambda rl: task_key(heft_digest, rl[0]["job"], rl[1]), keys))
     tasks = []
+    first_with = {}  # (robot, key) -> the log that first had these bytes and job
     for (robot, log), key in zip(keys, digests):
         run_dir = out / "runs" / robot["id"] / f"{Path(log).stem}-{key[:16]}"
-        tasks.append({"robot": robot["id"], "job": robot["job"], "log": log, "key": key,
-                      "run_dir": run_dir})
-    todo = [t for t in tasks if not _done(t["run_dir"])]
+        task = {"robot": robot["id"], "job": robot["job"], "log": log, "key": key,
+                "run_dir": run_dir}
+        # the same recording twice would count its information twice in the fusion
+        task["duplicate_of"] = first_with.setdefault((robot["id"], key), log)
+        tasks.append(task)
+    todo = [t for t in tasks if t["duplicate_of"] == t["log"] and not _done(t["run_dir"])]
     timing = {"workers": workers, "tasks_run": len(todo), "tasks_skipped": len(tasks) - len(todo)}
     client = cluster = None
     if todo:
@@ -497,7 +524,11 @@ def main(argv=None):
         for t in (t for t in tasks if t["robot"] == robot["id"]):
             entry = {"log": str(t["log"]), "run": str(t["run_dir"])}
             task_file = t["run_dir"] / "task.json"
-            if task_file.is_file():
+            if t["duplicate_of"] != t["log"]:
+                entry.update({"status": "duplicate", "exit_code": None,
+                              "message": f"the same bytes as {Path(t['duplicate_of']).name}: not "
+                                         "run, not fused (its information would count twice)"})
+            elif task_file.is_file():
                 record = json.loads(task_file.read_text())
                 entry.update({"status": record["status"], "exit_code": record["exit_code"],
                               "message": record["message"]})
@@ -514,7 +545,7 @@ def main(argv=None):
     # one heft fuse per robot: on the cluster when there is one (robots in parallel)
     started = time.perf_counter()
     calls = [(robot["id"], robot["job"], runs_of[robot["id"]], args.heft, out,
-              manifest["outlier_gate"]) for robot in manifest["robots"]]
+              manifest["outlier_gate"], manifest["drift_gate"]) for robot in manifest["robots"]]
     if client is not None:
         fusions = client.gather([client.submit(fuse_robot, *c, pure=False) for c in calls])
         client.close()
@@ -525,7 +556,8 @@ def main(argv=None):
     timing["fusion_s"] = time.perf_counter() - started
 
     fleet = {"schema_version": SCHEMA_VERSION, "manifest": str(manifest["path"]),
-             "outlier_gate": manifest["outlier_gate"], "robots": []}
+             "outlier_gate": manifest["outlier_gate"], "drift_gate": manifest["drift_gate"],
+             "robots": []}
     exit_code = 0
     for robot, (fusion, updates) in zip(manifest["robots"], fusions):
         runs = runs_of[robot["id"]]
@@ -535,6 +567,10 @@ def main(argv=None):
             exit_code = 1
         print(f"heft fleet: {robot['id']}: {fusion['status']}"
               + (f" ({fusion['message']})" if fusion.get("message") else ""), flush=True)
+        drift = fusion.get("drift", {})
+        if drift.get("detected", "none") != "none":
+            print(f"heft fleet: {robot['id']}: the robot changed between {drift['last_before']} "
+                  f"and {drift['first_after']} ({drift['detected']})", flush=True)
         for r in runs:
             if r.get("left_out_because"):
                 print(f"heft fleet: {robot['id']}: left out {Path(r['log']).name}: "

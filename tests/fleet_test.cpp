@@ -87,6 +87,13 @@ TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
       2);
   EXPECT_NE(slurp(dir / "err1.txt").find("empty: no information.json"), std::string::npos)
       << slurp(dir / "err1.txt");
+  writeText(dir / "gate.yaml", "identify: " + example + "\nruns: [run]\ndrift: {gate: -1}\n");
+  EXPECT_EQ(
+      test::runHeft("fuse " + (dir / "gate.yaml").string() + " --out " + (dir / "o3").string(),
+                    dir / "err3.txt"),
+      2);
+  EXPECT_NE(slurp(dir / "err3.txt").find("drift.gate"), std::string::npos)
+      << slurp(dir / "err3.txt");
   // the same runs against a config that identifies other bodies
   std::string other = slurp(example);
   const std::string from = "bodies: [panda_link1, ";
@@ -113,13 +120,13 @@ TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
 
 std::string toolsPython() { return std::string(HEFT_SOURCE_DIR) + "/.deps/venv-tools/bin/python"; }
 
-// 2 arms x 3 logs of 8 s, plus per arm a broken log and a neighbour's; arm0 a double pendulum's.
+// 2 arms x 4 logs of 8 s, plus per arm a broken log and a neighbour's; arm0 a double pendulum's.
 fs::path smallFleet() {
   const fs::path dir = scratch("fleet_" + std::to_string(getpid()));
   const std::string heft = std::string(HEFT_BINARY_DIR) + "/bin/heft";
   const std::string cmd = toolsPython() + " " + HEFT_SOURCE_DIR +
                           "/studies/fleet/make_fleet.py --heft " + heft + " --out " + dir.string() +
-                          " --robots 2 --logs 3 --duration 8 > " + (dir.string() + ".make.txt") +
+                          " --robots 2 --logs 4 --duration 8 > " + (dir.string() + ".make.txt") +
                           " 2>&1";
   fs::create_directories(dir);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(dir.string() + ".make.txt");
@@ -145,6 +152,8 @@ nlohmann::json withoutTimes(nlohmann::json j) {
 
 TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNothing) {
   const fs::path fleet = smallFleet();
+  // the same recording twice under one robot: its information must not count twice
+  fs::copy_file(fleet / "logs" / "arm0" / "00.h5", fleet / "logs" / "arm0" / "93-copy.h5");
   const std::string manifest = (fleet / "manifest.yaml").string();
   const fs::path out = fleet / "out";
   ASSERT_EQ(test::runHeft("fleet " + manifest + " --out " + out.string() + " --workers 2",
@@ -161,17 +170,23 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
               std::string::npos);
     EXPECT_EQ(logs["91-neighbour.h5"]["status"], "identified") << id;
     EXPECT_FALSE(logs["91-neighbour.h5"]["used_in_fusion"].get<bool>()) << id;
-    for (const char* name : {"00.h5", "01.h5", "02.h5"}) {
+    for (const char* name : {"00.h5", "01.h5", "02.h5", "03.h5"}) {
       EXPECT_EQ(logs[name]["status"], "identified") << id << " " << name;
       EXPECT_TRUE(logs[name]["used_in_fusion"].get<bool>()) << id << " " << name;
     }
-    if (id == "arm0") EXPECT_EQ(logs["92-other-model.h5"]["status"], "bad input");
+    if (id == "arm0") {
+      EXPECT_EQ(logs["92-other-model.h5"]["status"], "bad input");
+      EXPECT_EQ(logs["93-copy.h5"]["status"], "duplicate");
+      EXPECT_NE(logs["93-copy.h5"]["message"].get<std::string>().find("the same bytes as 00.h5"),
+                std::string::npos);
+    }
     ASSERT_EQ(robot["fusion"]["status"], "fused") << robot["fusion"].dump();
+    EXPECT_EQ(robot["fusion"]["drift"]["detected"], "none") << id;
     // the fused tool inertia is closer to truth than every single log's
     const nlohmann::json fused = readJson(out / robot["fusion"]["result"].get<std::string>());
     const double fused_inertia =
         fused["truth_errors"]["bodies"]["panda_link7"]["inertia_relative"].get<double>();
-    for (const char* name : {"00.h5", "01.h5", "02.h5"}) {
+    for (const char* name : {"00.h5", "01.h5", "02.h5", "03.h5"}) {
       const nlohmann::json single =
           readJson(fs::path(logs[name]["run"].get<std::string>()) / "result.json");
       EXPECT_LT(fused_inertia,
@@ -180,6 +195,43 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
     }
   }
   EXPECT_TRUE(fs::exists(out / "fleet.html"));
+
+  // a tool changed between two logs: arm0's logs, then arm1's (another tool) filed as one robot
+  const auto run = [&](const char* id, const char* log) {
+    for (const nlohmann::json& robot : result["robots"])
+      if (robot["id"] == id) return logsByName(robot)[log]["run"].get<std::string>();
+    return std::string();
+  };
+  const std::string job = (fleet / "identify.yaml").string();
+  writeText(fleet / "changed.yaml", "identify: " + job + "\nruns: [" + run("arm0", "00.h5") + ", " +
+                                        run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
+                                        run("arm1", "00.h5") + ", " + run("arm1", "01.h5") + ", " +
+                                        run("arm1", "02.h5") + "]\n");
+  const FuseJob::Result changed = FuseJob::run(FuseJob::load((fleet / "changed.yaml").string()));
+  EXPECT_EQ(changed.drift.detected, identify::DriftScan::Sign::Split) << changed.report();
+  EXPECT_EQ(changed.drift.last_before, 2);
+  EXPECT_EQ(changed.drift.first_after, 3);
+  EXPECT_TRUE(std::any_of(changed.fused.warnings.begin(), changed.fused.warnings.end(),
+                          [](const std::string& w) { return w.find("the robot changed") == 0; }));
+  // four logs, then two after the change: the gate leaves the two out as a minority, and the scan
+  // tells that they agree with each other (the robot as it is now), not strays
+  writeText(fleet / "tail.yaml", "identify: " + job + "\nruns: [" + run("arm0", "00.h5") + ", " +
+                                     run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
+                                     run("arm0", "03.h5") + ", " + run("arm1", "00.h5") + ", " +
+                                     run("arm1", "01.h5") + "]\n");
+  const FuseJob::Result tail = FuseJob::run(FuseJob::load((fleet / "tail.yaml").string()));
+  EXPECT_FALSE(tail.runs[4].used || tail.runs[5].used) << tail.report();
+  EXPECT_EQ(tail.drift.detected, identify::DriftScan::Sign::LeftOutTail) << tail.report();
+  EXPECT_EQ(tail.drift.first_after, 4);
+  // and two logs before a change to the four: this estimate is the robot as it is now
+  writeText(fleet / "head.yaml", "identify: " + job + "\nruns: [" + run("arm1", "00.h5") + ", " +
+                                     run("arm1", "01.h5") + ", " + run("arm0", "00.h5") + ", " +
+                                     run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
+                                     run("arm0", "03.h5") + "]\n");
+  const FuseJob::Result head = FuseJob::run(FuseJob::load((fleet / "head.yaml").string()));
+  EXPECT_EQ(head.drift.detected, identify::DriftScan::Sign::LeftOutHead) << head.report();
+  EXPECT_EQ(head.drift.last_before, 1);
+  EXPECT_EQ(head.drift.first_after, 2);
 
   // a rerun runs nothing and writes the same fleet.json
   const std::string first = slurp(out / "fleet.json");

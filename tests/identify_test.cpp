@@ -836,7 +836,7 @@ TEST(Information, SumsRefuseLogsOfAnotherLayoutNamingThem) {
   }
 }
 
-TEST(Fusion, RefusesNoLogsABadGateAndALogOfAnotherLayoutNamingEach) {
+TEST(Fusion, RefusesNoLogsBadGatesAndALogOfAnotherLayoutNamingEach) {
   std::mt19937 rng(9);
   const DataInformation a = dataInformation(randomSystem(40, rng), Eigen::VectorXd::Ones(40));
   DataInformation b = a;
@@ -855,6 +855,10 @@ TEST(Fusion, RefusesNoLogsABadGateAndALogOfAnotherLayoutNamingEach) {
   negative.outlier_gate = -1;
   const std::string gate = refusal({{"a.json", a, 1.0}}, negative);
   EXPECT_NE(gate.find("outlier_gate"), std::string::npos) << gate;
+  FusionOptions no_drift_gate;
+  no_drift_gate.drift_gate = std::nan("");
+  const std::string drift = refusal({{"a.json", a, 1.0}}, no_drift_gate);
+  EXPECT_NE(drift.find("drift_gate"), std::string::npos) << drift;
   const std::string other = refusal({{"a.json", a, 1.0}, {"b.json", b, 1.0}}, {});
   EXPECT_NE(other.find("b.json"), std::string::npos) << other;
   EXPECT_NE(other.find("m[other_link]"), std::string::npos) << other;

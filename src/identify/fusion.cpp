@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include <Eigen/QR>
 
@@ -39,24 +40,35 @@ void informationShares(const BaseParameters& base, const std::vector<MarginalLog
   }
 }
 
+// Log j's excess at log i's own estimate (its single-log MAP), for every pair: how well each
+// log's data are explained by each other log alone.
+template <typename ExcessOf>
+Eigen::MatrixXd pairwiseExcess(const std::vector<MarginalLog>& data,
+                               const model::IdentifiedSet& set, const ProblemOptions& problem,
+                               const MapOptions& map, const ExcessOf& excessOf) {
+  const auto n = static_cast<Eigen::Index>(data.size());
+  std::vector<Eigen::VectorXd> own(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i)
+    own[i] = solveMap(data[i].rows, set, problem, map).linear;
+  Eigen::MatrixXd excess = Eigen::MatrixXd::Zero(n, n);
+  for (Eigen::Index j = 0; j < n; ++j)
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (i != j) excess(j, i) = excessOf(static_cast<std::size_t>(j), own[i]);
+  return excess;
+}
+
 // Outlier gate: how well each log's data are explained by the other logs' own estimates (the
 // median over them: robust while most logs are of this robot); a log far above the logs' typical
 // value is left out. Pairwise, because a fusion that includes an outlier explains the good logs
 // badly too.
-template <typename ExcessOf>
-void gateOutliers(const std::vector<MarginalLog>& data, const model::IdentifiedSet& set,
-                  const ProblemOptions& problem, const MapOptions& map, double gate,
-                  const ExcessOf& excessOf, std::vector<FusedLog>& logs) {
-  std::vector<Eigen::VectorXd> own(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i)
-    own[i] = solveMap(data[i].rows, set, problem, map).linear;
+void gateOutliers(const Eigen::MatrixXd& excess, double gate, std::vector<FusedLog>& logs) {
   std::vector<double> scores;
-  for (std::size_t j = 0; j < data.size(); ++j) {
+  for (Eigen::Index j = 0; j < excess.rows(); ++j) {
     std::vector<double> e;
-    for (std::size_t i = 0; i < data.size(); ++i)
-      if (i != j) e.push_back(excessOf(j, own[i]));
-    logs[j].excess_others = median(e);
-    scores.push_back(logs[j].excess_others);
+    for (Eigen::Index i = 0; i < excess.cols(); ++i)
+      if (i != j) e.push_back(excess(j, i));
+    logs[static_cast<std::size_t>(j)].excess_others = median(e);
+    scores.push_back(logs[static_cast<std::size_t>(j)].excess_others);
   }
   const double typical = median(scores);
   for (FusedLog& log : logs) {
@@ -68,11 +80,134 @@ void gateOutliers(const std::vector<MarginalLog>& data, const model::IdentifiedS
   }
 }
 
+// The smallest summed cost sum_i |R_i l - z_i|^2 over one l for logs first..last-1 of `parts`
+// (each |R_i l - z_i|^2 is log i's cost above its own minimum, so no large constants cancel),
+// and the number of directions their rows see together.
+std::pair<double, int> jointMinimum(const std::vector<const LinearSystem*>& parts,
+                                    std::size_t first, std::size_t last) {
+  Eigen::Index rows = 0;
+  for (std::size_t i = first; i < last; ++i) rows += parts[i]->Phi.rows();
+  if (rows == 0) return {0.0, 0};
+  Eigen::MatrixXd A(rows, parts[first]->Phi.cols());
+  Eigen::VectorXd y(rows);
+  Eigen::Index r = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    A.middleRows(r, parts[i]->Phi.rows()) = parts[i]->Phi;
+    y.segment(r, parts[i]->y.size()) = parts[i]->y;
+    r += parts[i]->Phi.rows();
+  }
+  const Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(A);
+  return {(A * cod.solve(y) - y).squaredNorm(), static_cast<int>(cod.rank())};
+}
+
+// The median pairwise excess among the logs at positions `members` (0 when fewer than two).
+double medianPairwise(const Eigen::MatrixXd& excess, const std::vector<int>& members) {
+  std::vector<double> pairs;
+  for (int a : members)
+    for (int b : members)
+      if (a != b) pairs.push_back(excess(a, b));
+  return pairs.empty() ? 0.0 : median(pairs);
+}
+
+// The generalized likelihood ratio of "two robots, split before used log k" against "one robot"
+// for every k, per shared direction, into scan; returns the k of the largest (0: none above 0).
+std::size_t scanSplits(const std::vector<const LinearSystem*>& parts, DriftScan& scan) {
+  std::size_t largest_split = 0;
+  const auto [all_cost, all_rank] = jointMinimum(parts, 0, parts.size());
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    const auto [before_cost, before_rank] = jointMinimum(parts, 0, k);
+    const auto [after_cost, after_rank] = jointMinimum(parts, k, parts.size());
+    const int shared = before_rank + after_rank - all_rank;
+    const double statistic =
+        shared > 0 ? std::max(0.0, all_cost - before_cost - after_cost) / shared : 0.0;
+    scan.statistic.push_back(statistic);
+    scan.shared_directions.push_back(shared);
+    if (statistic > scan.largest) {
+      scan.largest = statistic;
+      largest_split = k;
+    }
+  }
+  return largest_split;
+}
+
+// The median excess over pairs of used logs on the same side of the split before used log k.
+double typicalWithinSides(const Eigen::MatrixXd& excess, const std::vector<int>& used,
+                          std::size_t k) {
+  std::vector<double> within;
+  for (std::size_t a = 0; a < used.size(); ++a)
+    for (std::size_t b = 0; b < used.size(); ++b)
+      if (a != b && (a < k) == (b < k)) within.push_back(excess(used[a], used[b]));
+  return within.empty() ? 1.0 : median(within);
+}
+
+// The gate's left-out logs after every used one (the robot after a change) or before every used
+// one (the robot before it), two or more that agree with each other, as the used logs do.
+void checkLeftOutSides(const Eigen::MatrixXd& excess, const std::vector<int>& used, int logs,
+                       double drift_gate, DriftScan& scan) {
+  const double used_typical = medianPairwise(excess, used);
+  std::vector<int> tail, head;
+  for (int i = used.back() + 1; i < logs; ++i) tail.push_back(i);
+  for (int i = 0; i < used.front(); ++i) head.push_back(i);
+  for (const auto& [side, sign] : {std::pair{tail, DriftScan::Sign::LeftOutTail},
+                                   std::pair{head, DriftScan::Sign::LeftOutHead}}) {
+    if (side.size() < 2) continue;
+    scan.left_out_excess = medianPairwise(excess, side);
+    if (scan.left_out_excess > drift_gate * used_typical) continue;
+    scan.detected = sign;
+    scan.last_before = sign == DriftScan::Sign::LeftOutTail ? used.back() : side.back();
+    scan.first_after = sign == DriftScan::Sign::LeftOutTail ? side.front() : used.front();
+    return;
+  }
+}
+
+DriftScan scanForDrift(const std::vector<MarginalLog>& data, const std::vector<FusedLog>& logs,
+                       const Eigen::MatrixXd& excess, double drift_gate) {
+  DriftScan scan;
+  std::vector<const LinearSystem*> parts;
+  std::vector<int> used;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (!logs[i].used) continue;
+    parts.push_back(&data[i].rows);
+    used.push_back(static_cast<int>(i));
+  }
+  if (drift_gate <= 0 || parts.size() < 2) return scan;
+  scan.ran = true;
+  const std::size_t k = scanSplits(parts, scan);
+  if (excess.size() == 0) return scan;  // fewer than three logs: no pairwise scale
+  if (k > 0) {
+    scan.last_before = used[k - 1];
+    scan.first_after = used[k];
+    scan.typical = typicalWithinSides(excess, used, k);
+    if (scan.largest > drift_gate * scan.typical) {
+      scan.detected = DriftScan::Sign::Split;
+      return scan;
+    }
+  }
+  checkLeftOutSides(excess, used, static_cast<int>(logs.size()), drift_gate, scan);
+  return scan;
+}
+
 }  // namespace
+
+std::string toString(DriftScan::Sign sign) {
+  switch (sign) {
+    case DriftScan::Sign::Split:
+      return "split";
+    case DriftScan::Sign::LeftOutTail:
+      return "left-out tail";
+    case DriftScan::Sign::LeftOutHead:
+      return "left-out head";
+    case DriftScan::Sign::None:
+      break;
+  }
+  return "none";
+}
 
 void FusionOptions::validate() const {
   require(std::isfinite(outlier_gate) && outlier_gate >= 0, "outlier_gate",
           "a finite value >= 0 (0: keep every log)", formatNumber(outlier_gate, 6));
+  require(std::isfinite(drift_gate) && drift_gate >= 0, "drift_gate",
+          "a finite value >= 0 (0: no drift scan)", formatNumber(drift_gate, 6));
 }
 
 int FusionResult::used() const {
@@ -103,8 +238,12 @@ FusionResult fuse(const std::vector<LogInformation>& logs, const model::Identifi
     const Eigen::VectorXd r = data[i].rows.Phi * l - data[i].rows.y;
     return result.logs[i].data_rank > 0 ? r.squaredNorm() / result.logs[i].data_rank : 0.0;
   };
-  if (options.outlier_gate > 0 && data.size() >= 3)
-    gateOutliers(data, set, problem, map, options.outlier_gate, excessOf, result.logs);
+  const bool gate = options.outlier_gate > 0 && data.size() >= 3;
+  Eigen::MatrixXd excess;
+  if (gate || (options.drift_gate > 0 && data.size() >= 3))
+    excess = pairwiseExcess(data, set, problem, map, excessOf);
+  if (gate) gateOutliers(excess, options.outlier_gate, result.logs);
+  result.drift = scanForDrift(data, result.logs, excess, options.drift_gate);
 
   std::vector<DataInformation> used;
   std::vector<std::string> sources;

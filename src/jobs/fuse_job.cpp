@@ -26,6 +26,8 @@ void FuseJob::Config::validate() const {
   require(!runs.empty(), "runs", "at least one heft identify output folder", "none");
   require(std::isfinite(outlier_gate) && outlier_gate >= 0, "outliers.gate",
           "a finite value >= 0 (0 keeps every run)", formatNumber(outlier_gate));
+  require(std::isfinite(drift_gate) && drift_gate >= 0, "drift.gate",
+          "a finite value >= 0 (0: no drift scan)", formatNumber(drift_gate));
   require(job.options.method == Method::Map, identify + ": method",
           "map (information.json is the MAP's)", toString(job.options.method));
 }
@@ -33,7 +35,7 @@ void FuseJob::Config::validate() const {
 FuseJob::Config FuseJob::parse(const std::string& yaml_text, const std::string& source,
                                const std::string& base_dir) {
   const YAML::Node root =
-      yaml::loadYamlMapping(yaml_text, source, "identify, runs, truth_log, outliers");
+      yaml::loadYamlMapping(yaml_text, source, "identify, runs, truth_log, outliers, drift");
   yaml::YamlSection top(root, "", source, "docs/guide/fuse.md");
   Config config;
   config.source = source;
@@ -49,6 +51,9 @@ FuseJob::Config FuseJob::parse(const std::string& yaml_text, const std::string& 
   yaml::YamlSection outliers(top.raw("outliers"), "outliers", source, "docs/guide/fuse.md");
   outliers.read("gate", config.outlier_gate);
   outliers.finish();
+  yaml::YamlSection drift(top.raw("drift"), "drift", source, "docs/guide/fuse.md");
+  drift.read("gate", config.drift_gate);
+  drift.finish();
   top.finish();
   config.job = IdentifyJob::load(config.identify);
   yaml::validateNamingSource(config, source);
@@ -95,6 +100,27 @@ JobLogs robotAndTruth(const FuseJob::Config& config, Progress& progress) {
   }
 }
 
+// What a detected change means for the user; empty when none was.
+std::string driftMessage(const identify::DriftScan& drift, const FuseJob::Config& config) {
+  using Sign = identify::DriftScan::Sign;
+  if (drift.detected == Sign::None) return "";
+  const std::string between = "the robot changed between runs " +
+                              config.runs[static_cast<std::size_t>(drift.last_before)] + " and " +
+                              config.runs[static_cast<std::size_t>(drift.first_after)];
+  const std::string fix = "; fuse the later runs alone for the robot as it is now";
+  if (drift.detected == Sign::Split)
+    return between + ": the used runs before and after disagree (drift statistic " +
+           formatNumber(drift.largest, 3) + " > gate " + formatNumber(config.drift_gate, 3) +
+           " x " + formatNumber(drift.typical, 3) + "); this estimate mixes both" + fix;
+  const std::string agree = ", and they agree with each other (median excess " +
+                            formatNumber(drift.left_out_excess, 3) + ")";
+  if (drift.detected == Sign::LeftOutTail)
+    return between + ": the outlier gate left out every run from the second on" + agree +
+           "; this estimate is the robot before" + fix;
+  return between + ": the outlier gate left out every run up to the first" + agree +
+         "; this estimate is the robot as it is now";
+}
+
 }  // namespace
 
 FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
@@ -115,6 +141,7 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
   map_options.constraints = IdentifyJob::mapConstraints(robot, set, job);
   identify::FusionOptions fusion_options;
   fusion_options.outlier_gate = config.outlier_gate;
+  fusion_options.drift_gate = config.drift_gate;
   identify::FusionResult fusion =
       identify::fuse(logs, set, job.options.problem, map_options, fusion_options);
 
@@ -126,6 +153,9 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
     if (!result.runs[i].used)
       progress.say("left out " + config.runs[i] + ": " + result.runs[i].left_out_because);
   }
+  result.drift = fusion.drift;
+  const std::string drift = driftMessage(result.drift, config);
+  if (!drift.empty()) progress.say("drift: " + drift);
   progress.say("fused the runs: " + toString(fusion.fused.status));
   IdentifyResult& fused = fusion.fused;
   if (!read.logs.empty() && read.logs.front().truth && read.logs.front().truth->body_pi.rows() > 0)
@@ -134,6 +164,7 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
   IdentifyJob::Config fused_config = job;
   fused_config.validation.clear();  // the runs' held-out ranges are theirs
   result.fused = IdentifyJob::fromIdentification(fused_config, set, fused);
+  if (!drift.empty()) result.fused.warnings.push_back(drift);
   result.fused.time_s = progress.seconds();
   return result;
 }
@@ -156,6 +187,13 @@ std::string FuseJob::Result::report() const {
         << " / " << formatNumber(share.back(), 2);
     s << (r.used ? "" : "  LEFT OUT: " + r.left_out_because) << "\n";
   }
+  if (drift.ran) {
+    s << "drift     largest split statistic " << formatNumber(drift.largest, 3) << " (gate "
+      << formatNumber(config.drift_gate, 3) << " x typical " << formatNumber(drift.typical, 3)
+      << ")";
+    const std::string message = driftMessage(drift, config);
+    s << (message.empty() ? ": no change" : ": " + message) << "\n";
+  }
   return s.str();
 }
 
@@ -176,10 +214,24 @@ nlohmann::json FuseJob::Result::toJson() const {
                     {"torque_offsets", offsets},
                     {"information_share", r.information_share}});
   }
+  nlohmann::json drift_json = {{"gate", config.drift_gate}, {"ran", drift.ran}};
+  const auto folder = [&](int run) {
+    return run >= 0 ? nlohmann::json(runs[static_cast<std::size_t>(run)].source) : nlohmann::json();
+  };
+  if (drift.ran)
+    drift_json.update({{"statistic", drift.statistic},
+                       {"shared_directions", drift.shared_directions},
+                       {"largest", drift.largest},
+                       {"typical", drift.typical},
+                       {"left_out_excess", drift.left_out_excess},
+                       {"detected", identify::toString(drift.detected)},
+                       {"last_before", folder(drift.last_before)},
+                       {"first_after", folder(drift.first_after)}});
   j["fusion"] = {{"identify_config", config.identify},
                  {"outlier_gate", config.outlier_gate},
                  {"rows", fused.rows},
-                 {"runs", list}};
+                 {"runs", list},
+                 {"drift", drift_json}};
   return j;
 }
 

@@ -3,9 +3,12 @@ tool (mass, COM, box) and joint friction, each log with its own excitation (Four
 seed), noise seed, torque-sensor offsets (drawn per log: a sensor zeroed anew at every boot) and
 length; per robot one broken log (an HDF5 file cut in half) and one log of its neighbour (same
 model, other tool: a log filed under the wrong robot); robot 0 also gets a double-pendulum log
-(another model). Writes DIR/scenarios/, DIR/logs/<robot>/, DIR/identify.yaml, DIR/manifest.yaml.
+(another model). With --change-at K, every robot's tool is CHANGE_MASS kg heavier from its log K
+on (a gripper or battery swapped: drift). Writes DIR/scenarios/, DIR/logs/<robot>/,
+DIR/identify.yaml, DIR/manifest.yaml.
 
     python make_fleet.py --heft build/bin/heft --out DIR [--robots 3] [--logs 20] [--duration 8]
+        [--change-at K --change-mass KG]
 """
 
 import argparse
@@ -47,8 +50,9 @@ problem:
 """
 
 
-def scenario(robot, duration, rng):
+def scenario(robot, duration, rng, added_mass=0.0):
     mass, com, box = TOOLS[robot % len(TOOLS)]
+    mass = round(mass + added_mass, 6)
     wear = 1.0 + 0.15 * robot  # each arm's joints wear differently
     lines = [f"name: fleet-arm{robot}", "robot: panda", f"duration: {duration}",
              "noise: {base: nominal, torque_bias: 0.3}", "model:", "  joint_friction:"]
@@ -80,6 +84,8 @@ def main():
     parser.add_argument("--logs", type=int, default=20)
     parser.add_argument("--duration", type=float, default=8)
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--change-at", type=int, default=-1, help="first log with the changed tool")
+    parser.add_argument("--change-mass", type=float, default=0.0, help="added tool mass [kg]")
     args = parser.parse_args()
     out = Path(args.out)
     rng = random.Random(args.seed)
@@ -93,7 +99,8 @@ def main():
             file = out / "scenarios" / f"arm{robot}-{i:02d}.yaml"
             # an excitation the arm cannot track with its tool is not recorded: draw another
             for _ in range(10):
-                file.write_text(scenario(robot, duration, rng))
+                added = args.change_mass if 0 <= args.change_at <= i else 0.0
+                file.write_text(scenario(robot, duration, rng, added))
                 if simulate(args.heft, file, folder / f"{i:02d}.h5", rng.randrange(1, 10**6)):
                     break
             else:

@@ -20,6 +20,10 @@ struct FusionOptions {
   /// A log whose data the other logs' own estimates explain worse than gate times the logs'
   /// median (FusedLog::excess_others) is left out; 0 keeps every log. Needs three logs or more.
   double outlier_gate = 10;
+  /// A change of the robot between two consecutive used logs (the order given is taken as time) is
+  /// reported when the largest split statistic (DriftScan) exceeds drift_gate times the logs'
+  /// typical excess within the two parts; 0 turns the scan off. Needs two used logs or more.
+  double drift_gate = 10;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -51,11 +55,48 @@ struct FusedLog {
   std::vector<double> information_share;
 };
 
+/// Whether the logs, in the order given (taken as time), show the robot changing: a battery
+/// swapped, a tool changed, a worn gear replaced. Two signs, both from the logs' data alone:
+/// - a split of the used logs: for each split into the logs before a log and the logs from it on,
+///   2 (cost of all their data at one estimate - the two parts' costs at one estimate each) per
+///   data direction both parts see. The costs are minima of the logs' quadratic data costs (no
+///   prior, no consistency), so the statistic measures only what the parts disagree on: about 1
+///   when nothing changed and the weights are right. It counts as a change above drift_gate times
+///   the median excess of a log at the own estimate of another log of its part (the gate's
+///   measure, taken within the parts so that the change does not inflate it).
+/// - a left-out tail: when the gate left out the last logs (two or more, after every used log)
+///   and they agree with each other (their median pairwise excess within drift_gate times the used
+///   logs'), they are the robot after a change, not strays; the fused estimate is the robot before.
+/// - a left-out head: the same for the first logs; the fused estimate is the robot after.
+struct DriftScan {
+  bool ran = false;
+  /// Per used log from the second on (in order): the statistic of the split just before it; 0
+  /// where the two parts share no direction.
+  std::vector<double> statistic;
+  std::vector<int> shared_directions;  ///< per split, as statistic
+  double largest = 0;                  ///< the largest statistic
+  /// The scale of "nothing changed" at the largest split (1 when no part has two logs).
+  double typical = 1;
+  /// The median pairwise excess of the left-out tail or head last examined (0: none).
+  double left_out_excess = 0;
+  enum class Sign { None, Split, LeftOutTail, LeftOutHead };
+  Sign detected = Sign::None;
+  /// Indices into FusionResult::logs of the last used log before the change and the first log
+  /// after it (at the largest split when none was detected; -1 when there was no split). Logs the
+  /// gate left out between them may be on either side.
+  int last_before = -1;
+  int first_after = -1;
+};
+
+/// "none", "split", "left-out tail", "left-out head".
+std::string toString(DriftScan::Sign sign);
+
 struct FusionResult {
   /// The fused estimate in identify's shape (method Map); fused.map->information is the sum over
   /// the used logs (offsets marginalized), to fuse further.
   IdentifyResult fused;
   std::vector<FusedLog> logs;
+  DriftScan drift;
   int used() const;
 };
 

@@ -30,6 +30,10 @@ struct FuseJob {
     /// A run whose data the other runs' own estimates explain worse than gate times the runs'
     /// median (Run::excess_others) is left out (0: keep every run).
     double outlier_gate = 10;
+    /// A change of the robot between two consecutive runs (in the order of `runs`) is reported
+    /// when the drift scan's largest statistic exceeds gate times the runs' typical excess (0: no
+    /// scan; identify::DriftScan).
+    double drift_gate = 10;
     /// \throws InputError naming the field.
     void validate() const;
   };
@@ -41,6 +45,7 @@ struct FuseJob {
     Config config;
     IdentifyJob::Result fused;  ///< the estimate, in identify's shape
     std::vector<Run> runs;
+    identify::DriftScan drift;
     bool writable() const { return fused.writable(); }
     std::string report() const;
     nlohmann::json toJson() const;
