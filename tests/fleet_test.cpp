@@ -13,6 +13,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -196,18 +198,25 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
   }
   EXPECT_TRUE(fs::exists(out / "fleet.html"));
 
-  // a tool changed between two logs: arm0's logs, then arm1's (another tool) filed as one robot
-  const auto run = [&](const char* id, const char* log) {
-    for (const nlohmann::json& robot : result["robots"])
-      if (robot["id"] == id) return logsByName(robot)[log]["run"].get<std::string>();
-    return std::string();
+  // heft fuse over some of the fleet's runs, given as (robot, log) in order
+  const auto fuseRuns = [&](const std::string& name,
+                            const std::vector<std::pair<std::string, std::string>>& runs) {
+    std::string list;
+    for (const auto& [id, log] : runs)
+      for (const nlohmann::json& robot : result["robots"])
+        if (robot["id"] == id)
+          list += (list.empty() ? "" : ", ") + logsByName(robot)[log]["run"].get<std::string>();
+    writeText(fleet / name,
+              "identify: " + (fleet / "identify.yaml").string() + "\nruns: [" + list + "]\n");
+    return FuseJob::run(FuseJob::load((fleet / name).string()));
   };
-  const std::string job = (fleet / "identify.yaml").string();
-  writeText(fleet / "changed.yaml", "identify: " + job + "\nruns: [" + run("arm0", "00.h5") + ", " +
-                                        run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
-                                        run("arm1", "00.h5") + ", " + run("arm1", "01.h5") + ", " +
-                                        run("arm1", "02.h5") + "]\n");
-  const FuseJob::Result changed = FuseJob::run(FuseJob::load((fleet / "changed.yaml").string()));
+  // a tool changed between two logs: arm0's logs, then arm1's (another tool) filed as one robot
+  const FuseJob::Result changed = fuseRuns("changed.yaml", {{"arm0", "00.h5"},
+                                                            {"arm0", "01.h5"},
+                                                            {"arm0", "02.h5"},
+                                                            {"arm1", "00.h5"},
+                                                            {"arm1", "01.h5"},
+                                                            {"arm1", "02.h5"}});
   EXPECT_EQ(changed.drift.detected, identify::DriftScan::Sign::Split) << changed.report();
   EXPECT_EQ(changed.drift.last_before, 2);
   EXPECT_EQ(changed.drift.first_after, 3);
@@ -215,20 +224,22 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
                           [](const std::string& w) { return w.find("the robot changed") == 0; }));
   // four logs, then two after the change: the gate leaves the two out as a minority, and the scan
   // tells that they agree with each other (the robot as it is now), not strays
-  writeText(fleet / "tail.yaml", "identify: " + job + "\nruns: [" + run("arm0", "00.h5") + ", " +
-                                     run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
-                                     run("arm0", "03.h5") + ", " + run("arm1", "00.h5") + ", " +
-                                     run("arm1", "01.h5") + "]\n");
-  const FuseJob::Result tail = FuseJob::run(FuseJob::load((fleet / "tail.yaml").string()));
+  const FuseJob::Result tail = fuseRuns("tail.yaml", {{"arm0", "00.h5"},
+                                                      {"arm0", "01.h5"},
+                                                      {"arm0", "02.h5"},
+                                                      {"arm0", "03.h5"},
+                                                      {"arm1", "00.h5"},
+                                                      {"arm1", "01.h5"}});
   EXPECT_FALSE(tail.runs[4].used || tail.runs[5].used) << tail.report();
   EXPECT_EQ(tail.drift.detected, identify::DriftScan::Sign::LeftOutTail) << tail.report();
   EXPECT_EQ(tail.drift.first_after, 4);
   // and two logs before a change to the four: this estimate is the robot as it is now
-  writeText(fleet / "head.yaml", "identify: " + job + "\nruns: [" + run("arm1", "00.h5") + ", " +
-                                     run("arm1", "01.h5") + ", " + run("arm0", "00.h5") + ", " +
-                                     run("arm0", "01.h5") + ", " + run("arm0", "02.h5") + ", " +
-                                     run("arm0", "03.h5") + "]\n");
-  const FuseJob::Result head = FuseJob::run(FuseJob::load((fleet / "head.yaml").string()));
+  const FuseJob::Result head = fuseRuns("head.yaml", {{"arm1", "00.h5"},
+                                                      {"arm1", "01.h5"},
+                                                      {"arm0", "00.h5"},
+                                                      {"arm0", "01.h5"},
+                                                      {"arm0", "02.h5"},
+                                                      {"arm0", "03.h5"}});
   EXPECT_EQ(head.drift.detected, identify::DriftScan::Sign::LeftOutHead) << head.report();
   EXPECT_EQ(head.drift.last_before, 1);
   EXPECT_EQ(head.drift.first_after, 2);
