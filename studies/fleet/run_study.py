@@ -179,7 +179,12 @@ def variant(folder, out, tag, old, new, manifest="manifest.yaml"):
     (folder / f"manifest-{tag}.yaml").write_text(
         (folder / manifest).read_text().replace("job: identify.yaml",
                                                 f"job: identify-{tag}.yaml"))
-    proc, _ = fleet(folder / f"manifest-{tag}.yaml", out)
+    return fleet_rows(folder / f"manifest-{tag}.yaml", out, tag)
+
+
+def fleet_rows(manifest, out, tag):
+    """evaluate() of one heft fleet run; the study stops if the run failed."""
+    proc, _ = fleet(manifest, out)
     if proc.returncode != 0:
         sys.exit(f"heft fleet ({tag}) exited {proc.returncode}: {proc.stderr}")
     return evaluate(out)
@@ -189,20 +194,27 @@ SMOOTH = ("  order: 3\n", "  order: 3\n  smooth_velocity: true\n")
 TRUE_ACCELERATION = ("  order: 3\n", "  order: 3\n  acceleration: truth\n")
 
 
+def logs_with_truth(folder, mode):
+    """The fleet's logs that have a truth time series, opened in `mode`, in name order; the
+    fleet's truncated log does not open and is passed over (it stays broken)."""
+    for log in sorted((folder / "logs").rglob("*.h5")):
+        try:
+            f = h5py.File(log, mode)
+        except OSError:
+            continue
+        with f:
+            if "truth" in f and "time" in f["truth"]:
+                assert np.array_equal(f["truth/time"][:], f["joints/time"][:]), log
+                yield f
+
+
 def with_true_velocity(folder, name):
     """A copy of a fleet whose logs carry the truth group's velocities as joints/v (a diagnosis
     that isolates the logged velocity's error: the backward difference of the encoders)."""
     copy = folder.parent / name
     shutil.copytree(folder, copy)
-    for log in (copy / "logs").rglob("*.h5"):
-        try:
-            f = h5py.File(log, "r+")
-        except OSError:
-            continue  # the fleet's truncated log stays broken
-        with f:
-            if "truth" in f and "time" in f["truth"]:
-                assert np.array_equal(f["truth/time"][:], f["joints/time"][:]), log
-                f["joints/v"][...] = f["truth/v"][:]
+    for f in logs_with_truth(copy, "r+"):
+        f["joints/v"][...] = f["truth/v"][:]
     return copy
 
 
@@ -210,20 +222,13 @@ def velocity_error(folder):
     """The logged velocity against the truth's over a fleet's logs, arm joints only: the median
     std of the difference [rad/s] and its largest slope on the true acceleration [ms] (a lag)."""
     stds, slopes = [], []
-    for log in sorted((folder / "logs").rglob("*.h5")):
-        try:
-            f = h5py.File(log, "r")
-        except OSError:
-            continue
-        with f:
-            if "truth" not in f or "time" not in f["truth"]:
-                continue
-            names = [n.decode() for n in f["joints/names"][:]]
-            arm = [i for i, n in enumerate(names) if "finger" not in n]
-            e = f["joints/v"][:][:, arm] - f["truth/v"][:][:, arm]
-            a = f["truth/a"][:][:, arm]
-            stds += list(e.std(axis=0))
-            slopes += list(-(e * a).sum(axis=0) / (a * a).sum(axis=0))
+    for f in logs_with_truth(folder, "r"):
+        names = [n.decode() for n in f["joints/names"][:]]
+        arm = [i for i, n in enumerate(names) if "finger" not in n]
+        e = f["joints/v"][:][:, arm] - f["truth/v"][:][:, arm]
+        a = f["truth/a"][:][:, arm]
+        stds += list(e.std(axis=0))
+        slopes += list(-(e * a).sum(axis=0) / (a * a).sum(axis=0))
     return {"std": statistics.median(stds), "lag_ms": max(abs(s) for s in slopes) * 1e3,
             "joints": len(stds)}
 
@@ -241,10 +246,7 @@ def fusion_study(work, args):
     rows_truth = variant(main_fleet, work / "out-truth-acceleration", "truth-acceleration",
                          *TRUE_ACCELERATION)
     true_v = with_true_velocity(main_fleet, "fleet-true-velocity")
-    proc, _ = fleet(true_v / "manifest.yaml", work / "out-true-velocity")
-    if proc.returncode != 0:
-        sys.exit(f"heft fleet (true velocity) exited {proc.returncode}: {proc.stderr}")
-    rows_true_v = evaluate(work / "out-true-velocity")
+    rows_true_v = fleet_rows(true_v / "manifest.yaml", work / "out-true-velocity", "true velocity")
     rows_min_speed = variant(main_fleet, work / "out-min-speed", "min-speed", "  min_speed: 0.05\n",
                              "  min_speed: 0.3\n")
     rows_true_va = variant(true_v, work / "out-true-velocity-acceleration", "truth-acceleration",
@@ -405,8 +407,7 @@ def nees_by_signal(fusion):
     """The fused NEES per arm by where the regressor's velocities and accelerations come from,
     and how often the fused diagonal inertia lies below truth."""
     def cell(key):
-        rows = fusion.get(key)
-        return " / ".join(f"{r['fused_nees']:.1f}" for r in rows) if rows else "not run"
+        return " / ".join(f"{r['fused_nees']:.1f}" for r in fusion[key]) if key else "not run"
 
     def below(keys):
         d = [x for k in keys for r in fusion[k] for x in r["diagonal"]]
@@ -429,7 +430,7 @@ def nees_by_signal(fusion):
             ("true / filter (diagnosis)", ("rows_true_v", None, None)),
             ("true / true (diagnosis)", ("rows_true_va", None, None))):
         eight = [r for k in keys[:2] if k for r in fusion[k]]
-        lines.append(f"| {name} | " + " | ".join(cell(k) if k else "not run" for k in keys)
+        lines.append(f"| {name} | " + " | ".join(cell(k) for k in keys)
                      + f" | {mean_nees(eight):.1f} | {below([k for k in keys if k])} |")
     v = fusion["velocity_error"]
     return lines + ["", f"The logged velocity (the encoders' backward difference) against the "
