@@ -65,8 +65,9 @@ def distance(result, log):
     return float(np.linalg.norm((np.array(p["pi"]) - truth_pi(log)) / np.array(p["prior_std"])))
 
 
-def evaluate(out):
-    """Per robot: fused and single-log truth errors, distances, NEES."""
+def evaluate(out, joint_identify=True):
+    """Per robot: fused and single-log truth errors, distances, NEES (and one identify over the
+    used logs unless joint_identify is false)."""
     fleet = json.loads((out / "fleet.json").read_text())
     rows = []
     for robot in fleet["robots"]:
@@ -83,14 +84,7 @@ def evaluate(out):
             single.append({"errors": errors(res), "distance": distance(res, r["log"]),
                            "nees": nees(res, r["log"])})
         best = min(single, key=lambda s: s["distance"])
-        # one heft identify over all the used logs: theta shared, but one offset per joint and one
-        # noise std per channel for all of them (no per-log nuisance)
-        joint_dir = out / "joint-identify" / robot["id"]
-        shutil.rmtree(joint_dir, ignore_errors=True)
-        cmd = [HEFT, "identify", robot["job"], "--out", str(joint_dir), "--quiet", "--log"]
-        proc, t_joint = run(cmd + [r["log"] for r in used])
-        joint = json.loads((joint_dir / "result.json").read_text())
-        rows.append({
+        row = {
             "robot": robot["id"], "used": len(used),
             "left_out": sum(1 for r in robot["logs"]
                             if r["status"] == "identified" and not r.get("used_in_fusion")),
@@ -98,10 +92,20 @@ def evaluate(out):
             "fused": errors(fused), "fused_distance": distance(fused, truth_log),
             "fused_nees": nees(fused, truth_log), "best": best,
             "median_distance": statistics.median(s["distance"] for s in single),
-            "joint_distance": distance(joint, truth_log), "joint_errors": errors(joint),
-            "joint_time": t_joint,
             "single_nees": statistics.median(s["nees"] for s in single), "diagonal": diag,
-            "drift": fused["fusion"]["drift"]})
+            "drift": fused["fusion"]["drift"]}
+        rows.append(row)
+        if not joint_identify:
+            continue
+        # one heft identify over all the used logs: theta shared, but one offset per joint and one
+        # noise std per channel for all of them (no per-log nuisance)
+        joint_dir = out / "joint-identify" / robot["id"]
+        shutil.rmtree(joint_dir, ignore_errors=True)
+        cmd = [HEFT, "identify", robot["job"], "--out", str(joint_dir), "--quiet", "--log"]
+        proc, t_joint = run(cmd + [r["log"] for r in used])
+        joint = json.loads((joint_dir / "result.json").read_text())
+        row.update({"joint_distance": distance(joint, truth_log), "joint_errors": errors(joint),
+                    "joint_time": t_joint})
     return rows
 
 
@@ -171,7 +175,7 @@ def go2_study(work):
     return rows
 
 
-def variant(folder, out, tag, old, new, manifest="manifest.yaml"):
+def variant(folder, out, tag, old, new, manifest="manifest.yaml", joint=True):
     """The fleet's logs through a changed job: identify-TAG.yaml, manifest-TAG.yaml."""
     job = (folder / "identify.yaml").read_text()
     assert old in job, old
@@ -179,19 +183,29 @@ def variant(folder, out, tag, old, new, manifest="manifest.yaml"):
     (folder / f"manifest-{tag}.yaml").write_text(
         (folder / manifest).read_text().replace("job: identify.yaml",
                                                 f"job: identify-{tag}.yaml"))
-    return fleet_rows(folder / f"manifest-{tag}.yaml", out, tag)
+    return fleet_rows(folder / f"manifest-{tag}.yaml", out, tag, joint)
 
 
-def fleet_rows(manifest, out, tag):
+def fleet_rows(manifest, out, tag, joint=True):
     """evaluate() of one heft fleet run; the study stops if the run failed."""
     proc, _ = fleet(manifest, out)
     if proc.returncode != 0:
         sys.exit(f"heft fleet ({tag}) exited {proc.returncode}: {proc.stderr}")
-    return evaluate(out)
+    return evaluate(out, joint)
 
 
 SMOOTH = ("  order: 3\n", "  order: 3\n  smooth_velocity: true\n")
 TRUE_ACCELERATION = ("  order: 3\n", "  order: 3\n  acceleration: truth\n")
+# the job recommended for fleets: smoothed velocities and a window wider than one log's best
+# (chosen on the first fleet from the sweep, with truth; checked on the other two)
+WIDE_WINDOW = 161
+WINDOW_SWEEP = (81, 121, 161, 201, 241)
+
+
+def smooth_window(window):
+    """The fleet's job with smoothed velocities and another window."""
+    return ("  window: 121\n  order: 3\n",
+            f"  window: {window}\n  order: 3\n  smooth_velocity: true\n")
 
 
 def logs_with_truth(folder, mode):
@@ -234,9 +248,10 @@ def velocity_error(folder):
 
 
 def fusion_study(work, args):
-    """The fleet's job; the same logs with velocities from the acceleration fit, and diagnoses
-    that read the truth group to isolate one error source each (true accelerations, true
-    velocities, both: no job of the fleet reads it); a second fleet nothing was chosen on."""
+    """The fleet's job; the same logs with velocities from the acceleration fit (window 121, the
+    wide window, the sweep it was chosen from), and diagnoses that read the truth group to
+    isolate one error source each (true accelerations, true velocities, both: no job of the fleet
+    reads it); a second fleet nothing was chosen on."""
     main_fleet = make_fleet(work, "fleet", args.robots, args.logs, 2026)
     proc, t_fleet = fleet(main_fleet / "manifest.yaml", work / "out", report=True)
     if proc.returncode != 0:
@@ -256,7 +271,18 @@ def fusion_study(work, args):
     rows_check = evaluate(work / "check-out")
     rows_check_smooth = variant(check, work / "check-out-smooth-velocity", "smooth-velocity",
                                 *SMOOTH)
+    rows_wide = variant(main_fleet, work / "out-wide", "wide", *smooth_window(WIDE_WINDOW))
+    rows_check_wide = variant(check, work / "check-out-wide", "wide", *smooth_window(WIDE_WINDOW))
+    # the windows the wide one was chosen from (smoothed velocities, order 3; 121 and 161 are
+    # the rows above)
+    sweep = {121: rows_smooth, WIDE_WINDOW: rows_wide}
+    for window in WINDOW_SWEEP:
+        if window not in sweep:
+            sweep[window] = variant(main_fleet, work / f"out-window-{window}", f"window-{window}",
+                                    *smooth_window(window), joint=False)
     return {"t_fleet": t_fleet, "rows": rows, "rows_smooth": rows_smooth, "rows_truth": rows_truth,
+            "rows_wide": rows_wide, "rows_check_wide": rows_check_wide,
+            "sweep": dict(sorted(sweep.items())),
             "rows_true_v": rows_true_v, "rows_true_va": rows_true_va, "rows_check": rows_check,
             "rows_check_smooth": rows_check_smooth, "rows_min_speed": rows_min_speed,
             "velocity_error": velocity_error(main_fleet)}
@@ -418,21 +444,38 @@ def nees_by_signal(fusion):
              "acceleration; the last column counts the fused Ixx, Iyy, Izz of panda_link7 below "
              "truth over the arms of the row. Rows marked diagnosis read the truth group.", "",
              "| velocity / acceleration | the fleet | the second fleet | the 30 s fleet | mean "
-             "over the row's arms of the 8 s fleets | diagonal inertia below truth |",
-             "|---|---|---|---|---|---|"]
+             "over the row's arms of the 8 s fleets | mean over all the row's arms | diagonal "
+             "inertia below truth |",
+             "|---|---|---|---|---|---|---|"]
     for name, keys in (
             ("logged / filter (the fleet's job)", ("rows", "rows_check", "rows_long")),
             ("smoothed / filter (`smooth_velocity`)",
              ("rows_smooth", "rows_check_smooth", "rows_long_smooth")),
+            (f"smoothed / filter, window {WIDE_WINDOW} (`smooth_velocity`, `window: "
+             f"{WIDE_WINDOW}`)", ("rows_wide", "rows_check_wide", "rows_long_wide")),
             ("logged / filter, rows slower than 0.3 rad/s dropped (`min_speed`, the job's: "
              "0.05)", ("rows_min_speed", None, None)),
             ("logged / true (diagnosis)", ("rows_truth", None, None)),
             ("true / filter (diagnosis)", ("rows_true_v", None, None)),
             ("true / true (diagnosis)", ("rows_true_va", None, None))):
         eight = [r for k in keys[:2] if k for r in fusion[k]]
+        every = [r for k in keys if k for r in fusion[k]]
         lines.append(f"| {name} | " + " | ".join(cell(k) for k in keys)
-                     + f" | {mean_nees(eight):.1f} | {below([k for k in keys if k])} |")
+                     + f" | {mean_nees(eight):.1f} | {mean_nees(every):.1f} | "
+                     f"{below([k for k in keys if k])} |")
     v = fusion["velocity_error"]
+    lines += ["", "The smoothing window on the first fleet (`smooth_velocity: true`, order 3; "
+              "the fleet's job has 121 and logged velocities). A wider window takes more noise "
+              "out of the regressor's accelerations and velocities (less shrinkage: the fused "
+              "Ixx, Iyy, Izz move up to truth), and puts more of the filter's own bias in:", "",
+              "| window | fused NEES per arm | mean | fused distance to truth per arm | fused "
+              "Ixx, Iyy, Izz against truth, per arm [%] |", "|---|---|---|---|---|"]
+    for window, rows in fusion["sweep"].items():
+        lines.append(f"| {window} | " + " / ".join(f"{r['fused_nees']:.1f}" for r in rows)
+                     + f" | {mean_nees(rows):.1f} | "
+                     + " / ".join(f"{r['fused_distance']:.3f}" for r in rows) + " | "
+                     + " ; ".join(", ".join(f"{100 * x:+.2f}" for x in r["diagonal"])
+                                  for r in rows) + " |")
     return lines + ["", f"The logged velocity (the encoders' backward difference) against the "
                     f"truth's on the fleet's logs ({v['joints']} series of an arm joint in a log): "
                     f"std of the difference {v['std']:.4f} rad/s (median), its slope on the true "
@@ -441,8 +484,9 @@ def nees_by_signal(fusion):
 
 
 def markdown(args, fusion, scaling, fault, noop, drift):
+    wide = fusion["rows_wide"] + fusion["rows_check_wide"] + fusion["rows_long_wide"]
     lines = ["# Fleet: fusion, scaling, faults", "",
-             "Regenerate (about 10 minutes): `ctest -R Studies.Fleet` in build/, or",
+             "Regenerate (about 11 minutes): `ctest -R Studies.Fleet` in build/, or",
              "`.deps/venv-tools/bin/python studies/fleet/run_study.py --heft build/bin/heft "
              "--work build/studies/fleet`.", "",
              f"Fleet: {args.robots} simulated panda arms x {args.logs} logs (make_fleet.py, seed "
@@ -465,6 +509,9 @@ def markdown(args, fusion, scaling, fault, noop, drift):
     for caption, rows in (
             ("The same logs and job with `smooth_velocity: true` (the regressor's velocities "
              "from the acceleration's fit, not as logged):", fusion["rows_smooth"]),
+            (f"The same logs with `smooth_velocity: true` and `window: {WIDE_WINDOW}` (chosen on "
+             "this fleet, with truth, from the sweep below; the second and third fleets check "
+             "it):", fusion["rows_wide"]),
             ("The same logs and job with the truth group's accelerations (`acceleration: "
              "truth`): a diagnosis that removes the acceleration filter's error and nothing "
              "else; it reads the truth group, which no job of the fleet does:",
@@ -479,9 +526,13 @@ def markdown(args, fusion, scaling, fault, noop, drift):
             (f"A second fleet (seed 7, {max(3, args.logs // 2)} logs per arm), the fleet's job, "
              "nothing chosen on it:", fusion["rows_check"]),
             ("The second fleet with `smooth_velocity: true`:", fusion["rows_check_smooth"]),
+            (f"The second fleet with `smooth_velocity: true` and `window: {WIDE_WINDOW}`:",
+             fusion["rows_check_wide"]),
             ("A third fleet (seed 11, 2 arms x 20 logs of 22-38 s: the scaling study's), the "
              "fleet's job, nothing chosen on it:", fusion["rows_long"]),
             ("The third fleet with `smooth_velocity: true`:", fusion["rows_long_smooth"]),
+            (f"The third fleet with `smooth_velocity: true` and `window: {WIDE_WINDOW}`:",
+             fusion["rows_long_wide"]),
             ("go2-payload-3kg, seeds 1-5, 8 s each, with the go2 example's identify job (the "
              "trunk; contact null-space projection, base state estimated by heft from IMU, legs "
              "and contacts; no outlier among them):", fusion["go2"])):
@@ -496,7 +547,11 @@ def markdown(args, fusion, scaling, fault, noop, drift):
               f"accelerations: **{mean_nees(fusion['rows_truth']):.1f}**); the 30 s fleet: "
               + ", ".join(f"{r['robot']} **{r['fused_nees']:.0f}**" for r in fusion["rows_long"])
               + f"; go2: **{fusion['go2'][0]['fused_nees']:.0f}** (its single logs' covariances "
-              "are as far off: the estimated base state's errors are not in the rows' noise).", ""]
+              "are as far off: the estimated base state's errors are not in the rows' noise).",
+              "", f"With `smooth_velocity: true` and `window: {WIDE_WINDOW}` on the three panda "
+              "fleets: fused closer to truth than the best single log, every arm: "
+              f"**{'yes' if fusion['wide_better'] else 'no'}**; NEES mean over the {len(wide)} "
+              f"arms: **{mean_nees(wide):.1f}**.", ""]
     lines += nees_by_signal(fusion)
     lines += ["## Scaling and overhead (40 logs, nothing cached)", "",
               "| logs | workers | wall [s] | cluster start [s] | task phase [s] | fusion [s] | "
@@ -564,11 +619,15 @@ def main():
     fusion["rows_long"] = evaluate(work / "scale-long-2")
     fusion["rows_long_smooth"] = variant(work / "long-logs", work / "long-out-smooth-velocity",
                                          "smooth-velocity", *SMOOTH, manifest="manifest40.yaml")
+    fusion["rows_long_wide"] = variant(work / "long-logs", work / "long-out-wide", "wide",
+                                       *smooth_window(WIDE_WINDOW), manifest="manifest40.yaml")
     fleets = {"the fleet": fusion["rows"], "the second fleet": fusion["rows_check"],
               "the 30 s fleet": fusion["rows_long"], "go2": fusion["go2"]}
     fusion["better"] = {name: all(r["fused_distance"] < r["best"]["distance"] for r in rows)
                         for name, rows in fleets.items()}
     fusion["mean_nees"] = mean_nees(fusion["rows"] + fusion["rows_check"])
+    wide = fusion["rows_wide"] + fusion["rows_check_wide"] + fusion["rows_long_wide"]
+    fusion["wide_better"] = all(r["fused_distance"] < r["best"]["distance"] for r in wide)
     fault = fault_study(work, scaling["manifest40"])
     drift = {"rows": drift_study(work), "two_arms": two_arms_as_one(work)}
     lines = markdown(args, fusion, scaling, fault, noop_task_s(), drift)
