@@ -1,7 +1,7 @@
 // Fleets of logs: `heft fuse` (heft/jobs/fuse_job.hpp) on identify runs' information.json, and
 // `heft fleet` (python/fleet.py on a local Dask cluster) end to end on a small simulated fleet
 // (studies/fleet/make_fleet.py): failed logs reported and skipped, a neighbour's log left out, a
-// worker killed mid-task, a rerun that skips what is done, bad manifests.
+// task killed mid-run, a rerun that skips what is done, bad manifests.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -152,7 +152,7 @@ nlohmann::json withoutTimes(nlohmann::json j) {
   return j;
 }
 
-TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNothing) {
+TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledTaskChangesNothing) {
   const fs::path fleet = smallFleet();
   // the same recording twice under one robot: its information must not count twice
   fs::copy_file(fleet / "logs" / "arm0" / "00.h5", fleet / "logs" / "arm0" / "93-copy.h5");
@@ -250,9 +250,10 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledWorkerChangesNo
   EXPECT_EQ(readJson(out / "timing.json")["tasks_run"], 0);
   EXPECT_EQ(slurp(out / "fleet.json"), first);
 
-  // a worker killed in the middle of a task: the task runs again, the fusion is the same
+  // a task's heft process killed in the middle of its run: it runs again, the fusion is the same
+  // (a worker process killed on a cluster of them: tests/python/fleet_cluster.py)
   const fs::path killed = fleet / "killed";
-  const std::string env = "HEFT_FLEET_FAULT=kill-worker:01.h5 ";
+  const std::string env = "HEFT_FLEET_FAULT=kill-task:01.h5 ";
   const int code = std::system((env + HEFT_BINARY_DIR + "/bin/heft fleet " + manifest + " --out " +
                                 killed.string() + " --workers 2 --no-report > " +
                                 (fleet / "killed.txt").string() + " 2>&1")

@@ -39,7 +39,8 @@ std::function<int()> setupFleet(CLI::App& app) {
                  "(fused result.json, robot.urdf), fleet.json, fleet.html")
       ->required();
   app.add_option("--workers", args->workers,
-                 "Dask worker processes (default: the manifest's `workers`, else the cores)")
+                 "tasks at a time on the local cluster (default: the manifest's `workers`, else "
+                 "the cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--scheduler", args->scheduler,
                  "a running Dask scheduler (tcp://host:8786) instead of a local cluster; its "
