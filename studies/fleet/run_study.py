@@ -66,6 +66,17 @@ def distance(result, log):
     return float(np.linalg.norm((np.array(p["pi"]) - truth_pi(log)) / np.array(p["prior_std"])))
 
 
+def dispersion(fused):
+    """The used logs' scatter about the fused estimate against their own covariances (the Birge
+    ratio): sum_i rank_i e_i(l*) / (sum_i rank_i - rank), e_i the log's excess at the fused
+    estimate (fused result.json). About 1 when each log's weights are right; it cannot see an
+    error that all logs share."""
+    used = [r for r in fused["fusion"]["runs"] if r["used"]]
+    ranks = sum(r["data_rank"] for r in used)
+    dof = ranks - fused["identifiability"]["rank"]
+    return sum(r["data_rank"] * r["excess"] for r in used) / dof if dof > 0 else float("nan")
+
+
 def evaluate(out, joint_identify=True):
     """Per robot: fused and single-log truth errors, distances, NEES (and one identify over the
     used logs unless joint_identify is false)."""
@@ -92,6 +103,7 @@ def evaluate(out, joint_identify=True):
             "failed": sum(1 for r in robot["logs"] if r["status"] != "identified"),
             "fused": errors(fused), "fused_distance": distance(fused, truth_log),
             "fused_nees": nees(fused, truth_log), "best": best,
+            "dispersion": dispersion(fused),
             "median_distance": statistics.median(s["distance"] for s in single),
             "single_nees": statistics.median(s["nees"] for s in single), "diagonal": diag,
             "drift": fused["fusion"]["drift"]}
@@ -465,6 +477,38 @@ def mean_nees(rows):
     return statistics.mean(r["fused_nees"] for r in rows)
 
 
+def dispersion_lines(fusion):
+    """A diagnosis from the fused results alone (no truth): the logs' dispersion S^2 about the
+    fused estimate, and the fused NEES were the fused covariance scaled by max(1, S^2)."""
+    cases = [("the fleet's job", ("rows", "rows_check", "rows_long")),
+             (f"smoothed, window {WIDE_WINDOW}", ("rows_wide", "rows_check_wide",
+                                                  "rows_long_wide"))]
+    lines = ["## The logs' dispersion about the fused estimate", "",
+             "S^2 = sum_i rank_i e_i / (sum_i rank_i - rank): the used logs' excess at the fused "
+             "estimate (fused result.json's `excess` and `data_rank`), weighted by their ranks, "
+             "per degree of freedom (the Birge ratio; about 1 when the logs scatter as their "
+             "covariances say). It needs no truth. NEES / S^2 is the fused NEES were the fused "
+             "covariance scaled by max(1, S^2) (not done by heft fuse).", "",
+             "| job | S^2 per arm (the fleet; second; 30 s) | NEES / max(1, S^2) per arm | mean "
+             "NEES over the 8 arms | mean NEES / max(1, S^2) |", "|---|---|---|---|---|"]
+
+    def scaled(r):
+        return r["fused_nees"] / max(1.0, r["dispersion"])
+
+    for name, keys in cases:
+        rows = [r for k in keys for r in fusion[k]]
+        lines.append(
+            f"| {name} | " + "; ".join(" / ".join(f"{r['dispersion']:.2f}" for r in fusion[k])
+                                      for k in keys)
+            + " | " + "; ".join(" / ".join(f"{scaled(r):.1f}" for r in fusion[k]) for k in keys)
+            + f" | {statistics.mean(r['fused_nees'] for r in rows):.1f} | "
+            f"**{statistics.mean(scaled(r) for r in rows):.1f}** |")
+    g = fusion["go2"][0]
+    lines += ["", f"go2 (5 logs, the go2 example's job): S^2 **{g['dispersion']:.1f}**, NEES "
+              f"{g['fused_nees']:.0f}, NEES / S^2 **{scaled(g):.1f}**.", ""]
+    return lines
+
+
 def nees_by_signal(fusion):
     """The fused NEES per arm by where the regressor's velocities and accelerations come from,
     and how often the fused diagonal inertia lies below truth."""
@@ -589,6 +633,7 @@ def markdown(args, fusion, scaling, fault, noop, drift):
               f"**{'yes' if fusion['wide_better'] else 'no'}**; NEES mean over the {len(wide)} "
               f"arms: **{mean_nees(wide):.1f}**.", ""]
     lines += nees_by_signal(fusion)
+    lines += dispersion_lines(fusion)
     lines += ["## Scaling and overhead (40 logs, nothing cached)", "",
               "| logs | workers | wall [s] | cluster start [s] | task phase [s] | fusion [s] | "
               "median task [s] | wall ratio | task-phase ratio |",
