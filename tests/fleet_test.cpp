@@ -251,7 +251,7 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledTaskChangesNoth
   EXPECT_EQ(slurp(out / "fleet.json"), first);
 
   // a task's heft process killed in the middle of its run: it runs again, the fusion is the same
-  // (a worker process killed on a cluster of them: tests/python/fleet_cluster.py)
+  // (a worker process killed on a cluster of them: tests/fleet_cluster_test.py)
   const fs::path killed = fleet / "killed";
   const std::string env = "HEFT_FLEET_FAULT=kill-task:01.h5 ";
   const int code = std::system((env + HEFT_BINARY_DIR + "/bin/heft fleet " + manifest + " --out " +

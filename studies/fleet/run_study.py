@@ -157,8 +157,9 @@ def make_fleet(work, name, robots, logs, seed, duration=8, change=()):
     return work / name
 
 
-def fleet(manifest, out, workers=2, env=None, report=False):
+def fleet(manifest, out, workers=2, env=None, report=False, scheduler=None):
     cmd = [HEFT, "fleet", str(manifest), "--out", str(out), "--workers", str(workers)]
+    cmd += ["--scheduler", scheduler] if scheduler else []
     proc, wall = run(cmd + ([] if report else ["--no-report"]), env=env)
     return proc, wall
 
@@ -353,19 +354,17 @@ def fault_study(work, manifest40):
 
     victim = sorted((work / "fleet" / "logs" / "arm0").glob("0*.h5"))[3].name
     env = dict(os.environ, HEFT_FLEET_FAULT=f"kill-task:{victim}")
-    results = {"victim": victim}
-    proc, _ = fleet(manifest40, work / "killed-task", env=env)
-    results["task"] = proc.returncode
+    exits = {"task": fleet(manifest40, work / "killed-task", env=env)[0].returncode}
     os.environ["HEFT_FLEET_FAULT"] = f"kill-worker:{victim}"  # read by the worker processes
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=None, silence_logs=logging.CRITICAL)
     del os.environ["HEFT_FLEET_FAULT"]
     try:
-        proc, _ = run([HEFT, "fleet", str(manifest40), "--out", str(work / "killed-worker"),
-                       "--no-report", "--scheduler", cluster.scheduler_address])
+        exits["worker"] = fleet(manifest40, work / "killed-worker",
+                                scheduler=cluster.scheduler_address)[0].returncode
     finally:
         cluster.close()
-    results["worker"] = proc.returncode
+    results = {"victim": victim}
     for case in ("task", "worker"):
         killed = json.loads((work / f"killed-{case}" / "fleet.json").read_text())
         same = True
@@ -373,7 +372,7 @@ def fault_study(work, manifest40):
             a = json.loads((work / "scale-fleet-2" / "robots" / robot / "result.json").read_text())
             b = json.loads((work / f"killed-{case}" / "robots" / robot / "result.json").read_text())
             same &= a["parameters"] == b["parameters"] and a["friction"] == b["friction"]
-        results[case] = {"exit": results[case], "same": same, "attempts": max(
+        results[case] = {"exit": exits[case], "same": same, "attempts": max(
             r["attempts"] for rb in killed["robots"] for r in rb["logs"])}
     return results
 
