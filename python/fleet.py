@@ -127,13 +127,15 @@ def load_manifest(path):
     _expect(timeout is None or (isinstance(timeout, (int, float)) and timeout > 0),
             f"{where}: task_timeout_s", "a number of seconds > 0", timeout)
     fuse = data.get("fuse") or {}
-    _mapping_keys(fuse, f"{where}: fuse", {"outlier_gate", "drift_gate"})
+    _mapping_keys(fuse, f"{where}: fuse", {"outlier_gate", "drift_gate", "scale_by_dispersion"})
     gate = fuse.get("outlier_gate", 10)
     _expect(isinstance(gate, (int, float)) and gate >= 0, f"{where}: fuse.outlier_gate",
             "a number >= 0", gate)
     drift_gate = fuse.get("drift_gate", 10)
     _expect(isinstance(drift_gate, (int, float)) and drift_gate >= 0,
             f"{where}: fuse.drift_gate", "a number >= 0", drift_gate)
+    scale = fuse.get("scale_by_dispersion", True)
+    _expect(isinstance(scale, bool), f"{where}: fuse.scale_by_dispersion", "true or false", scale)
     robots = data.get("robots")
     _expect(isinstance(robots, list) and robots, f"{where}: robots",
             "a non-empty list of {id, logs}", robots)
@@ -158,7 +160,7 @@ def load_manifest(path):
         out.append({"id": rid, "job": robot_job, "logs": _logs_of(robot["logs"], f"{rw}.logs",
                                                                    base)})
     return {"path": path.resolve(), "workers": workers, "outlier_gate": float(gate),
-            "drift_gate": float(drift_gate),
+            "drift_gate": float(drift_gate), "scale_by_dispersion": scale,
             "task_timeout_s": timeout, "robots": out}
 
 
@@ -352,7 +354,7 @@ def run_tasks(client, todo, heft, workers, out, timeout):
 # ---- fusion ---------------------------------------------------------------------------------------
 
 
-def fuse_robot(robot_id, job, runs, heft, out, gate, drift_gate):
+def fuse_robot(robot_id, job, runs, heft, out, gate, drift_gate, scale_by_dispersion):
     """heft fuse over the robot's identified runs (manifest order), in robots/<id>/. Returns the
     summary and, per run folder, what the fusion made of it."""
     folder = out / "robots" / robot_id
@@ -367,7 +369,7 @@ def fuse_robot(robot_id, job, runs, heft, out, gate, drift_gate):
         return summary, {}
     config = {"identify": str(job), "runs": [r["run"] for r in usable],
               "truth_log": usable[0]["log"], "outliers": {"gate": gate},
-              "drift": {"gate": drift_gate}}
+              "drift": {"gate": drift_gate}, "dispersion": {"scale": scale_by_dispersion}}
     (folder / "fuse.yaml").write_text(
         "# written by heft fleet: the runs of this robot that were identified\n"
         + yaml.safe_dump(config, sort_keys=False))
@@ -385,6 +387,7 @@ def fuse_robot(robot_id, job, runs, heft, out, gate, drift_gate):
         proc.stderr)
     summary["result"] = str((folder / "result.json").relative_to(out))
     summary["unseen"] = [w for w in result.get("warnings", []) if "not seen by the data" in w]
+    summary["dispersion"] = result["fusion"]["dispersion"]
     drift = result["fusion"].get("drift", {})
     if drift.get("ran"):
         log_of = {str(Path(r["run"]).resolve()): r["log"] for r in usable}
@@ -499,6 +502,14 @@ def write_report(out, fleet):
                    if drift["detected"] == "left-out head" else
                    "the fused estimate does not describe the robot as it is now: fuse the logs "
                    "after the change alone")) + "</p>")
+        d = f.get("dispersion")
+        if d and d["degrees_of_freedom"] > 0:
+            parts.append(f"<p>dispersion of the used logs about their common estimate: S² "
+                         f"{d['ratio']:.3g} over {d['degrees_of_freedom']} degrees of freedom "
+                         "(about 1 when they scatter as their covariances say); "
+                         + (f"the fused covariance is scaled by {d['scale']:.3g}"
+                            if d["scale"] > 1 else "the fused covariance is the data's")
+                         + "</p>")
         unseen = f.get("unseen", [])
         parts.append("<p>unidentified: " + (html.escape("; ".join(unseen)) if unseen else
                                              "every parameter direction is seen by the data")
@@ -567,7 +578,15 @@ def main(argv=None):
     client = cluster = None
     if todo:
         started = time.perf_counter()
-        client, cluster = start_cluster(workers, args.scheduler)
+        try:
+            client, cluster = start_cluster(workers, args.scheduler)
+        except ValueError as e:  # Dask's parse of the address
+            print(f"heft fleet: error: --scheduler: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:  # nothing answered there: maybe down, maybe the wrong address
+            print(f"heft fleet: failed: --scheduler {args.scheduler}: no Dask scheduler answered "
+                  f"({e}); nothing was run", file=sys.stderr)
+            return 1
         timing["cluster_start_s"] = time.perf_counter() - started
         if args.scheduler:
             workers = timing["workers"] = len(client.scheduler_info()["workers"])
@@ -601,7 +620,8 @@ def main(argv=None):
     # one heft fuse per robot: on the cluster when there is one (robots in parallel)
     started = time.perf_counter()
     calls = [(robot["id"], robot["job"], runs_of[robot["id"]], args.heft, out,
-              manifest["outlier_gate"], manifest["drift_gate"]) for robot in manifest["robots"]]
+              manifest["outlier_gate"], manifest["drift_gate"], manifest["scale_by_dispersion"])
+             for robot in manifest["robots"]]
     if client is not None:
         fusions = client.gather([client.submit(fuse_robot, *c, pure=False) for c in calls])
         client.close()
@@ -613,6 +633,7 @@ def main(argv=None):
 
     fleet = {"schema_version": SCHEMA_VERSION, "manifest": str(manifest["path"]),
              "outlier_gate": manifest["outlier_gate"], "drift_gate": manifest["drift_gate"],
+             "scale_by_dispersion": manifest["scale_by_dispersion"],
              "robots": []}
     exit_code = 0
     for robot, (fusion, updates) in zip(manifest["robots"], fusions):

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -19,9 +20,11 @@
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/common/statistics.hpp"
 #include "heft/io/atomic_file.hpp"
 #include "heft/jobs/fuse_job.hpp"
 #include "heft/jobs/identify_job.hpp"
+#include "heft/model/model.hpp"
 #include "support/heft_cli.hpp"
 #include "support/scratch.hpp"
 
@@ -72,8 +75,123 @@ TEST(FuseJob, OneRunFusedIsThatRunsEstimate) {
   const nlohmann::json j = readJson(dir / "out" / "result.json");
   EXPECT_EQ(j["method"], "fused-map");
   EXPECT_EQ(j["fusion"]["runs"].size(), 1u);
+  // one run leaves no degree of freedom for a dispersion: nothing is scaled
+  EXPECT_EQ(j["fusion"]["dispersion"]["degrees_of_freedom"], 0);
+  EXPECT_EQ(j["fusion"]["dispersion"]["scale"], 1.0);
   EXPECT_TRUE(fs::exists(dir / "out" / "robot.urdf"));
   EXPECT_TRUE(fs::exists(dir / "out" / "information.json"));
+}
+
+// Logs made to scatter sqrt(k) times wider than their own covariances say: copies of one log's data
+// (its offsets marginalized, rows R l = z) whose minima are moved by sqrt(k) R^+ eps, eps ~ N(0,
+// I), own minimum costs kept. M such logs fused: the scatter sum_j |z_j - mean z|^2 is k times a
+// chi-square with (M - 1) rank degrees of freedom, so the dispersion S^2 is k within a few
+// sqrt(2 / dof).
+struct ScatteredLogs {
+  std::vector<identify::LogInformation> logs;
+  int rank = 0;
+};
+
+ScatteredLogs scatteredLogs(const identify::DataInformation& marginal, double k, int count,
+                            unsigned seed) {
+  const identify::LinearSystem rows = identify::whitenedRows(marginal);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  ScatteredLogs out;
+  out.rank = rows.rows();
+  const double own_minimum = marginal.scalar - rows.y.squaredNorm();  // c - |z|^2
+  for (int j = 0; j < count; ++j) {
+    const Eigen::VectorXd z = rows.y + std::sqrt(k) * Eigen::VectorXd::NullaryExpr(
+                                                          rows.rows(), [&] { return normal(rng); });
+    identify::DataInformation log = marginal;
+    log.vector = rows.Phi.transpose() * z;  // b = R' z, since D = R' R
+    log.scalar = own_minimum + z.squaredNorm();
+    out.logs.push_back({"log-" + std::to_string(j), log, 1.0});
+  }
+  return out;
+}
+
+TEST(Fusion, TheLogsDispersionDividesTheDataInformationInTheCovarianceAndKeepsTheEstimate) {
+  // the panda example's job on its 2 s log with the tool link alone identified (with all seven
+  // links the Gauss-Newton Hessian is so ill-conditioned that its inverse broke the bounds below
+  // by up to 16 %: rounding, not the scale)
+  std::string text = io::readTextFile(std::string(HEFT_SOURCE_DIR) +
+                                      "/data/examples/panda_friction_identify.yaml");
+  const std::string bodies =
+      "bodies: [panda_link1, panda_link2, panda_link3, panda_link4, "
+      "panda_link5, panda_link6, panda_link7]";
+  ASSERT_NE(text.find(bodies), std::string::npos);
+  text.replace(text.find(bodies), bodies.size(), "bodies: [panda_link7]");
+  const IdentifyJob::Config job =
+      IdentifyJob::parse(text, "tool-link.yaml", std::string(HEFT_SOURCE_DIR) + "/data/examples");
+  const IdentifyJob::Result single = IdentifyJob::run(job);
+  ASSERT_TRUE(single.information);
+  model::LoadOptions load;
+  load.base = job.base;
+  const model::RobotModel robot =
+      model::lockJoints(model::loadRobot(job.robot, load), job.locked_joints);
+  const model::IdentifiedSet set = model::IdentifiedSet::build(robot, job.set);
+  identify::MapOptions map = job.options.map;
+  map.constraints = IdentifyJob::mapConstraints(robot, set, job);
+  const identify::DataInformation marginal = identify::marginalizeTorqueOffsets(
+      *single.information, job.options.problem.torque_offset_prior_std);
+  identify::FusionOptions options;
+  options.outlier_gate = 0;  // every log scatters alike: none is an outlier
+  options.drift_gate = 0;
+  identify::FusionOptions unscaled = options;
+  unscaled.scale_by_dispersion = false;
+  const int count = 6;
+
+  for (const auto& [k, seed] : {std::pair{1.0, 11u}, std::pair{25.0, 12u}}) {
+    const ScatteredLogs scattered = scatteredLogs(marginal, k, count, seed);
+    const int dof = (count - 1) * scattered.rank;
+    const identify::FusionResult fused =
+        identify::fuse(scattered.logs, set, job.options.problem, map, options);
+    ASSERT_TRUE(fused.fused.status == identify::Status::Converged ||
+                fused.fused.status == identify::Status::MaxIterations)
+        << fused.fused.message;
+    EXPECT_EQ(fused.dispersion.degrees_of_freedom, dof);
+    const double sigma = std::sqrt(2.0 / dof);
+    EXPECT_GT(fused.dispersion.ratio / k, 1 - 5 * sigma) << "k " << k;
+    EXPECT_LT(fused.dispersion.ratio / k, 1 + 5 * sigma) << "k " << k;
+    EXPECT_DOUBLE_EQ(fused.dispersion.scale, std::max(1.0, fused.dispersion.ratio));
+
+    // the scatter of the logs' information divided by the scale is the scale's share of it
+    std::vector<identify::LogInformation> divided = scattered.logs;
+    for (identify::LogInformation& log : divided) {
+      log.information.matrix /= fused.dispersion.scale;
+      log.information.vector /= fused.dispersion.scale;
+      log.information.scalar /= fused.dispersion.scale;
+    }
+    EXPECT_NEAR(identify::fuse(divided, set, job.options.problem, map, unscaled).dispersion.ratio,
+                fused.dispersion.ratio / fused.dispersion.scale, 1e-9 * fused.dispersion.ratio);
+
+    // without scaling: the same dispersion, the same estimate (the scale enters the covariance
+    // only), the data's covariance as it is
+    const identify::FusionResult plain =
+        identify::fuse(scattered.logs, set, job.options.problem, map, unscaled);
+    EXPECT_EQ(plain.dispersion.scale, 1.0);
+    EXPECT_DOUBLE_EQ(plain.dispersion.ratio, fused.dispersion.ratio);
+    EXPECT_LE((fused.fused.estimate - plain.fused.estimate).lpNorm<Eigen::Infinity>(),
+              1e-12 * plain.fused.estimate.lpNorm<Eigen::Infinity>());
+    // at one estimate the precisions are H_s = P + D / s and H = P + D (P the prior's Gauss-Newton
+    // information, D the data's), so (P + D)^-1 <= H_s^-1 <= s (P + D)^-1 along every direction:
+    // the whitened data directions of one log and random ones (to rounding in the inverses)
+    const identify::LinearSystem rows = identify::whitenedRows(marginal);
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    Eigen::MatrixXd directions(rows.Phi.cols(), rows.rows() + 20);
+    directions << rows.Phi.transpose(),
+        Eigen::MatrixXd::NullaryExpr(rows.Phi.cols(), 20, [&] { return normal(rng); });
+    const double scale = fused.dispersion.scale;
+    for (Eigen::Index c = 0; c < directions.cols(); ++c) {
+      const Eigen::VectorXd u = directions.col(c);
+      const double with = u.dot(fused.fused.covariance * u),
+                   without = u.dot(plain.fused.covariance * u);
+      EXPECT_GE(with, without * (1 - 1e-6)) << "k " << k << ", direction " << c;
+      EXPECT_LE(with, scale * without * (1 + 1e-6)) << "k " << k << ", direction " << c;
+    }
+  }
 }
 
 TEST(FuseCommand, RunsWithoutInformationOrOfAnotherSetExitTwoNamingThem) {
@@ -292,6 +410,26 @@ TEST(FleetCommand, ATaskOverItsTimeLimitIsStoppedAndReported) {
   EXPECT_EQ(fleet["robots"][0]["fusion"]["status"], "not fused");
 }
 
+TEST(FleetCommand, ASchedulerAddressDaskCannotParseExitsTwoBeforeAnyTask) {
+  const fs::path dir = scratch("scheduler");
+  fs::create_directories(dir);
+  writeText(dir / "manifest.yaml", "job: " + std::string(HEFT_SOURCE_DIR) +
+                                       "/data/examples/panda_friction_identify.yaml\nrobots: "
+                                       "[{id: arm, logs: [" +
+                                       HEFT_SOURCE_DIR +
+                                       "/data/fixtures/sim_panda_friction_2s.h5]}]\n");
+  EXPECT_EQ(test::runHeft("fleet " + (dir / "manifest.yaml").string() + " --out " +
+                              (dir / "out").string() + " --scheduler no-port-here",
+                          dir / "err.txt"),
+            2);
+  const std::string err = slurp(dir / "err.txt");
+  EXPECT_NE(err.find("--scheduler: missing port number in address 'no-port-here'"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(dir / "out" / "runs"));
+  EXPECT_FALSE(fs::exists(dir / "out" / "fleet.json"));
+}
+
 TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
   const fs::path dir = scratch("manifests");
   fs::create_directories(dir);
@@ -309,6 +447,8 @@ TEST(FleetCommand, BadManifestsExitTwoNamingTheKey) {
       {"job: job.yaml\nrobots: [{id: a, logs: [x.h5], job: typo.yaml}]\n", "typo.yaml:3"},
       {"job: job.yaml\nworkers: 1\nrobots: [{id: a, logs: [x.h5]}]\nworkers: 2\n",
        ":4: 'workers' is given twice in the same mapping"},
+      {"job: job.yaml\nfuse: {scale_by_dispersion: 2}\nrobots: [{id: a, logs: [x.h5]}]\n",
+       "fuse.scale_by_dispersion: expected true or false"},
   };
   int k = 0;
   for (const auto& [text, expected] : cases) {

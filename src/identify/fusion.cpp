@@ -187,6 +187,25 @@ DriftScan scanForDrift(const std::vector<MarginalLog>& data, const std::vector<F
   return scan;
 }
 
+// The Birge ratio of the used logs (Dispersion): their scatter about the data's joint minimum (no
+// prior, no consistency map, so that a prior pulling against data all logs agree on does not count
+// as scatter). Each log's rows are its cost above its own minimum, so the sum is the scatter alone.
+Dispersion dispersionOf(const std::vector<MarginalLog>& data, const std::vector<FusedLog>& logs) {
+  Dispersion d;
+  std::vector<const LinearSystem*> parts;
+  int ranks = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (!logs[i].used) continue;
+    parts.push_back(&data[i].rows);
+    ranks += logs[i].data_rank;
+  }
+  if (parts.empty()) return d;
+  const auto [scatter, rank] = jointMinimum(parts, 0, parts.size());
+  d.degrees_of_freedom = ranks - rank;
+  if (d.degrees_of_freedom > 0) d.ratio = scatter / d.degrees_of_freedom;
+  return d;
+}
+
 }  // namespace
 
 std::string toString(DriftScan::Sign sign) {
@@ -254,8 +273,12 @@ FusionResult fuse(const std::vector<LogInformation>& logs, const model::Identifi
   }
   DataInformation sum = sumInformation(used, sources);
   const LinearSystem rows = whitenedRows(sum);
-  MapResult fused_map = solveMap(rows, set, problem, map);
-  fused_map.information = std::move(sum);
+  result.dispersion = dispersionOf(data, result.logs);
+  MapOptions options_of_fusion = map;
+  if (options.scale_by_dispersion && result.dispersion.ratio > 1)
+    options_of_fusion.covariance_data_scale = result.dispersion.scale = result.dispersion.ratio;
+  MapResult fused_map = solveMap(rows, set, problem, options_of_fusion);
+  fused_map.information = std::move(sum);  // the data as they are: to fuse further
   result.fused = resultOfMap(std::move(fused_map), rows, set, problem);
 
   const Eigen::VectorXd& l = result.fused.estimate;

@@ -64,6 +64,8 @@ void MapOptions::validate() const {
           "a finite value > 0", num(min_channel_std));
   require(std::isfinite(loss_scale) && loss_scale >= 0, "loss_scale", "a finite value >= 0",
           num(loss_scale));
+  require(std::isfinite(covariance_data_scale) && covariance_data_scale >= 1,
+          "covariance_data_scale", "a finite value >= 1", num(covariance_data_scale));
   require(channel_std.size() == 0 || (channel_std.allFinite() && channel_std.minCoeff() > 0),
           "channel_std", "empty or finite values > 0", "other values");
   for (const auto& c : constraints) {
@@ -649,13 +651,18 @@ void projectOntoConstraints(const MapProblem& mp, MapIterate& s) {
   s.cost = costOf(s.r);
 }
 
-// Posterior covariance (Gauss-Newton), on the constraint tangent space when constrained, and
-// the estimates derived from x with their uncertainties.
-void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& s, MapResult& res) {
+// Posterior covariance (Gauss-Newton, the data's part divided by data_scale), on the constraint
+// tangent space when constrained, and the estimates derived from x with their uncertainties.
+void posterior(const MapProblem& mp, const LinearSystem& sys, const MapIterate& s,
+               double data_scale, MapResult& res) {
   const int n = mp.dimension(), nc = mp.numConstraints();
   const Eigen::VectorXd& x = s.x;
   Eigen::MatrixXd H(n, n);
   H.noalias() = s.J.transpose() * s.J;
+  if (data_scale != 1) {
+    const auto data = s.J.topRows(mp.numDataResiduals());
+    H.noalias() -= (1 - 1 / data_scale) * (data.transpose() * data);
+  }
   if (nc > 0) {
     Eigen::FullPivHouseholderQR<Eigen::MatrixXd> qr(s.C.transpose());
     const Eigen::MatrixXd Q = qr.matrixQ();
@@ -769,7 +776,7 @@ MapResult solveProblem(const MapProblem& mp, const LinearSystem& sys,
   res.iterations = it;
   res.final_cost = s.cost;
   res.x = s.x;
-  posterior(mp, sys, s, res);
+  posterior(mp, sys, s, options.covariance_data_scale, res);
   res.time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return res;
 }

@@ -34,8 +34,8 @@ void FuseJob::Config::validate() const {
 
 FuseJob::Config FuseJob::parse(const std::string& yaml_text, const std::string& source,
                                const std::string& base_dir) {
-  const YAML::Node root =
-      yaml::loadYamlMapping(yaml_text, source, "identify, runs, truth_log, outliers, drift");
+  const YAML::Node root = yaml::loadYamlMapping(
+      yaml_text, source, "identify, runs, truth_log, outliers, drift, dispersion");
   yaml::YamlSection top(root, "", source, "docs/guide/fuse.md");
   Config config;
   config.source = source;
@@ -54,6 +54,9 @@ FuseJob::Config FuseJob::parse(const std::string& yaml_text, const std::string& 
   yaml::YamlSection drift(top.raw("drift"), "drift", source, "docs/guide/fuse.md");
   drift.read("gate", config.drift_gate);
   drift.finish();
+  yaml::YamlSection dispersion(top.raw("dispersion"), "dispersion", source, "docs/guide/fuse.md");
+  dispersion.read("scale", config.scale_by_dispersion);
+  dispersion.finish();
   top.finish();
   config.job = IdentifyJob::load(config.identify);
   yaml::validateNamingSource(config, source);
@@ -121,6 +124,19 @@ std::string driftMessage(const identify::DriftScan& drift, const FuseJob::Config
          "; this estimate is the robot as it is now";
 }
 
+// The runs' dispersion and what it did to the covariance.
+std::string dispersionLine(const identify::Dispersion& d, bool scaled) {
+  std::string line = "dispersion ";
+  if (d.degrees_of_freedom <= 0)
+    return line + "not estimable (no degree of freedom: one used run, or runs that share no " +
+           "direction); covariance as the data's";
+  line += "S^2 " + formatNumber(d.ratio, 3) + " over " + std::to_string(d.degrees_of_freedom) +
+          " degrees of freedom (about 1 when the runs scatter as their covariances say)";
+  if (!scaled) return line + "; not applied (dispersion.scale: false)";
+  if (d.scale > 1) return line + "; the data's covariance scaled by " + formatNumber(d.scale, 3);
+  return line + "; not above 1: the data's covariance, never narrowed";
+}
+
 }  // namespace
 
 FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
@@ -142,6 +158,7 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
   identify::FusionOptions fusion_options;
   fusion_options.outlier_gate = config.outlier_gate;
   fusion_options.drift_gate = config.drift_gate;
+  fusion_options.scale_by_dispersion = config.scale_by_dispersion;
   identify::FusionResult fusion =
       identify::fuse(logs, set, job.options.problem, map_options, fusion_options);
 
@@ -154,6 +171,7 @@ FuseJob::Result FuseJob::run(const Config& config, Progress& progress) {
       progress.say("left out " + config.runs[i] + ": " + result.runs[i].left_out_because);
   }
   result.drift = fusion.drift;
+  result.dispersion = fusion.dispersion;
   const std::string drift = driftMessage(result.drift, config);
   if (!drift.empty()) progress.say("drift: " + drift);
   progress.say("fused the runs: " + toString(fusion.fused.status));
@@ -187,6 +205,7 @@ std::string FuseJob::Result::report() const {
         << " / " << formatNumber(share.back(), 2);
     s << (r.used ? "" : "  LEFT OUT: " + r.left_out_because) << "\n";
   }
+  s << dispersionLine(dispersion, config.scale_by_dispersion) << "\n";
   if (drift.ran) {
     s << "drift     largest split statistic " << formatNumber(drift.largest, 3) << " (gate "
       << formatNumber(config.drift_gate, 3) << " x typical " << formatNumber(drift.typical, 3)
@@ -231,7 +250,12 @@ nlohmann::json FuseJob::Result::toJson() const {
                  {"outlier_gate", config.outlier_gate},
                  {"rows", fused.rows},
                  {"runs", list},
-                 {"drift", drift_json}};
+                 {"drift", drift_json},
+                 {"dispersion",
+                  {{"ratio", dispersion.ratio},
+                   {"degrees_of_freedom", dispersion.degrees_of_freedom},
+                   {"scaled", config.scale_by_dispersion},
+                   {"scale", dispersion.scale}}}};
   return j;
 }
 

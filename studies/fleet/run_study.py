@@ -66,15 +66,22 @@ def distance(result, log):
     return float(np.linalg.norm((np.array(p["pi"]) - truth_pi(log)) / np.array(p["prior_std"])))
 
 
-def dispersion(fused):
-    """The used logs' scatter about the fused estimate against their own covariances (the Birge
-    ratio): sum_i rank_i e_i(l*) / (sum_i rank_i - rank), e_i the log's excess at the fused
-    estimate (fused result.json). About 1 when each log's weights are right; it cannot see an
-    error that all logs share."""
-    used = [r for r in fused["fusion"]["runs"] if r["used"]]
-    ranks = sum(r["data_rank"] for r in used)
-    dof = ranks - fused["identifiability"]["rank"]
-    return sum(r["data_rank"] * r["excess"] for r in used) / dof if dof > 0 else float("nan")
+def unscaled(out, robot):
+    """The robot's fusion again with `dispersion: {scale: false}`: the data's own covariance,
+    before heft fuse scales it by the logs' dispersion (the diagnosis tables read it)."""
+    import yaml  # in the tools venv, as heft fleet's
+
+    folder = out / "unscaled" / robot["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    config = yaml.safe_load((out / "robots" / robot["id"] / "fuse.yaml").read_text())
+    config["dispersion"] = {"scale": False}
+    (folder / "fuse.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    proc, _ = run([HEFT, "fuse", str(folder / "fuse.yaml"), "--out", str(folder), "--overwrite",
+                   "--quiet"])
+    if not (folder / "result.json").is_file():
+        sys.exit(f"heft fuse without scaling ({robot['id']}) exited {proc.returncode}: "
+                 f"{proc.stderr}")
+    return json.loads((folder / "result.json").read_text())
 
 
 def evaluate(out, joint_identify=True):
@@ -103,7 +110,8 @@ def evaluate(out, joint_identify=True):
             "failed": sum(1 for r in robot["logs"] if r["status"] != "identified"),
             "fused": errors(fused), "fused_distance": distance(fused, truth_log),
             "fused_nees": nees(fused, truth_log), "best": best,
-            "dispersion": dispersion(fused),
+            "fused_nees_data": nees(unscaled(out, robot), truth_log),
+            "dispersion": fused["fusion"]["dispersion"]["ratio"],
             "median_distance": statistics.median(s["distance"] for s in single),
             "single_nees": statistics.median(s["nees"] for s in single), "diagonal": diag,
             "drift": fused["fusion"]["drift"]}
@@ -132,7 +140,7 @@ def table(rows):
     lines = ["| robot | used / left out / failed logs | distance to truth: fused | best single "
              "log | median single | one identify over the used logs | fused mass err | COM err "
              "[mm] | inertia err | best single log's mass / COM / inertia err | NEES fused "
-             "(median single) | drift: largest / limit |",
+             "(unscaled; median single) | drift: largest / limit |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m, c, i = r["fused"]
@@ -142,7 +150,8 @@ def table(rows):
                      f"{r['median_distance']:.3f} | {r['joint_distance']:.3f} | {abs(m):.3%} | "
                      f"{c * 1e3:.3f} | {i:.2%} | "
                      f"{abs(bm):.3%} / {bc * 1e3:.3f} / {bi:.2%} | {r['fused_nees']:.1f} "
-                     f"({r['single_nees']:.1f}) | {drift_cell(r['drift'])} |")
+                     f"({r['fused_nees_data']:.1f}; {r['single_nees']:.1f}) | "
+                     f"{drift_cell(r['drift'])} |")
     return lines
 
 
@@ -472,39 +481,38 @@ def noop_task_s():
     return noop
 
 
-def mean_nees(rows):
-    return statistics.mean(r["fused_nees"] for r in rows)
+def mean_nees(rows, key="fused_nees"):
+    """Mean fused NEES: heft fuse's (scaled by the dispersion) or key="fused_nees_data"."""
+    return statistics.mean(r[key] for r in rows)
 
 
 def dispersion_lines(fusion):
-    """A diagnosis from the fused results alone (no truth): the logs' dispersion S^2 about the
-    fused estimate, and the fused NEES were the fused covariance scaled by max(1, S^2)."""
+    """heft fuse's covariance scaling: the logs' dispersion S^2 about their common estimate (no
+    truth) and the fused NEES with the data's covariance and with heft fuse's, scaled by it."""
     cases = [("the fleet's job", ("rows", "rows_check", "rows_long")),
              (f"smoothed, window {WIDE_WINDOW}", ("rows_wide", "rows_check_wide",
                                                   "rows_long_wide"))]
-    lines = ["## The logs' dispersion about the fused estimate", "",
-             "S^2 = sum_i rank_i e_i / (sum_i rank_i - rank): the used logs' excess at the fused "
-             "estimate (fused result.json's `excess` and `data_rank`), weighted by their ranks, "
-             "per degree of freedom (the Birge ratio; about 1 when the logs scatter as their "
-             "covariances say). It needs no truth. NEES / S^2 is the fused NEES were the fused "
-             "covariance scaled by max(1, S^2) (not done by heft fuse).", "",
-             "| job | S^2 per arm (the fleet; second; 30 s) | NEES / max(1, S^2) per arm | mean "
-             "NEES over the 8 arms | mean NEES / max(1, S^2) |", "|---|---|---|---|---|"]
-
-    def scaled(r):
-        return r["fused_nees"] / max(1.0, r["dispersion"])
-
+    lines = ["## The logs' dispersion: heft fuse's covariance", "",
+             "S^2 = min_l sum_i |R_i l - z_i|^2 / (sum_i rank_i - rank): the used logs' costs "
+             "above their own minima at the data's joint minimum, per degree of freedom (the "
+             "Birge ratio; about 1 when the logs scatter as their covariances say; fused "
+             "result.json `fusion.dispersion`). It needs no truth. heft fuse divides the data's "
+             "information in the fused covariance by max(1, S^2), the estimate unchanged "
+             "(`dispersion.scale`, default true); the unscaled column is the same fusion with "
+             "`dispersion: {scale: false}`.", "",
+             "| job | S^2 per arm (the fleet; second; 30 s) | NEES per arm, heft fuse | mean NEES "
+             "over the 8 arms, unscaled | mean NEES, heft fuse |", "|---|---|---|---|---|"]
     for name, keys in cases:
         rows = [r for k in keys for r in fusion[k]]
         lines.append(
             f"| {name} | " + "; ".join(" / ".join(f"{r['dispersion']:.2f}" for r in fusion[k])
                                       for k in keys)
-            + " | " + "; ".join(" / ".join(f"{scaled(r):.1f}" for r in fusion[k]) for k in keys)
-            + f" | {statistics.mean(r['fused_nees'] for r in rows):.1f} | "
-            f"**{statistics.mean(scaled(r) for r in rows):.1f}** |")
+            + " | " + "; ".join(" / ".join(f"{r['fused_nees']:.1f}" for r in fusion[k])
+                                for k in keys)
+            + f" | {mean_nees(rows, 'fused_nees_data'):.1f} | **{mean_nees(rows):.1f}** |")
     g = fusion["go2"][0]
     lines += ["", f"go2 (5 logs, the go2 example's job): S^2 **{g['dispersion']:.1f}**, NEES "
-              f"{g['fused_nees']:.0f}, NEES / S^2 **{scaled(g):.1f}**.", ""]
+              f"{g['fused_nees_data']:.0f} unscaled, **{g['fused_nees']:.1f}** heft fuse's.", ""]
     return lines
 
 
@@ -512,14 +520,16 @@ def nees_by_signal(fusion):
     """The fused NEES per arm by where the regressor's velocities and accelerations come from,
     and how often the fused diagonal inertia lies below truth."""
     def cell(key):
-        return " / ".join(f"{r['fused_nees']:.1f}" for r in fusion[key]) if key else "not run"
+        return (" / ".join(f"{r['fused_nees_data']:.1f}" for r in fusion[key]) if key
+                else "not run")
 
     def below(keys):
         d = [x for k in keys for r in fusion[k] for x in r["diagonal"]]
         return f"{sum(1 for x in d if x < 0)} of {len(d)}"
 
     lines = ["## Why the fused covariance is too small", "",
-             "Fused NEES per arm (10 for a calibrated covariance) by the regressor's velocity and "
+             "Fused NEES per arm with the data's covariance (heft fuse's before the dispersion "
+             "scale; 10 for a calibrated covariance) by the regressor's velocity and "
              "acceleration; the last column counts the fused Ixx, Iyy, Izz of panda_link7 below "
              "truth over the arms of the row. Rows marked diagnosis read the truth group.", "",
              "| velocity / acceleration | the fleet | the second fleet | the 30 s fleet | mean "
@@ -540,7 +550,8 @@ def nees_by_signal(fusion):
         eight = [r for k in keys[:2] if k for r in fusion[k]]
         every = [r for k in keys if k for r in fusion[k]]
         lines.append(f"| {name} | " + " | ".join(cell(k) for k in keys)
-                     + f" | {mean_nees(eight):.1f} | {mean_nees(every):.1f} | "
+                     + f" | {mean_nees(eight, 'fused_nees_data'):.1f} | "
+                     f"{mean_nees(every, 'fused_nees_data'):.1f} | "
                      f"{below([k for k in keys if k])} |")
     v = fusion["velocity_error"]
     lines += ["", "The smoothing window on the first fleet (`smooth_velocity: true`, order 3; "
@@ -550,8 +561,9 @@ def nees_by_signal(fusion):
               "| window | fused NEES per arm | mean | fused distance to truth per arm | fused "
               "Ixx, Iyy, Izz against truth, per arm [%] |", "|---|---|---|---|---|"]
     for window, rows in fusion["sweep"].items():
-        lines.append(f"| {window} | " + " / ".join(f"{r['fused_nees']:.1f}" for r in rows)
-                     + f" | {mean_nees(rows):.1f} | "
+        lines.append(f"| {window} | "
+                     + " / ".join(f"{r['fused_nees_data']:.1f}" for r in rows)
+                     + f" | {mean_nees(rows, 'fused_nees_data'):.1f} | "
                      + " / ".join(f"{r['fused_distance']:.3f}" for r in rows) + " | "
                      + " ; ".join(", ".join(f"{100 * x:+.2f}" for x in r["diagonal"])
                                   for r in rows) + " |")
@@ -619,18 +631,23 @@ def markdown(args, fusion, scaling, fault, noop, drift):
     lines += ["", "Fused closer to truth than the best single log, every robot: "
               + ", ".join(f"{name} **{'yes' if ok else 'no'}**"
                           for name, ok in fusion["better"].items())
-              + f". NEES of the fused estimates, mean over the first two panda fleets' "
-              f"{len(fusion['rows']) + len(fusion['rows_check'])} arms: "
-              f"**{fusion['mean_nees']:.1f}** for 10 parameters (the first fleet with "
-              f"`smooth_velocity`: **{mean_nees(fusion['rows_smooth']):.1f}**, with true "
-              f"accelerations: **{mean_nees(fusion['rows_truth']):.1f}**); the 30 s fleet: "
-              + ", ".join(f"{r['robot']} **{r['fused_nees']:.0f}**" for r in fusion["rows_long"])
-              + f"; go2: **{fusion['go2'][0]['fused_nees']:.0f}** (its single logs' covariances "
-              "are as far off: the estimated base state's errors are not in the rows' noise).",
+              + f". NEES of the fused estimates (heft fuse's covariance, scaled by the logs' "
+              "dispersion; in parentheses the data's, unscaled), mean over the first two panda "
+              f"fleets' {len(fusion['rows']) + len(fusion['rows_check'])} arms: "
+              f"**{fusion['mean_nees']:.1f}** ({fusion['mean_nees_data']:.1f}) for 10 parameters "
+              f"(the first fleet with `smooth_velocity`: "
+              f"**{mean_nees(fusion['rows_smooth']):.1f}**, with true accelerations: "
+              f"**{mean_nees(fusion['rows_truth']):.1f}**); the 30 s fleet: "
+              + ", ".join(f"{r['robot']} **{r['fused_nees']:.0f}** ({r['fused_nees_data']:.0f})"
+                          for r in fusion["rows_long"])
+              + f"; go2: **{fusion['go2'][0]['fused_nees']:.1f}** "
+              f"({fusion['go2'][0]['fused_nees_data']:.0f}: the estimated base state's errors are "
+              "not in the rows' noise; the logs' dispersion shows them).",
               "", f"With `smooth_velocity: true` and `window: {WIDE_WINDOW}` on the three panda "
               "fleets: fused closer to truth than the best single log, every arm: "
               f"**{'yes' if fusion['wide_better'] else 'no'}**; NEES mean over the {len(wide)} "
-              f"arms: **{mean_nees(wide):.1f}**.", ""]
+              f"arms: **{mean_nees(wide):.1f}** ({mean_nees(wide, 'fused_nees_data'):.1f} "
+              "unscaled).", ""]
     lines += nees_by_signal(fusion)
     lines += dispersion_lines(fusion)
     lines += ["## Scaling and overhead (40 logs, nothing cached)", "",
@@ -723,6 +740,7 @@ def main():
               "the 30 s fleet": fusion["rows_long"], "go2": fusion["go2"]}
     fusion["better"] = {name: closer_than_best(rows) for name, rows in fleets.items()}
     fusion["mean_nees"] = mean_nees(fusion["rows"] + fusion["rows_check"])
+    fusion["mean_nees_data"] = mean_nees(fusion["rows"] + fusion["rows_check"], "fused_nees_data")
     # the three panda fleets with the window recommended for fleets
     fusion["wide"] = fusion["rows_wide"] + fusion["rows_check_wide"] + fusion["rows_long_wide"]
     fusion["wide_better"] = closer_than_best(fusion["wide"])

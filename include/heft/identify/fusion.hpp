@@ -24,6 +24,11 @@ struct FusionOptions {
   /// reported when the largest split statistic (DriftScan) exceeds drift_gate times the logs'
   /// typical excess within the two parts; 0 turns the scan off. Needs two used logs or more.
   double drift_gate = 10;
+  /// Divide the data's information in the fused covariance by max(1, S^2), S^2 the logs'
+  /// dispersion about their common estimate (Dispersion): the posterior covariance were every
+  /// log's noise S times larger than its own fit says, the prior's information kept (directions
+  /// no log sees keep the prior's covariance). The estimate is the unscaled MAP's.
+  bool scale_by_dispersion = true;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -91,17 +96,33 @@ struct DriftScan {
 /// "none", "split", "left-out tail", "left-out head".
 std::string toString(DriftScan::Sign sign);
 
+/// How the used logs scatter about their common estimate against their own covariances (the
+/// Birge ratio): S^2 = min_l sum_i |R_i l - z_i|^2 / (sum_i rank_i - rank), the logs' costs above
+/// their own minima at the data's joint minimum (no prior), per degree of freedom the fusion
+/// leaves (the sum of the logs' data ranks less the rank of their sum). About 1 when each log's
+/// weights are right and the logs agree; an error all logs share (the same bias in every
+/// regressor) does not show in it.
+struct Dispersion {
+  int degrees_of_freedom = 0;  ///< 0: one used log, or logs that see disjoint directions
+  double ratio = 1;            ///< S^2 (1 when there is no degree of freedom)
+  /// What the data's information was divided by: max(1, S^2) when scaled, else 1.
+  double scale = 1;
+};
+
 struct FusionResult {
   /// The fused estimate in identify's shape (method Map); fused.map->information is the sum over
   /// the used logs (offsets marginalized), to fuse further.
   IdentifyResult fused;
   std::vector<FusedLog> logs;
   DriftScan drift;
+  Dispersion dispersion;
   int used() const;
 };
 
 /// Fuses the logs' information into one MAP estimate with `set`'s priors and `map`'s options
-/// (constraints included). Never throws on a failed solve (fused.status says why).
+/// (constraints included); with options.scale_by_dispersion and S^2 > 1, its covariance with the
+/// data's information divided by S^2 (MapOptions::covariance_data_scale). Never throws on a
+/// failed solve (fused.status says why).
 /// \throws InputError when there is no log, or a log's parameters differ from the first's
 ///   (naming its source).
 FusionResult fuse(const std::vector<LogInformation>& logs, const model::IdentifiedSet& set,

@@ -65,6 +65,9 @@ struct MapOptions {
   /// k of the robust loss in units of the row's channel std (rows are weighted by 1 / sigma);
   /// 0 = the loss's default: Huber 1.345, Cauchy 2.385 (95 % efficiency on Gaussian noise).
   double loss_scale = 0;
+  /// The posterior covariance with the data's information divided by this (>= 1), the prior's
+  /// kept; the estimate is unchanged. heft fuse's dispersion scale (fusion.hpp).
+  double covariance_data_scale = 1;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -93,6 +96,7 @@ class MapProblem {
              const ProblemOptions& problem_options, const MapOptions& options);
   int dimension() const { return dim_; }
   int numResiduals() const { return rows_ + prior_rows_; }
+  int numDataResiduals() const { return rows_; }
   int numConstraints() const { return static_cast<int>(c_e_.size()); }
   /// Largest |e| of the constraints (1 when none): the scale of their rounding errors.
   double constraintScale() const {

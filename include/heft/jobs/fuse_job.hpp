@@ -34,6 +34,9 @@ struct FuseJob {
     /// when the drift scan's largest statistic exceeds gate times the runs' typical excess (0: no
     /// scan; identify::DriftScan).
     double drift_gate = 10;
+    /// Divide the data's information in the fused covariance by the runs' dispersion (their
+    /// Birge ratio, when above 1); the estimate is unchanged: identify::FusionOptions.
+    bool scale_by_dispersion = true;
     /// \throws InputError naming the field.
     void validate() const;
   };
@@ -46,6 +49,7 @@ struct FuseJob {
     IdentifyJob::Result fused;  ///< the estimate, in identify's shape
     std::vector<Run> runs;
     identify::DriftScan drift;
+    identify::Dispersion dispersion;
     bool writable() const { return fused.writable(); }
     std::string report() const;
     nlohmann::json toJson() const;
