@@ -160,16 +160,22 @@ void checkLeftOutSides(const Eigen::MatrixXd& excess, const std::vector<int>& us
   }
 }
 
+// The used logs' rows in order, and their indices into `logs`.
+std::pair<std::vector<const LinearSystem*>, std::vector<int>> usedRows(
+    const std::vector<MarginalLog>& data, const std::vector<FusedLog>& logs) {
+  std::pair<std::vector<const LinearSystem*>, std::vector<int>> out;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    if (!logs[i].used) continue;
+    out.first.push_back(&data[i].rows);
+    out.second.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
 DriftScan scanForDrift(const std::vector<MarginalLog>& data, const std::vector<FusedLog>& logs,
                        const Eigen::MatrixXd& excess, double drift_gate) {
   DriftScan scan;
-  std::vector<const LinearSystem*> parts;
-  std::vector<int> used;
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (!logs[i].used) continue;
-    parts.push_back(&data[i].rows);
-    used.push_back(static_cast<int>(i));
-  }
+  const auto [parts, used] = usedRows(data, logs);
   if (drift_gate <= 0 || parts.size() < 2) return scan;
   scan.ran = true;
   const std::size_t k = scanSplits(parts, scan);
@@ -192,14 +198,10 @@ DriftScan scanForDrift(const std::vector<MarginalLog>& data, const std::vector<F
 // as scatter). Each log's rows are its cost above its own minimum, so the sum is the scatter alone.
 Dispersion dispersionOf(const std::vector<MarginalLog>& data, const std::vector<FusedLog>& logs) {
   Dispersion d;
-  std::vector<const LinearSystem*> parts;
-  int ranks = 0;
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (!logs[i].used) continue;
-    parts.push_back(&data[i].rows);
-    ranks += logs[i].data_rank;
-  }
+  const auto [parts, used] = usedRows(data, logs);
   if (parts.empty()) return d;
+  int ranks = 0;
+  for (int i : used) ranks += logs[static_cast<std::size_t>(i)].data_rank;
   const auto [scatter, rank] = jointMinimum(parts, 0, parts.size());
   d.degrees_of_freedom = ranks - rank;
   if (d.degrees_of_freedom > 0) d.ratio = scatter / d.degrees_of_freedom;
