@@ -7,21 +7,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
 #include "heft/common/statistics.hpp"
 #include "heft/io/atomic_file.hpp"
+#include "heft/io/log_io.hpp"
 #include "heft/jobs/fuse_job.hpp"
 #include "heft/jobs/identify_job.hpp"
 #include "heft/model/model.hpp"
@@ -253,6 +258,56 @@ fs::path smallFleet() {
   return dir;
 }
 
+// pi - pi_true of the fleet's tool link (panda_link7, the truth group's panda_joint7) in
+// `result`, against the truth of `log`.
+Eigen::Matrix<double, 10, 1> errorToTruth(const nlohmann::json& result, const std::string& log) {
+  const io::Log truth_log = io::readLog(log);
+  const io::TruthSeries& truth = truth_log.truth.value();
+  const auto body = std::find(truth.body_names.begin(), truth.body_names.end(), "panda_joint7");
+  if (body == truth.body_names.end())
+    throw std::runtime_error(log + ": the truth group has no body panda_joint7");
+  const Eigen::Index row = body - truth.body_names.begin();
+  Eigen::Matrix<double, 10, 1> error;
+  for (int k = 0; k < 10; ++k)
+    error(k) = result["parameters"]["panda_link7"]["pi"][k].get<double>() - truth.body_pi(row, k);
+  return error;
+}
+
+// |(pi - pi_true) / prior std| of the tool link: the whole body's error in prior stds.
+double distanceToTruth(const nlohmann::json& result, const std::string& log) {
+  const Eigen::Matrix<double, 10, 1> error = errorToTruth(result, log);
+  double squared = 0;
+  for (int k = 0; k < 10; ++k)
+    squared +=
+        std::pow(error(k) / result["parameters"]["panda_link7"]["prior_std"][k].get<double>(), 2);
+  return std::sqrt(squared);
+}
+
+// (pi - pi_true)' Cov^+ (pi - pi_true) of the fleet's tool link: the normalized estimation error
+// squared, a chi-square with 10 degrees of freedom when the covariance is right.
+double neesToTruth(const nlohmann::json& result, const std::string& log) {
+  const std::vector<std::string> names = result["covariance"]["names"];
+  std::vector<Eigen::Index> index;
+  for (const char* k : {"m", "hx", "hy", "hz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"}) {
+    const auto at = std::find(names.begin(), names.end(), std::string(k) + "[panda_link7]");
+    if (at == names.end()) throw std::runtime_error(std::string("no covariance of ") + k);
+    index.push_back(at - names.begin());
+  }
+  Eigen::Matrix<double, 10, 10> covariance;
+  for (int i = 0; i < 10; ++i)
+    for (int j = 0; j < 10; ++j)
+      covariance(i, j) = result["covariance"]["matrix"][index[i]][index[j]].get<double>();
+  const Eigen::Matrix<double, 10, 1> error = errorToTruth(result, log);
+  // pseudo-inverse, as studies/fleet's: the directions with no variance carry no error measure
+  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, 10, 10>> eig(covariance);
+  const Eigen::Matrix<double, 10, 1> projected = eig.eigenvectors().transpose() * error;
+  double nees = 0;
+  for (int i = 0; i < 10; ++i)
+    if (eig.eigenvalues()(i) > 1e-12 * eig.eigenvalues().maxCoeff())
+      nees += projected(i) * projected(i) / eig.eigenvalues()(i);
+  return nees;
+}
+
 std::map<std::string, nlohmann::json> logsByName(const nlohmann::json& robot) {
   std::map<std::string, nlohmann::json> out;
   for (const nlohmann::json& l : robot["logs"])
@@ -302,17 +357,20 @@ TEST(FleetCommand, FailedLogsAreReportedOutliersLeftOutAndAKilledTaskChangesNoth
     }
     ASSERT_EQ(robot["fusion"]["status"], "fused") << robot["fusion"].dump();
     EXPECT_EQ(robot["fusion"]["drift"]["detected"], "none") << id;
-    // the fused tool inertia is closer to truth than every single log's
+    // the fused tool link is closer to truth than the typical single log: below the median
+    // single log's distance (with four logs, the best single one may beat the fusion by chance;
+    // studies/fleet checks "closer than the best single log" on fleets of 10 and 20 logs)
     const nlohmann::json fused = readJson(out / robot["fusion"]["result"].get<std::string>());
-    const double fused_inertia =
-        fused["truth_errors"]["bodies"]["panda_link7"]["inertia_relative"].get<double>();
-    for (const char* name : {"00.h5", "01.h5", "02.h5", "03.h5"}) {
-      const nlohmann::json single =
-          readJson(fs::path(logs[name]["run"].get<std::string>()) / "result.json");
-      EXPECT_LT(fused_inertia,
-                single["truth_errors"]["bodies"]["panda_link7"]["inertia_relative"].get<double>())
-          << id << " " << name;
-    }
+    const std::string first_log = logs["00.h5"]["log"];
+    std::vector<double> single;
+    for (const char* name : {"00.h5", "01.h5", "02.h5", "03.h5"})
+      single.push_back(
+          distanceToTruth(readJson(fs::path(logs[name]["run"].get<std::string>()) / "result.json"),
+                          logs[name]["log"]));
+    EXPECT_LT(distanceToTruth(fused, first_log), median(single)) << id;
+    // and its covariance (scaled by the logs' dispersion) consistent with its error: the NEES
+    // below chi-square(10)'s 0.999 quantile, which a right covariance exceeds once in 1000
+    EXPECT_LT(neesToTruth(fused, first_log), 29.59) << id;
   }
   EXPECT_TRUE(fs::exists(out / "fleet.html"));
 

@@ -39,11 +39,13 @@ identify:
   armature: all
   torque_offsets: all       # per log: heft fuse marginalizes them run by run
 preparation:
-  # wider than a single log's best (81, docs/identify.md): fusion averages the logs' noise out but
-  # keeps what they share, the errors in the regressor's velocities and accelerations
-  # (studies/fleet/results.md: smooth_velocity, truth accelerations)
-  window: 121
+  # the job docs/guide/fleet.md recommends for fleets: velocities from the acceleration's fit and
+  # a window wider than a single log's best (81, docs/identify.md). Fusion averages the logs'
+  # noise out but keeps what they share, the errors in the regressor's velocities and
+  # accelerations (studies/fleet/results.md, "Why the fused covariance is too small")
+  window: 161
   order: 3
+  smooth_velocity: true
   decimation: 5
 problem:
   min_speed: 0.05
