@@ -226,7 +226,14 @@ TRUE_ACCELERATION = ("  order: 3\n", "  order: 3\n  acceleration: truth\n")
 # window wider than one log's best, chosen on the first fleet from the sweep, with truth; the
 # second and third fleets check it
 JOB_WINDOW = 161
-JOB_SMOOTHING = f"  window: {JOB_WINDOW}\n  order: 3\n  smooth_velocity: true\n"
+
+
+def smoothing(window):
+    """The job's preparation lines with smoothed velocities and the given window."""
+    return f"  window: {window}\n  order: 3\n  smooth_velocity: true\n"
+
+
+JOB_SMOOTHING = smoothing(JOB_WINDOW)
 # logged velocities and window 121: the fleet's job before, which the diagnoses of the
 # regressor's signals (true accelerations, true velocities, min_speed) vary
 LOGGED_WINDOW = 121
@@ -237,7 +244,7 @@ NEES_DIM = 10  # the body's parameters: a calibrated covariance's NEES is chi-sq
 
 def smooth_window(window):
     """The fleet's job with another smoothing window."""
-    return (JOB_SMOOTHING, f"  window: {window}\n  order: 3\n  smooth_velocity: true\n")
+    return (JOB_SMOOTHING, smoothing(window))
 
 
 SMOOTH_LOGGED_WINDOW = smooth_window(LOGGED_WINDOW)
@@ -628,8 +635,9 @@ def markdown(args, fusion, scaling, fault, noop, drift):
              "(`acceleration: truth`): a diagnosis that removes the acceleration filter's error "
              "and nothing else; it reads the truth group, which no job of the fleet does:",
              fusion["rows_truth"]),
-            (f"The same logs with the truth group's velocities written into joints/v and "
-             f"{logged_job} (a diagnosis that removes the logged velocity's error, the "
+            ("The same logs with the truth group's velocities written into joints/v, run with "
+             f"window {LOGGED_WINDOW} and without smoothing (a diagnosis "
+             "that removes the logged velocity's error, the "
              "encoders' backward difference, and nothing else; the accelerations are the "
              "filter's on them):", fusion["rows_true_v"]),
             ("The same true-velocity logs with the truth group's accelerations (a diagnosis: "
