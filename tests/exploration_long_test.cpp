@@ -54,8 +54,8 @@ std::string writeScratch(const io::Log& log, const std::string& name) {
   return p.string();
 }
 
-// The actuator rows' config of studies/sampling (tests/sampling_long_test.cpp), each group
-// started at `start` (gain, kappa) and the logs given.
+// The actuator rows' config of studies/sampling (tests/sampling_long_test.cpp, with the logged
+// torque), each group started at `start` (gain, kappa) and the logs given.
 std::string configFor(const std::string& log, const std::vector<std::string>& more,
                       const std::vector<sim::ActuatorModel>& start) {
   std::ostringstream c;
@@ -73,7 +73,7 @@ std::string configFor(const std::string& log, const std::vector<std::string>& mo
       c << (leg ? ", " : "") << legs[leg] << "_" << kGroups[g] << "_joint";
     c << "], gain: " << start[g].gain << ", saturation: " << start[g].saturation << "}\n";
   }
-  c << "weights: {joint_torque: 1.0}\n"
+  c << "weights: {joint_torque: 1.0, actuator_torque: 1000}\ntorque_offsets: true\n"
        "replay: {kp: 60, kd: 1.5}\n"
        "clips: {count: 24, min_horizon: 0.2, max_horizon: 0.5, seed: 1, holdout_fraction: 0.2, "
        "holdout_clips: 20}\n"
@@ -171,6 +171,7 @@ TEST(ExplorationStudy, ActiveRandomAndNoSecondStageOverThreeSeeds) {
     sampling::ExplorationOptions options;
     options.degree = 6;
     options.optimizer.seed = seed;
+    options.torque_offsets = true;  // as the identification's
     const sampling::CommandExperiment experiment(sim, space, Eigen::VectorXd::Zero(3 * 2), replay,
                                                  stage1.information.channel_rms, base, options);
     const sampling::CommandDesign random = experiment.randomDesign(seed + 100);
@@ -235,8 +236,10 @@ TEST(ExplorationStudy, ActiveRandomAndNoSecondStageOverThreeSeeds) {
     << "Regenerate: `cmake --build build --target test_exploration_long && "
        "build/bin/test_exploration_long` (tests/exploration_long_test.cpp). spi-active's Fig. 6c "
        "comparison: stage 1 (SPI) is `heft sample` on the scenario's 15 s stance log (torso "
-       "rotations, squats; the config of actuator.md: gain and kappa of the hip, thigh and calf "
-       "groups from 1 and 25 N m, 150 generations); the second stage records "
+       "rotations, squats; the config of actuator.md's second table: gain and kappa of the hip, "
+       "thigh and calf groups from 1 and 25 N m, torque offsets profiled out, the actuator term "
+       "weighted 1000, 150 generations; the design's information marginalizes the offsets); the "
+       "second stage records "
     << "a second log (1 s standing, two 4 s horizons of base commands [x, y, z, roll, pitch, yaw] "
        "as degree-6 Bezier curves within 4 cm, 4 cm, 6 cm, 0.25, 0.25, 0.3 rad, each horizon "
        "standing or pronking with a flight of up to 0.12 s, 0.5 s standing; 38 coordinates. "

@@ -161,6 +161,40 @@ TEST(SampleJob, WarnsWhenTheCommandsNeverReachTheSaturation) {
   EXPECT_TRUE(warned) << result.report();
 }
 
+// `torque_offsets: true`: the offsets the search profiled out are in the report and in
+// result.json, one per joint, and the configured flag reaches the search.
+TEST(SampleJob, WritesTheTorqueOffsetsItProfiledOut) {
+  const std::string log = test::writeSimulatedLog("sample_job", "double-pendulum", 3.0, 5);
+  const std::string text =
+      "robot: double_pendulum\nlog: " + log +
+      "\nactuators:\n  - {name: both, joints: [joint1, joint2], sample: [gain], saturation: 0}\n"
+      "weights: {joint_torque: 1, actuator_torque: 10}\ntorque_offsets: true\n"
+      "clips: {count: 4, min_horizon: 0.1, max_horizon: 0.2}\noptimizer: {iterations: 5}\n";
+  const SampleJob::Config config = SampleJob::parse(text, "offsets.yaml", ".");
+  ASSERT_TRUE(config.sampling.weights.torque_offsets);
+  EXPECT_EQ(config.sampling.weights.actuator_torque, 10);
+  EXPECT_FALSE(
+      SampleJob::parse(pendulumConfig(log), "p.yaml", ".").sampling.weights.torque_offsets);
+  const SampleJob::Result result = SampleJob::run(config);
+  ASSERT_TRUE(result.ok()) << result.report();
+  ASSERT_EQ(result.summary.torque_offsets.size(), 2);
+  EXPECT_NE(result.report().find("torque-sensor offsets"), std::string::npos) << result.report();
+  const nlohmann::json json = result.toJson();
+  ASSERT_TRUE(json.contains("torque_offsets")) << json.dump(2);
+  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint1"].get<double>(),
+                   result.summary.torque_offsets[0]);
+  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint2"].get<double>(),
+                   result.summary.torque_offsets[1]);
+  // the actuator term over the fitted samples: in the terms, and its offsets are the reported ones
+  EXPECT_GT(json["sampling"]["best_terms"]["actuator_samples"].get<long>(), 1000);
+  EXPECT_LT((result.summary.torque_offsets + result.summary.best_terms.meanActuatorResidual())
+                .cwiseAbs()
+                .maxCoeff(),
+            1e-15);
+  const std::string bad = parseError(pendulumConfig(log) + "torque_offsets: maybe\n");
+  EXPECT_NE(bad.find("bad.yaml:7: torque_offsets"), std::string::npos) << bad;
+}
+
 // The CLI: bad input is one line on stderr naming the field, exit 2, nothing written.
 TEST(SampleCommand, BadInputExitsTwoWritingNothing) {
   const fs::path config = scratch("bad_" + std::to_string(::getpid()) + ".yaml");

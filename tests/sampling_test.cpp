@@ -134,6 +134,118 @@ TEST(SamplingSysId, FindsThePendulumPayloadFromRollouts) {
   EXPECT_EQ(one.optimizer.cost_history, two.optimizer.cost_history);
 }
 
+// A constant offset per joint on the logged torque is profiled out in closed form: the term
+// beyond the offsets equals min over d of sum_k |r_k - d|^2 computed from the residuals
+// themselves, also for terms summed over clips; the true model sees the offsets exactly.
+TEST(Rollout, TorqueOffsetsAreProfiledOutInClosedForm) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "none", 4.0);
+  const sim::SimModel sim(robot);
+  const sampling::ParameterSpace space = link2Space(robot);
+  sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  const Eigen::Vector2d offsets(0.3, -0.2);  // tau_log = tau + offset
+  data.tau.colwise() += offsets;
+  sampling::Rollout rollout(sim, space);
+  const int per_step = rollout.residualSize();
+  const std::vector<sampling::Clip> clips = sampling::drawClips(data.samples(), 3, 200, 600, 3);
+
+  rollout.apply(space.candidate(Eigen::VectorXd::Zero(space.dimension())));
+  sampling::CostTerms exact;
+  for (const sampling::Clip& clip : clips) exact += rollout.run(data, clip, {});
+  ASSERT_TRUE(exact.finite);
+  EXPECT_NEAR(exact.joint_torque / exact.steps, offsets.squaredNorm(), 1e-9);
+  EXPECT_LT(exact.jointTorqueBeyondOffsets() / exact.steps, 1e-18);
+  EXPECT_LT((-exact.meanTorqueResidual() - offsets).cwiseAbs().maxCoeff(), 1e-10);
+  // the actuator term sees the same offsets in the logged commands and torques, with no rollout
+  sampling::ActuatorGroup both;
+  both.name = "both";
+  both.joints = {0, 1};
+  both.saturation = 0;
+  both.sample_saturation = false;
+  const sampling::ParameterSpace gains({}, {both}, {});
+  const sampling::Candidate unit = gains.candidate(Eigen::VectorXd::Zero(gains.dimension()));
+  const sampling::CostTerms direct = sampling::actuatorTerms(gains, unit, data, 100, 2100);
+  EXPECT_EQ(direct.actuator_samples, 2000);
+  EXPECT_EQ(direct.steps, 0);
+  // against the residuals computed here: the commands (gain 1) minus the logged torques
+  const Eigen::MatrixXd logged =
+      data.tau_cmd.middleCols(100, 2000) - data.tau.middleCols(100, 2000);
+  const Eigen::Vector2d r_mean = logged.rowwise().mean();
+  const double r_squares = logged.squaredNorm();
+  EXPECT_NEAR(direct.actuator_torque, r_squares, 1e-12 * r_squares);
+  EXPECT_NEAR(direct.actuatorTorqueBeyondOffsets(), (logged.colwise() - r_mean).squaredNorm(),
+              1e-12 * r_squares);
+  EXPECT_LT((direct.meanActuatorResidual() - r_mean).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((-direct.meanActuatorResidual() - offsets).cwiseAbs().maxCoeff(), 1e-6);
+
+  // a heavier link 2: the closed form against the residuals' own spread about their mean
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(space.dimension());
+  x[0] = 1.0;
+  rollout.apply(space.candidate(x));
+  sampling::CostTerms heavier;
+  std::vector<Eigen::Vector2d> residuals;
+  Eigen::VectorXd r;
+  for (const sampling::Clip& clip : clips) {
+    heavier += rollout.run(data, clip, {}, &r);
+    for (int k = 0; k < clip.steps; ++k)
+      residuals.push_back(r.segment<2>(k * per_step + per_step - 2));
+  }
+  ASSERT_EQ(static_cast<long>(residuals.size()), heavier.steps);
+  Eigen::Vector2d mean = Eigen::Vector2d::Zero();
+  for (const Eigen::Vector2d& e : residuals) mean += e / static_cast<double>(residuals.size());
+  double spread = 0, total = 0;
+  for (const Eigen::Vector2d& e : residuals) {
+    spread += (e - mean).squaredNorm();
+    total += e.squaredNorm();
+  }
+  EXPECT_NEAR(heavier.joint_torque, total, 1e-9 * total);
+  EXPECT_NEAR(heavier.jointTorqueBeyondOffsets(), spread, 1e-9 * total);
+  EXPECT_LT((heavier.meanTorqueResidual() - mean).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_NEAR(heavier.jointTorqueLess(Eigen::Vector2d::Zero()), total, 1e-9 * total);
+}
+
+// An actuator gain fitted on torques that carry a sensor offset: without the offsets the gain
+// absorbs them; with them profiled out it comes back, and so do the offsets.
+TEST(SamplingSysId, TorqueOffsetsKeepTheActuatorGainOffTheSensorBias) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "none", 6.0);
+  const sim::SimModel sim(robot);
+  sampling::ActuatorGroup group;
+  group.name = "both";
+  group.joints = {0, 1};
+  group.sample_saturation = false;
+  group.saturation = 0;  // linear: tau = gain tau_cmd
+  group.gain = 0.8;      // start; the log's gain is 1
+  const sampling::ParameterSpace space({}, {group}, {});
+  sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  const Eigen::Vector2d offsets(0.3, -0.2);
+  data.tau.colwise() += offsets;
+  sampling::SamplingOptions options;
+  options.clips = 10;
+  options.min_horizon = 0.1;
+  options.max_horizon = 0.3;
+  options.optimizer.max_iterations = 40;
+  options.threads = 2;
+  options.holdout_fraction = 0.2;
+  options.weights.joint_torque = 1.0;
+  const sampling::SamplingSummary plain = sampling::identifyBySampling(sim, space, data, options);
+  options.weights.torque_offsets = true;
+  const sampling::SamplingSummary profiled =
+      sampling::identifyBySampling(sim, space, data, options);
+  ASSERT_TRUE(plain.usable()) << plain.report();
+  ASSERT_TRUE(profiled.usable()) << profiled.report();
+  const double plain_error = std::abs(plain.best.groups[0].gain - 1);
+  const double profiled_error = std::abs(profiled.best.groups[0].gain - 1);
+  std::cout << profiled.report() << "gain without offsets " << plain.best.groups[0].gain
+            << ", with " << profiled.best.groups[0].gain << "; offsets "
+            << profiled.torque_offsets.transpose() << " (true " << offsets.transpose() << ")\n";
+  EXPECT_EQ(plain.torque_offsets.size(), 0);
+  ASSERT_EQ(profiled.torque_offsets.size(), 2);
+  EXPECT_LT(profiled_error, 1e-3);
+  EXPECT_GT(plain_error, 10 * profiled_error);
+  EXPECT_LT((profiled.torque_offsets - offsets).cwiseAbs().maxCoeff(), 2e-3);
+}
+
 TEST(SamplingSysId, RefusesAStartOutsideItsRangeAndALogWithoutCommands) {
   const model::RobotModel robot = model::loadRobot("double_pendulum");
   sampling::SampledBody body = link2Body(robot);

@@ -195,9 +195,11 @@ ExploreJob::Result ExploreJob::run(const Config& config, Progress& progress) {
   sampling::Replay replay;
   replay.kp = Eigen::VectorXd::Constant(sim.nu(), sample.kp);
   replay.kd = Eigen::VectorXd::Constant(sim.nu(), sample.kd);
+  sampling::ExplorationOptions exploration = config.exploration;
+  exploration.torque_offsets = sample.sampling.weights.torque_offsets;
   const sampling::CommandExperiment experiment(sim, space, result.stage1.summary.best_x, replay,
                                                result.stage1.information.channel_rms, base,
-                                               config.exploration);
+                                               exploration);
   progress.say("designing " + std::to_string(experiment.dimension()) +
                " control points for the information of " + std::to_string(space.dimension()) +
                " parameters");

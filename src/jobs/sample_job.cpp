@@ -159,6 +159,7 @@ void readWeights(const YAML::Node& node, const std::string& source, sampling::Co
   s.read("joint_position", w.joint_position, yaml::nonNegative);
   s.read("joint_velocity", w.joint_velocity, yaml::nonNegative);
   s.read("joint_torque", w.joint_torque, yaml::nonNegative);
+  s.read("actuator_torque", w.actuator_torque, yaml::nonNegative);
   s.finish();
 }
 
@@ -282,6 +283,7 @@ SampleJob::Config SampleJob::parse(const std::string& yaml_text, const std::stri
   yaml::readCmaesOptions(top.raw("optimizer"), source, "docs/guide/sample.md",
                          config.sampling.optimizer);
   top.read("threads", config.sampling.threads, yaml::nonNegativeCount);
+  top.read("torque_offsets", config.sampling.weights.torque_offsets);
   {
     Section s(top.raw("simulator"), "simulator", source);
     s.read("contact_radius", config.contact_radius, yaml::positive);
@@ -376,8 +378,9 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
     progress.say("Fisher information at the estimate (" +
                  std::to_string(2 * space.dimension() * result.summary.clips.size()) +
                  " rollouts)");
-    result.information = sampling::rolloutInformation(sim, space, data, result.summary.clips,
-                                                      options.replay, best_x);
+    result.information =
+        sampling::rolloutInformation(sim, space, data, result.summary.clips, options.replay, best_x,
+                                     0.2, Eigen::VectorXd(), options.weights.torque_offsets);
     if (result.information.ok) covariance = result.information.covariance;
   }
   const Eigen::VectorXd std_natural =
@@ -428,6 +431,7 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
         {space.joints()[j].name, result.summary.start.joints[j], best.joints[j]});
   result.floor_offset = best.floor_offset;
   result.names = space.names();
+  result.joint_names = sim.jointNames();
   if (!space.bodies().empty() && log.truth && !log.truth->body_names.empty())
     result.truth = results::truthErrors(robot, log, layout, linear);
   if (!result.summary.usable()) result.warnings.push_back(result.summary.message);
@@ -459,6 +463,11 @@ std::string SampleJob::Result::report() const {
         << " -> " << num(j.estimate.frictionloss) << " N m, armature " << num(j.start.armature)
         << " -> " << num(j.estimate.armature) << " kg m^2\n";
   }
+  if (summary.torque_offsets.size() > 0) {
+    s << "\ntorque-sensor offsets (logged minus modelled torque, mean over the fitted clips)\n";
+    for (Eigen::Index j = 0; j < summary.torque_offsets.size(); ++j)
+      s << "  " << joint_names[j] << ": " << num(summary.torque_offsets[j], 3) << " N m\n";
+  }
   if (floor_offset != 0)
     s << "\nfloor " << num(floor_offset * 1e3, 3)
       << " mm from the grounded feet (MuJoCo's contact penetration under load)\n";
@@ -475,12 +484,17 @@ namespace {
 nlohmann::json termsJson(const sampling::CostTerms& t) {
   if (t.steps == 0 || !t.finite) return nullptr;
   const auto rms = [&t](double sum) { return std::sqrt(sum / t.steps); };
-  return {{"steps", t.steps},
-          {"base_position_rms_m", rms(t.base_position)},
-          {"base_velocity_rms_m_s", rms(t.base_velocity)},
-          {"joint_position_rms_rad", rms(t.joint_position)},
-          {"joint_velocity_rms_rad_s", rms(t.joint_velocity)},
-          {"joint_torque_rms_nm", rms(t.joint_torque)}};
+  nlohmann::json j = {{"steps", t.steps},
+                      {"base_position_rms_m", rms(t.base_position)},
+                      {"base_velocity_rms_m_s", rms(t.base_velocity)},
+                      {"joint_position_rms_rad", rms(t.joint_position)},
+                      {"joint_velocity_rms_rad_s", rms(t.joint_velocity)},
+                      {"joint_torque_rms_nm", rms(t.joint_torque)}};
+  if (t.actuator_samples > 0) {  // as summed, offsets not taken off
+    j["actuator_samples"] = t.actuator_samples;
+    j["actuator_torque_rms_nm"] = std::sqrt(t.actuator_torque / t.actuator_samples);
+  }
+  return j;
 }
 
 }  // namespace
@@ -515,6 +529,12 @@ nlohmann::json SampleJob::Result::toJson() const {
     f.viscous_prior = e.start.damping;
     friction.push_back(f);
     armature.push_back({e.name, e.estimate.armature, 0, e.start.armature});
+  }
+  if (summary.torque_offsets.size() > 0) {
+    nlohmann::json offsets = nlohmann::json::object();
+    for (Eigen::Index k = 0; k < summary.torque_offsets.size(); ++k)
+      offsets[joint_names[k]] = summary.torque_offsets[k];
+    j["torque_offsets"] = offsets;
   }
   j["friction"] = results::frictionJson(friction);
   j["armature"] = results::armatureJson(armature);

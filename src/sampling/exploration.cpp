@@ -252,8 +252,8 @@ CommandDesign CommandExperiment::evaluate(const Eigen::VectorXd& z) const {
       }
     }
   }
-  d.information =
-      rolloutInformation(sim_, space_, data, clips, replay_, x_hat_, options_.step, channel_sigma_);
+  d.information = rolloutInformation(sim_, space_, data, clips, replay_, x_hat_, options_.step,
+                                     channel_sigma_, options_.torque_offsets);
   if (!d.information.ok) {
     d.why = "a perturbed rollout diverged";
     return d;

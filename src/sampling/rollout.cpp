@@ -202,6 +202,17 @@ std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps
   return clips;
 }
 
+namespace {
+
+void addSums(Eigen::VectorXd& into, const Eigen::VectorXd& other) {
+  if (into.size() == 0)
+    into = other;
+  else if (other.size() > 0)
+    into += other;
+}
+
+}  // namespace
+
 CostTerms& CostTerms::operator+=(const CostTerms& o) {
   base_position += o.base_position;
   base_orientation += o.base_orientation;
@@ -210,11 +221,80 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
   joint_position += o.joint_position;
   joint_velocity += o.joint_velocity;
   joint_torque += o.joint_torque;
+  addSums(joint_torque_sum, o.joint_torque_sum);
+  actuator_torque += o.actuator_torque;
+  addSums(actuator_torque_sum, o.actuator_torque_sum);
+  actuator_samples += o.actuator_samples;
   steps += o.steps;
   max_tilt = std::max(max_tilt, o.max_tilt);
   min_base_height = std::min(min_base_height, o.min_base_height);
   finite = finite && o.finite;
   return *this;
+}
+
+namespace {
+
+Eigen::VectorXd meanOf(const Eigen::VectorXd& sum, long count) {
+  if (count == 0 || sum.size() == 0) return Eigen::VectorXd();
+  return sum / static_cast<double>(count);
+}
+
+// sum_k |r_k - d|^2 from sum_k |r_k|^2, sum_k r_k and the count
+double squaresLess(double squares, const Eigen::VectorXd& sum, long count,
+                   const Eigen::VectorXd& d) {
+  if (d.size() == 0 || sum.size() == 0) return squares;
+  require(d.size() == sum.size(), "mean_residual", std::to_string(sum.size()) + " joints",
+          std::to_string(d.size()));
+  // a rounding-level negative when every residual equals its mean
+  return std::max(0.0, squares - 2 * d.dot(sum) + static_cast<double>(count) * d.squaredNorm());
+}
+
+}  // namespace
+
+Eigen::VectorXd CostTerms::meanTorqueResidual() const { return meanOf(joint_torque_sum, steps); }
+
+double CostTerms::jointTorqueLess(const Eigen::VectorXd& d) const {
+  return squaresLess(joint_torque, joint_torque_sum, steps, d);
+}
+
+double CostTerms::jointTorqueBeyondOffsets() const { return jointTorqueLess(meanTorqueResidual()); }
+
+Eigen::VectorXd CostTerms::meanActuatorResidual() const {
+  return meanOf(actuator_torque_sum, actuator_samples);
+}
+
+double CostTerms::actuatorTorqueLess(const Eigen::VectorXd& d) const {
+  return squaresLess(actuator_torque, actuator_torque_sum, actuator_samples, d);
+}
+
+double CostTerms::actuatorTorqueBeyondOffsets() const {
+  return actuatorTorqueLess(meanActuatorResidual());
+}
+
+CostTerms actuatorTerms(const ParameterSpace& space, const Candidate& candidate,
+                        const ReplayData& data, int begin, int end) {
+  CostTerms terms;
+  const Eigen::Index nu = data.tau.rows();
+  terms.actuator_torque_sum = Eigen::VectorXd::Zero(nu);
+  begin = std::max(0, begin);
+  end = std::min(end, data.samples());
+  if (end <= begin) return terms;
+  for (std::size_t g = 0; g < space.groups().size(); ++g) {
+    const sim::ActuatorModel& actuator = candidate.groups[g];
+    for (int j : space.groups()[g].joints) {
+      double squares = 0, sum = 0;
+      for (int k = begin; k < end; ++k) {
+        const double r = actuator.apply(data.tau_cmd(j, k)) - data.tau(j, k);
+        squares += r * r;
+        sum += r;
+      }
+      terms.actuator_torque += squares;
+      terms.actuator_torque_sum[j] += sum;
+    }
+  }
+  terms.actuator_samples = end - begin;
+  terms.finite = std::isfinite(terms.actuator_torque);
+  return terms;
 }
 
 void CostWeights::validate() const {
@@ -229,6 +309,7 @@ void CostWeights::validate() const {
   check(joint_position, "joint_position");
   check(joint_velocity, "joint_velocity");
   check(joint_torque, "joint_torque");
+  check(actuator_torque, "actuator_torque");
 }
 
 double weightedCost(const CostTerms& t, const CostTerms& ref, const CostWeights& w) {
@@ -243,7 +324,18 @@ double weightedCost(const CostTerms& t, const CostTerms& ref, const CostWeights&
   add(w.base_angular_velocity, t.base_angular_velocity, ref.base_angular_velocity);
   add(w.joint_position, t.joint_position, ref.joint_position);
   add(w.joint_velocity, t.joint_velocity, ref.joint_velocity);
-  add(w.joint_torque, t.joint_torque, ref.joint_torque);
+  if (w.torque_offsets)
+    add(w.joint_torque, t.jointTorqueBeyondOffsets(), ref.jointTorqueBeyondOffsets());
+  else
+    add(w.joint_torque, t.joint_torque, ref.joint_torque);
+  // per sample, not per rollout step: its own counts
+  if (w.actuator_torque > 0 && t.actuator_samples > 0 && ref.actuator_samples > 0) {
+    const double term = w.torque_offsets ? t.actuatorTorqueBeyondOffsets() : t.actuator_torque;
+    const double reference =
+        w.torque_offsets ? ref.actuatorTorqueBeyondOffsets() : ref.actuator_torque;
+    if (reference > 0)
+      cost += w.actuator_torque * (term / t.actuator_samples) / (reference / ref.actuator_samples);
+  }
   return std::isfinite(cost) ? cost : std::numeric_limits<double>::infinity();
 }
 
@@ -331,6 +423,7 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
   sim_.setState(d, q_, v_);
   const int nu = sim_.nu();
   const int offset = sim_.actuatedOffset();
+  terms.joint_torque_sum = Eigen::VectorXd::Zero(nu);
   std::string message;
   const auto fail = [&terms] {
     terms.finite = false;
@@ -354,6 +447,7 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     for (int i = 0; i < nu; ++i) tau_[i] = actuators_[i].apply(tau_cmd_[i]);
     sim_.setJointTorques(d, tau_);
     terms.joint_torque += (tau_ - data.tau.col(idx)).squaredNorm();
+    terms.joint_torque_sum += tau_ - data.tau.col(idx);
     double* r = residuals ? residuals->data() + static_cast<Eigen::Index>(k) * per_step : nullptr;
     if (r) Eigen::Map<Eigen::VectorXd>(r + per_step - nu, nu) = tau_ - data.tau.col(idx);
     if (!sim::guardedMujocoCall([m, d] { mj_step2(m, d); }, message)) return fail();

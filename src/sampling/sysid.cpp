@@ -54,12 +54,13 @@ CostTerms evaluate(Rollout& rollout, const Candidate& candidate, const ReplayDat
 class GenerationScorer {
  public:
   GenerationScorer(const ParameterSpace& space, const ReplayData& data,
-                   const std::vector<Clip>& clips, const SamplingOptions& options,
+                   const std::vector<Clip>& clips, int fitted, const SamplingOptions& options,
                    const CostTerms& reference, std::vector<std::unique_ptr<Rollout>>& rollouts,
                    int threads, std::atomic<long>& rollout_count)
       : space_(space),
         data_(data),
         clips_(clips),
+        fitted_(fitted),
         options_(options),
         reference_(reference),
         rollouts_(rollouts),
@@ -99,6 +100,8 @@ class GenerationScorer {
       }
       CostTerms total;
       for (int c = 0; c < clip_count; ++c) total += pair_terms_[k * clip_count + c];
+      if (options_.weights.actuator_torque > 0)
+        total += actuatorTerms(space_, candidates_[k], data_, 0, fitted_);
       costs[k] = weightedCost(total, reference_, options_.weights);
     }
   }
@@ -107,6 +110,7 @@ class GenerationScorer {
   const ParameterSpace& space_;
   const ReplayData& data_;
   const std::vector<Clip>& clips_;
+  int fitted_;  // samples before the held-out end: the actuator term's
   const SamplingOptions& options_;
   const CostTerms& reference_;
   std::vector<std::unique_ptr<Rollout>>& rollouts_;
@@ -184,7 +188,7 @@ int residualChannel(int e, bool free_flyer, int nu) {
 RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterSpace& space,
                                       const ReplayData& data, const std::vector<Clip>& clips,
                                       const Replay& replay, const Eigen::VectorXd& x, double step,
-                                      const Eigen::VectorXd& channel_sigma) {
+                                      const Eigen::VectorXd& channel_sigma, bool torque_offsets) {
   require(x.size() == space.dimension(), "x", std::to_string(space.dimension()) + " entries",
           std::to_string(x.size()));
   require(step > 0, "step", "> 0", formatNumber(step));
@@ -201,14 +205,18 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
     rollout.apply(space.candidate(x));
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(6), count = Eigen::VectorXd::Zero(6);
     Eigen::VectorXd r;
+    CostTerms total;
     for (const Clip& clip : clips) {
-      if (!rollout.run(data, clip, replay, &r).finite) return info;
+      const CostTerms terms = rollout.run(data, clip, replay, &r);
+      if (!terms.finite) return info;
+      total += terms;
       for (Eigen::Index i = 0; i < r.size(); ++i) {
         const int c = residualChannel(static_cast<int>(i % per_step), free_flyer, nu);
         sum[c] += r[i] * r[i];
         count[c] += 1;
       }
     }
+    if (torque_offsets) sum[5] = total.jointTorqueBeyondOffsets();  // the fit's torque residual
     info.channel_rms = (sum.array() / count.array().max(1.0)).sqrt();
   }
   const Eigen::VectorXd& sigma = channel_sigma.size() == 6 ? channel_sigma : info.channel_rms;
@@ -219,6 +227,9 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
   }
   // F = sum over clips of J^T W^2 J, one clip's Jacobian at a time
   info.information = Eigen::MatrixXd::Zero(n, n);
+  // per joint, its weighted torque rows summed over every step: the offsets' cross information
+  Eigen::MatrixXd torque_sums = Eigen::MatrixXd::Zero(nu, n);
+  long steps = 0;
   Eigen::VectorXd plus, minus;
   for (const Clip& clip : clips) {
     Eigen::MatrixXd J(static_cast<Eigen::Index>(clip.steps) * per_step, n);
@@ -234,7 +245,17 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
     }
     for (Eigen::Index row = 0; row < J.rows(); ++row) J.row(row) *= weight[row % per_step];
     info.information.noalias() += J.transpose() * J;
+    if (torque_offsets) {
+      for (int k = 0; k < clip.steps; ++k)
+        torque_sums += J.middleRows(static_cast<Eigen::Index>(k) * per_step + per_step - nu, nu);
+      steps += clip.steps;
+    }
   }
+  // one offset per joint, its rows 1 (weighted) on that joint's torque entries: its information
+  // is weight^2 N, and eliminating it leaves F - s s^T / N per joint
+  if (torque_offsets && steps > 0)
+    info.information.noalias() -=
+        torque_sums.transpose() * torque_sums / static_cast<double>(steps);
   // a direction the clips do not see keeps a huge variance (1e14 times the best-seen one's), not
   // the zero a pseudo-inverse would give it
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(info.information);
@@ -300,10 +321,16 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
     rollouts.push_back(std::make_unique<Rollout>(sim, space));
   std::atomic<long> rollout_count{0};
 
+  // a candidate's terms on clips, with the actuator term over samples [begin, end) when weighted
+  const auto score = [&](const Candidate& c, const std::vector<Clip>& clips, int begin, int end) {
+    CostTerms terms = evaluate(*rollouts[0], c, data, clips, options.replay, rollout_count);
+    if (options.weights.actuator_torque > 0 && terms.finite)
+      terms += actuatorTerms(space, c, data, begin, end);
+    return terms;
+  };
   const Eigen::VectorXd x0 = Eigen::VectorXd::Zero(space.dimension());
   summary.start = space.candidate(x0);
-  summary.start_terms =
-      evaluate(*rollouts[0], summary.start, data, summary.clips, options.replay, rollout_count);
+  summary.start_terms = score(summary.start, summary.clips, 0, fitted);
   if (!summary.start_terms.finite) {
     summary.status = SamplingSummary::Status::Failed;
     summary.message =
@@ -315,8 +342,8 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   }
   const CostTerms& reference = summary.start_terms;
 
-  GenerationScorer scorer(space, data, summary.clips, options, reference, rollouts, summary.threads,
-                          rollout_count);
+  GenerationScorer scorer(space, data, summary.clips, fitted, options, reference, rollouts,
+                          summary.threads, rollout_count);
   const excite::BatchObjective objective = [&scorer](const Eigen::MatrixXd& X,
                                                      Eigen::VectorXd& costs) { scorer(X, costs); };
   const excite::GenerationObserver observe = [&](const excite::CmaesSummary& s) {
@@ -327,18 +354,35 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   summary.best_cost = summary.optimizer.best_cost;
   summary.best_x = summary.optimizer.best_x;
   summary.best = space.candidate(summary.best_x);
-  summary.best_terms =
-      evaluate(*rollouts[0], summary.best, data, summary.clips, options.replay, rollout_count);
+  summary.best_terms = score(summary.best, summary.clips, 0, fitted);
+  // a sampled group's joints take the actuator term's offsets when it is weighted (the logged
+  // commands against the logged torques: no rollout's feedback in them), the others the rollouts'
+  if (options.weights.torque_offsets && summary.best_terms.finite) {
+    summary.torque_offsets = -summary.best_terms.meanTorqueResidual();
+    const Eigen::VectorXd actuator = -summary.best_terms.meanActuatorResidual();
+    if (options.weights.actuator_torque > 0 && actuator.size() == summary.torque_offsets.size())
+      for (const ActuatorGroup& g : space.groups())
+        for (int j : g.joints) summary.torque_offsets[j] = actuator[j];
+  }
   if (!summary.holdout_clips.empty()) {
-    summary.holdout_start_terms = evaluate(*rollouts[0], summary.start, data, summary.holdout_clips,
-                                           options.replay, rollout_count);
-    summary.holdout_best_terms = evaluate(*rollouts[0], summary.best, data, summary.holdout_clips,
-                                          options.replay, rollout_count);
-    const CostTerms& ref = summary.holdout_start_terms;
+    summary.holdout_start_terms =
+        score(summary.start, summary.holdout_clips, fitted, data.samples());
+    summary.holdout_best_terms = score(summary.best, summary.holdout_clips, fitted, data.samples());
+    CostTerms ref = summary.holdout_start_terms, best = summary.holdout_best_terms;
+    CostWeights weights = options.weights;
+    if (weights.torque_offsets) {
+      // each model predicts the held-out torques with the offsets it fitted, not refitted ones
+      ref.joint_torque = ref.jointTorqueLess(summary.start_terms.meanTorqueResidual());
+      best.joint_torque = best.jointTorqueLess(summary.best_terms.meanTorqueResidual());
+      ref.actuator_torque = ref.actuatorTorqueLess(summary.start_terms.meanActuatorResidual());
+      best.actuator_torque = best.actuatorTorqueLess(summary.best_terms.meanActuatorResidual());
+      weights.torque_offsets = false;
+    }
+    // the clips' prediction, as without the actuator term (whose held-out RMS is in the terms)
+    weights.actuator_torque = 0;
     if (ref.finite)  // else the start model diverges on held-out data: nothing to compare with
       summary.holdout_prediction_error =
-          weightedCost(summary.holdout_best_terms, ref, options.weights) /
-          weightedCost(ref, ref, options.weights);
+          weightedCost(best, ref, weights) / weightedCost(ref, ref, weights);
   }
   switch (summary.optimizer.status) {
     case excite::CmaesSummary::Status::XTolerance:
@@ -378,7 +422,19 @@ std::string SamplingSummary::report() const {
                    "rad");
     s << termsLine("joint velocity", start_terms.joint_velocity, best_terms.joint_velocity, a, b,
                    "rad/s");
-    s << termsLine("joint torque", start_terms.joint_torque, best_terms.joint_torque, a, b, "N m");
+    if (torque_offsets.size() > 0)
+      s << termsLine("joint torque (beyond the offsets)", start_terms.jointTorqueBeyondOffsets(),
+                     best_terms.jointTorqueBeyondOffsets(), a, b, "N m");
+    else
+      s << termsLine("joint torque", start_terms.joint_torque, best_terms.joint_torque, a, b,
+                     "N m");
+    if (start_terms.actuator_samples > 0 && best_terms.actuator_samples > 0) {
+      const bool less = torque_offsets.size() > 0;
+      s << termsLine(less ? "actuator torque (beyond the offsets)" : "actuator torque",
+                     less ? start_terms.actuatorTorqueBeyondOffsets() : start_terms.actuator_torque,
+                     less ? best_terms.actuatorTorqueBeyondOffsets() : best_terms.actuator_torque,
+                     start_terms.actuator_samples, best_terms.actuator_samples, "N m");
+    }
   }
   if (holdout_prediction_error >= 0) {
     const long a = holdout_start_terms.steps, b = holdout_best_terms.steps;

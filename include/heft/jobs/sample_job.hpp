@@ -98,6 +98,7 @@ struct SampleJob {
     /// At the estimate, over the fitted clips: the bodies' and groups' std come from it.
     sampling::RolloutInformation information;
     std::vector<std::string> names;             ///< the sampled coordinates (ParameterSpace::names)
+    std::vector<std::string> joint_names;       ///< the actuated joints (summary.torque_offsets')
     std::optional<results::TruthErrors> truth;  ///< a simulated log's bodies
     bool base_state_estimated = false;          ///< the log had no base state
     std::vector<std::string> warnings;

@@ -62,6 +62,9 @@ struct ExplorationOptions {
   double min_base_height = 0.17;
   /// The feed-forward may use this fraction of each joint's effort limit (the PD needs the rest).
   double torque_fraction = 0.8;
+  /// The identification profiles out a torque-sensor offset per joint (CostWeights::
+  /// torque_offsets): the design's information marginalizes them as well (rolloutInformation).
+  bool torque_offsets = false;
   int threads = 0;  ///< 0 = the machine's hardware threads
   excite::CmaesOptions optimizer = defaultOptimizer();
   /// CMA-ES on the control points scaled by `bounds` (so x in [-1, 1]), sigma0 0.3, 20

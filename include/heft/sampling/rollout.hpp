@@ -75,6 +75,15 @@ struct CostTerms {
   double joint_position = 0;         ///< |q - q_log|^2 over the joints
   double joint_velocity = 0;
   double joint_torque = 0;  ///< |tau - tau_log|^2 (tau: what the actuator model applies)
+  /// sum of tau - tau_log per joint (nu; empty before the first step): with joint_torque and
+  /// steps, what a constant torque-sensor offset per joint needs (jointTorqueBeyondOffsets)
+  Eigen::VectorXd joint_torque_sum;
+  /// |a(tau_cmd_log) - tau_log|^2 over the fitted samples of the sampled groups' joints: the
+  /// actuator model applied to the logged commands against the logged torque, no rollout
+  /// (actuatorTerms); its per-joint sum (nu) and sample count, as for joint_torque
+  double actuator_torque = 0;
+  Eigen::VectorXd actuator_torque_sum;
+  long actuator_samples = 0;
   long steps = 0;
   /// Extremes of a floating base over the steps: the largest angle between its z axis and the
   /// world's [rad] and its lowest height [m] (falls, active exploration's feasibility).
@@ -82,7 +91,27 @@ struct CostTerms {
   double min_base_height = std::numeric_limits<double>::infinity();
   bool finite = true;  ///< false when a rollout diverged or MuJoCo failed
   CostTerms& operator+=(const CostTerms& other);
+  /// The mean of tau - tau_log per joint (nu; empty before the first step): minus the constant
+  /// offset per joint that fits the logged torques best (tau_log = tau + offset).
+  Eigen::VectorXd meanTorqueResidual() const;
+  /// The joint torque term with `mean_residual` taken off every step's residual:
+  /// sum_k |r_k - d|^2 = joint_torque - 2 d . sum_k r_k + steps |d|^2.
+  double jointTorqueLess(const Eigen::VectorXd& mean_residual) const;
+  /// The joint torque term beyond its own best offsets, min over d of sum_k |r_k - d|^2 =
+  /// joint_torque - |sum_k r_k|^2 / steps: the offsets profiled out in closed form.
+  double jointTorqueBeyondOffsets() const;
+  /// The same three for the actuator term.
+  Eigen::VectorXd meanActuatorResidual() const;
+  double actuatorTorqueLess(const Eigen::VectorXd& mean_residual) const;
+  double actuatorTorqueBeyondOffsets() const;
 };
+
+/// The actuator term of `candidate` over samples [begin, end) of `data`: for every joint of a
+/// sampled actuator group, its model applied to the logged command against the logged torque
+/// (CostTerms::actuator_*; the other fields 0). Only meaningful when the log's torque is measured
+/// after the actuator (a joint torque sensor).
+CostTerms actuatorTerms(const ParameterSpace& space, const Candidate& candidate,
+                        const ReplayData& data, int begin, int end);
 
 /// The weights of eq. 4's terms, spi-active Table 3.
 struct CostWeights {
@@ -93,6 +122,15 @@ struct CostWeights {
   double joint_position = 3.0;
   double joint_velocity = 0.1;
   double joint_torque = 0.01;
+  /// A torque sensor reads the joint torque plus a constant offset per joint, which no candidate
+  /// model explains: with true, the joint torque term is taken beyond each candidate's best
+  /// offsets over all its clips (CostTerms::jointTorqueBeyondOffsets), so an offset is not
+  /// fitted by the actuators' gain and kappa. false: the offsets are 0.
+  bool torque_offsets = false;
+  /// The actuator term (CostTerms::actuator_torque, normalized as the others): the gain and kappa
+  /// seen directly in the logged command and torque, which a rollout sees only through the states
+  /// and its PD's feedback. 0: not used (spi-active's loss has no such term).
+  double actuator_torque = 0;
   /// \throws InputError naming a negative or non-finite weight.
   void validate() const;
 };

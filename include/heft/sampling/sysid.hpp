@@ -47,13 +47,20 @@ struct SamplingSummary {
   Candidate start, best;
   Eigen::VectorXd best_x;
   CostTerms start_terms, best_terms;  ///< summed over the clips
+  /// With CostWeights::torque_offsets: the best model's torque-sensor offset per joint [N m]
+  /// (tau_log = tau + offset): the actuator term's over the fitted samples for a sampled group's
+  /// joint when that term is weighted, else the rollouts' over the fitted clips; empty otherwise.
+  Eigen::VectorXd torque_offsets;
   double start_cost = 0, best_cost = 0;
   std::vector<Clip> clips;
   /// Held-out clips (SamplingOptions::holdout_fraction) and both models' terms on them.
   std::vector<Clip> holdout_clips;
   CostTerms holdout_start_terms, holdout_best_terms;
   /// The best model's weighted cost on the held-out clips relative to the start model's (the
-  /// start model scores 1); -1 when nothing was held out.
+  /// start model scores 1); -1 when nothing was held out. With torque offsets, each model's
+  /// offsets are the ones it fitted on the fitted clips, not refitted on the held-out ones. The
+  /// rollouts' terms only: the actuator term (CostWeights::actuator_torque) is left out, so the
+  /// figure means the same with and without it.
   double holdout_prediction_error = -1;
   double dt = 0;  ///< median step of the log [s]
   int threads = 1;
@@ -73,7 +80,10 @@ using GenerationCallback = std::function<void(int, double, double)>;
 /// position, velocity, angular velocity, joint positions, velocities, torques) are differentiated
 /// by central differences in x; each channel's noise is taken as its residual RMS at x; then
 /// F = J^T diag(1 / sigma^2) J. Residuals of a rollout are correlated in time, so F^-1 is a lower
-/// bound of the covariance (the white-noise Cramer-Rao bound), not a posterior.
+/// bound of the covariance (the white-noise Cramer-Rao bound), not a posterior. With torque
+/// offsets (profiled in the fit, CostWeights::torque_offsets), the torque channel's RMS is taken
+/// beyond them and F is the Schur complement that marginalizes one offset per joint:
+/// F - sum_j s_j s_j^T / N, s_j the weighted torque rows of joint j summed over the N steps.
 struct RolloutInformation {
   bool ok = false;              ///< false when a rollout diverged
   Eigen::MatrixXd information;  ///< F, dimension x dimension, x units
@@ -95,7 +105,8 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
                                       const ReplayData& data, const std::vector<Clip>& clips,
                                       const Replay& replay, const Eigen::VectorXd& x,
                                       double step = 0.2,
-                                      const Eigen::VectorXd& channel_sigma = Eigen::VectorXd());
+                                      const Eigen::VectorXd& channel_sigma = Eigen::VectorXd(),
+                                      bool torque_offsets = false);
 
 /// The summed terms of `candidate` on `clips` of `data` (one thread): how well a model predicts
 /// a log, e.g. one the fit did not see. Stops at the first clip that diverges (terms not finite).
