@@ -464,7 +464,11 @@ std::string SampleJob::Result::report() const {
         << " -> " << num(j.estimate.armature) << " kg m^2\n";
   }
   if (summary.torque_offsets.size() > 0) {
-    s << "\ntorque-sensor offsets (logged minus modelled torque, mean over the fitted clips)\n";
+    const bool direct = config.sampling.weights.actuator_torque > 0;  // the actuator term's
+    s << "\ntorque-sensor offsets (logged minus modelled torque, mean over "
+      << (direct ? "the fitted samples for a sampled group's joint, the fitted clips for the others"
+                 : "the fitted clips")
+      << ")\n";
     for (Eigen::Index j = 0; j < summary.torque_offsets.size(); ++j)
       s << "  " << joint_names[j] << ": " << num(summary.torque_offsets[j], 3) << " N m\n";
   }
