@@ -13,6 +13,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/jobs/explore_job.hpp"
+#include "heft/jobs/sample_job.hpp"
 #include "heft/jobs/simulate_job.hpp"
 #include "support/heft_cli.hpp"
 #include "support/sim_log.hpp"
@@ -137,6 +138,72 @@ TEST(ExploreJob, DesignsCommandsThatHeftSimulatePlays) {
   EXPECT_TRUE(j["design"]["predicted_std"].contains("saturation[calf]")) << j["design"].dump();
   EXPECT_EQ(j["design"]["commands"]["points"]["z"].size(), 5u);
   EXPECT_EQ(j["stage1"]["method"], "sampling");
+}
+
+// A finished stage 1 read instead of run (stage1_result): the same design as the run that
+// computed it, since the design needs only its estimate and residual RMS; a result of another
+// job or config, or of a failed search, is bad input naming the file.
+TEST(ExploreJob, DesignsFromAFinishedStageOne) {
+  const std::string log = test::writeSimulatedLog("explore_job", "go2-actuator", 3.0, 5);
+  const std::string text = "sample: " + sampleConfig(log).filename().string() + "\n" + kExploration;
+  const fs::path config = scratch("explore_first.yaml");
+  writeFile(config, text);
+  const ExploreJob::Result first = ExploreJob::run(ExploreJob::load(config.string()));
+  ASSERT_TRUE(first.ok()) << first.report();
+  const fs::path stage1 = scratch("stage1_out");
+  fs::remove_all(stage1);
+  jobs::SampleJob::write(first.stage1, stage1.string());
+  const fs::path stage1_json = stage1 / "result.json";
+
+  const fs::path again = scratch("explore_again.yaml");
+  writeFile(again, text + "stage1_result: " + stage1.filename().string() + "/result.json\n");
+  const ExploreJob::Result second = ExploreJob::run(ExploreJob::load(again.string()));
+  ASSERT_TRUE(second.ok()) << second.report();
+  EXPECT_EQ(second.stage1.summary.status, sampling::SamplingSummary::Status::NotRun);
+  EXPECT_EQ(second.names, first.names);
+  EXPECT_EQ(second.design.best.criterion, first.design.best.criterion);
+  EXPECT_EQ(second.design.best.motion.commands.points, first.design.best.motion.commands.points);
+  EXPECT_NE(second.report().find(stage1_json.string() + " (not re-run)"), std::string::npos)
+      << second.report();
+  const nlohmann::json j = second.toJson();
+  EXPECT_EQ(j["stage1_result"], stage1_json.string());
+  EXPECT_EQ(j["stage1"]["method"], "sampling");
+  EXPECT_EQ(j["status"], "designed");
+
+  const nlohmann::json written = nlohmann::json::parse(readFile(stage1_json));
+  const auto errorWith = [&](const std::string& name, const nlohmann::json& contents) {
+    const fs::path file = scratch(name);
+    writeFile(file, contents.dump());
+    try {
+      writeFile(again, text + "stage1_result: " + file.filename().string() + "\n");
+      ExploreJob::run(ExploreJob::load(again.string()));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  nlohmann::json other = written;
+  other["information"]["names"][0] = "gain[hip]";
+  const std::string config_error = errorWith("other_config.json", other);
+  EXPECT_NE(config_error.find("other_config.json: stage1_result: expected the coordinates of the "
+                              "sample config (gain[calf], saturation[calf], floor_offset), got "
+                              "(gain[hip], saturation[calf], floor_offset)"),
+            std::string::npos)
+      << config_error;
+  nlohmann::json failed = written;
+  failed["summary"]["status"] = "failed";
+  const std::string failed_error = errorWith("failed.json", failed);
+  EXPECT_NE(failed_error.find("expected a usable stage 1"), std::string::npos) << failed_error;
+  nlohmann::json map = written;
+  map["method"] = "map";
+  const std::string method_error = errorWith("map.json", map);
+  EXPECT_NE(method_error.find("expected the result.json of heft sample, got method \"map\""),
+            std::string::npos)
+      << method_error;
+  nlohmann::json short_x = written;
+  short_x["sampling"]["best_x"].erase(0);
+  const std::string x_error = errorWith("short_x.json", short_x);
+  EXPECT_NE(x_error.find("sampling.best_x: expected 3 numbers"), std::string::npos) << x_error;
 }
 
 TEST(ExploreJob, LimitsThatStandingStillBreaksAreBadInput) {

@@ -106,6 +106,14 @@ TEST(PredictJob, AResultOfAnotherRobotOrARangeOutsideTheLogIsBadInput) {
   const std::string reversed = errorOfRun(base + "ranges: [[2, 1]]\n");
   EXPECT_NE(reversed.find("predict.yaml:3: ranges:"), std::string::npos) << reversed;
 
+  // a joint's entry that is not the object the jobs write: named, not an internal error
+  const fs::path bare = scratch("bare_offsets.json");
+  std::ofstream(bare) << R"({"schema_version": 1, "torque_offsets": {"panda_joint1": 0.3}})";
+  const std::string shape = errorOfRun(base + "result: " + bare.string() + "\n");
+  EXPECT_NE(shape.find("torque_offsets.panda_joint1: expected an object with \"offset\", got 0.3"),
+            std::string::npos)
+      << shape;
+
   const fs::path not_heft = scratch("other.json");
   std::ofstream(not_heft) << "{\"a\": 1}";
   const std::string foreign = errorOfRun(base + "result: " + not_heft.string() + "\n");

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "heft/common/error.hpp"
 #include "heft/io/log_io.hpp"
+#include "heft/jobs/predict_job.hpp"
 #include "heft/jobs/sample_job.hpp"
 #include "heft/sim/scenario.hpp"
 #include "support/heft_cli.hpp"
@@ -162,7 +164,8 @@ TEST(SampleJob, WarnsWhenTheCommandsNeverReachTheSaturation) {
 }
 
 // `torque_offsets: true`: the offsets the search profiled out are in the report and in
-// result.json, one per joint, and the configured flag reaches the search.
+// result.json (the other jobs' shape, one per joint; with more_logs, also one per recording), and
+// the configured flag reaches the search.
 TEST(SampleJob, WritesTheTorqueOffsetsItProfiledOut) {
   const std::string log = test::writeSimulatedLog("sample_job", "double-pendulum", 3.0, 5);
   const std::string text =
@@ -177,14 +180,29 @@ TEST(SampleJob, WritesTheTorqueOffsetsItProfiledOut) {
       SampleJob::parse(pendulumConfig(log), "p.yaml", ".").sampling.weights.torque_offsets);
   const SampleJob::Result result = SampleJob::run(config);
   ASSERT_TRUE(result.ok()) << result.report();
-  ASSERT_EQ(result.summary.torque_offsets.size(), 2);
+  ASSERT_EQ(result.summary.torque_offsets.rows(), 2);
+  ASSERT_EQ(result.summary.torque_offsets.cols(), 1);
   EXPECT_NE(result.report().find("torque-sensor offsets"), std::string::npos) << result.report();
   const nlohmann::json json = result.toJson();
   ASSERT_TRUE(json.contains("torque_offsets")) << json.dump(2);
-  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint1"].get<double>(),
-                   result.summary.torque_offsets[0]);
-  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint2"].get<double>(),
-                   result.summary.torque_offsets[1]);
+  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint1"]["offset"].get<double>(),
+                   result.summary.torque_offsets(0, 0));
+  EXPECT_DOUBLE_EQ(json["torque_offsets"]["joint2"]["offset"].get<double>(),
+                   result.summary.torque_offsets(1, 0));
+  EXPECT_FALSE(json["torque_offsets"]["joint1"].contains("per_recording"));
+  // heft predict applies them from the file: the log's torques are predicted better with them
+  const fs::path written = scratch("offsets_result.json");
+  std::ofstream(written) << json.dump();
+  const std::string predict = "robot: double_pendulum\nlog: " + log + "\n";
+  const jobs::PredictJob::Result with = jobs::PredictJob::run(
+      jobs::PredictJob::parse(predict + "result: " + written.string() + "\n", "p.yaml", "."));
+  const jobs::PredictJob::Result without =
+      jobs::PredictJob::run(jobs::PredictJob::parse(predict, "p.yaml", "."));
+  ASSERT_FALSE(with.predictions.empty());
+  ASSERT_FALSE(without.predictions.empty());
+  std::cout << "predicted torque RMSE with the offsets " << with.predictions[0].rmse_all
+            << " N m, without " << without.predictions[0].rmse_all << " N m\n";
+  EXPECT_LT(with.predictions[0].rmse_all, without.predictions[0].rmse_all);
   // the actuator term over the fitted samples: in the terms, and its offsets are the reported ones
   EXPECT_GT(json["sampling"]["best_terms"]["actuator_samples"].get<long>(), 1000);
   EXPECT_LT((result.summary.torque_offsets + result.summary.best_terms.meanActuatorResidual())
@@ -193,6 +211,20 @@ TEST(SampleJob, WritesTheTorqueOffsetsItProfiledOut) {
             1e-15);
   const std::string bad = parseError(pendulumConfig(log) + "torque_offsets: maybe\n");
   EXPECT_NE(bad.find("bad.yaml:7: torque_offsets"), std::string::npos) << bad;
+
+  // a second recording: its own offsets, in the report and in result.json after the log's
+  const std::string more = test::writeSimulatedLog("sample_job_more", "double-pendulum", 3.0, 6);
+  const SampleJob::Result two =
+      SampleJob::run(SampleJob::parse(text + "more_logs: [" + more + "]\n", "two.yaml", "."));
+  ASSERT_TRUE(two.ok()) << two.report();
+  ASSERT_EQ(two.summary.torque_offsets.cols(), 2);
+  EXPECT_NE(two.report().find("one per recording: the log, then more_logs"), std::string::npos)
+      << two.report();
+  const nlohmann::json j2 = two.toJson()["torque_offsets"]["joint2"];
+  ASSERT_TRUE(j2.contains("per_recording")) << j2.dump();
+  ASSERT_EQ(j2["per_recording"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j2["offset"].get<double>(), two.summary.torque_offsets(1, 0));
+  EXPECT_DOUBLE_EQ(j2["per_recording"][1].get<double>(), two.summary.torque_offsets(1, 1));
 }
 
 // The CLI: bad input is one line on stderr naming the field, exit 2, nothing written.

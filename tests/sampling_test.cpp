@@ -246,6 +246,196 @@ TEST(SamplingSysId, TorqueOffsetsKeepTheActuatorGainOffTheSensorBias) {
   EXPECT_LT((profiled.torque_offsets - offsets).cwiseAbs().maxCoeff(), 2e-3);
 }
 
+// Two recordings of one robot (appended, as heft sample's more_logs are) whose torque sensors
+// were zeroed apart: each has its own offsets, fitted from its own clips and samples only; one
+// offset shared by both would leave their difference in the term.
+TEST(Rollout, EachRecordingHasItsOwnTorqueOffsets) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "none", 4.0);
+  const sim::SimModel sim(robot);
+  const sampling::ParameterSpace space = link2Space(robot);
+  sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  sampling::ReplayData second = data;
+  const Eigen::Vector2d a(0.3, -0.2), b(-0.1, 0.25);  // tau_log = tau + offset, per recording
+  data.tau.colwise() += a;
+  second.tau.colwise() += b;
+  data.append(second);
+  ASSERT_EQ(data.recordings(), 2);
+  const int join = data.joins[0];
+  EXPECT_EQ(data.recordingOf(0), 0);
+  EXPECT_EQ(data.recordingOf(join - 1), 0);
+  EXPECT_EQ(data.recordingOf(join), 1);
+  EXPECT_EQ(data.recordingOf(data.samples() - 1), 1);
+
+  sampling::Rollout rollout(sim, space);
+  rollout.apply(space.candidate(Eigen::VectorXd::Zero(space.dimension())));
+  const std::vector<sampling::Clip> clips =
+      sampling::drawClips(data.samples(), 6, 200, 600, 3, data.joins);
+  sampling::CostTerms exact;
+  for (const sampling::Clip& clip : clips) exact += rollout.run(data, clip, {});
+  ASSERT_TRUE(exact.finite);
+  ASSERT_EQ(exact.recording_steps.size(), 2);
+  ASSERT_GT(exact.recording_steps[0], 0);  // clips in both recordings
+  ASSERT_GT(exact.recording_steps[1], 0);
+  EXPECT_EQ(exact.recording_steps.sum(), exact.steps);
+  // zero up to the cancellation of sums over a few thousand steps (N eps of the squares)
+  EXPECT_LT(exact.jointTorqueBeyondOffsets(), 1e-12 * exact.joint_torque);
+  const Eigen::MatrixXd mean = exact.meanTorqueResidual();
+  ASSERT_EQ(mean.cols(), 2);
+  EXPECT_LT((-mean.col(0) - a).cwiseAbs().maxCoeff(), 1e-10);
+  EXPECT_LT((-mean.col(1) - b).cwiseAbs().maxCoeff(), 1e-10);
+  const Eigen::VectorXd pooled = exact.joint_torque_sum.rowwise().sum() / exact.steps;
+  const Eigen::MatrixXd shared = pooled.replicate(1, 2);
+  EXPECT_GT(exact.jointTorqueLess(shared) / exact.steps, 1e-3);
+
+  // the actuator term over samples across the join, against the residuals computed here
+  sampling::ActuatorGroup both;
+  both.name = "both";
+  both.joints = {0, 1};
+  both.saturation = 0;
+  both.sample_saturation = false;
+  const sampling::ParameterSpace gains({}, {both}, {});
+  const sampling::Candidate unit = gains.candidate(Eigen::VectorXd::Zero(gains.dimension()));
+  const sampling::CostTerms direct =
+      sampling::actuatorTerms(gains, unit, data, join - 1000, join + 1500);
+  EXPECT_EQ(direct.actuator_samples, 2500);
+  ASSERT_EQ(direct.actuator_recording_samples.size(), 2);
+  EXPECT_EQ(direct.actuator_recording_samples[0], 1000);
+  EXPECT_EQ(direct.actuator_recording_samples[1], 1500);
+  const Eigen::MatrixXd before =
+      data.tau_cmd.middleCols(join - 1000, 1000) - data.tau.middleCols(join - 1000, 1000);
+  const Eigen::MatrixXd after =
+      data.tau_cmd.middleCols(join, 1500) - data.tau.middleCols(join, 1500);
+  const Eigen::Vector2d mean_before = before.rowwise().mean(), mean_after = after.rowwise().mean();
+  const double squares = before.squaredNorm() + after.squaredNorm();
+  EXPECT_NEAR(direct.actuator_torque, squares, 1e-12 * squares);
+  EXPECT_NEAR(
+      direct.actuatorTorqueBeyondOffsets(),
+      (before.colwise() - mean_before).squaredNorm() + (after.colwise() - mean_after).squaredNorm(),
+      1e-12 * squares);
+  const Eigen::MatrixXd direct_mean = direct.meanActuatorResidual();
+  EXPECT_LT((direct_mean.col(0) - mean_before).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((direct_mean.col(1) - mean_after).cwiseAbs().maxCoeff(), 1e-12);
+  EXPECT_LT((-direct_mean.col(0) - a).cwiseAbs().maxCoeff(), 1e-6);
+  EXPECT_LT((-direct_mean.col(1) - b).cwiseAbs().maxCoeff(), 1e-6);
+  // a recording without samples takes the offsets pooled over the others
+  const sampling::CostTerms first_only = sampling::actuatorTerms(gains, unit, data, 100, 1100);
+  EXPECT_EQ(first_only.actuator_recording_samples[1], 0);
+  EXPECT_EQ(first_only.meanActuatorResidual().col(1), first_only.meanActuatorResidual().col(0));
+}
+
+// Offsets that differ between two recordings: the gain and each recording's offsets come back.
+TEST(SamplingSysId, FitsTheTorqueOffsetsOfEachRecording) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "none", 6.0);
+  const sim::SimModel sim(robot);
+  sampling::ActuatorGroup group;
+  group.name = "both";
+  group.joints = {0, 1};
+  group.sample_saturation = false;
+  group.saturation = 0;
+  group.gain = 0.8;
+  const sampling::ParameterSpace space({}, {group}, {});
+  sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  sampling::ReplayData second = data;
+  const Eigen::Vector2d a(0.3, -0.2), b(-0.1, 0.25);
+  data.tau.colwise() += a;
+  second.tau.colwise() += b;
+  data.append(second);
+  sampling::SamplingOptions options;
+  options.clips = 10;
+  options.min_horizon = 0.1;
+  options.max_horizon = 0.3;
+  options.optimizer.max_iterations = 40;
+  options.threads = 2;
+  options.holdout_fraction = 0.2;  // inside the second recording
+  options.weights.joint_torque = 1.0;
+  options.weights.torque_offsets = true;
+  const sampling::SamplingSummary s = sampling::identifyBySampling(sim, space, data, options);
+  ASSERT_TRUE(s.usable()) << s.report();
+  std::cout << s.report() << "gain " << s.best.groups[0].gain << "; offsets\n"
+            << s.torque_offsets << "\n(true " << a.transpose() << " / " << b.transpose() << ")\n";
+  EXPECT_LT(std::abs(s.best.groups[0].gain - 1), 1e-3);
+  ASSERT_EQ(s.torque_offsets.rows(), 2);
+  ASSERT_EQ(s.torque_offsets.cols(), 2);
+  EXPECT_LT((s.torque_offsets.col(0) - a).cwiseAbs().maxCoeff(), 2e-3);
+  EXPECT_LT((s.torque_offsets.col(1) - b).cwiseAbs().maxCoeff(), 2e-3);
+  // the held-out clips are predicted with the second recording's fitted offsets
+  EXPECT_LT(s.holdout_prediction_error, 0.1);
+}
+
+// rolloutInformation's marginalized offsets against the information of the augmented problem,
+// built here from the residuals: x's columns by central differences, one column per joint and
+// recording for its offset (-1 on that joint's torque entries in that recording), then the Schur
+// complement F_xx - F_xo F_oo^-1 F_ox.
+TEST(SamplingSysId, TheInformationMarginalizesOneOffsetPerJointAndRecording) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const io::Log log = pendulumLog("double-pendulum", "nominal", 4.0);
+  const sim::SimModel sim(robot);
+  std::vector<sampling::ActuatorGroup> groups(2);
+  for (int g = 0; g < 2; ++g) {
+    groups[g].name = "joint" + std::to_string(g + 1);
+    groups[g].joints = {g};
+    groups[g].saturation = 15.0;
+  }
+  const sampling::ParameterSpace space({link2Body(robot)}, groups, {});
+  sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
+  data.append(sampling::ReplayData::fromLog(sim, log));
+  const std::vector<sampling::Clip> clips =
+      sampling::drawClips(data.samples(), 4, 100, 300, 5, data.joins);
+  const Eigen::VectorXd x = Eigen::VectorXd::Constant(space.dimension(), 0.1);
+  const double step = 0.2;
+  Eigen::VectorXd sigma(6);
+  sigma << 0, 0, 0, 0.01, 0.1, 0.05;  // joint position, velocity, torque (a fixed base)
+  const sampling::RolloutInformation plain =
+      sampling::rolloutInformation(sim, space, data, clips, {}, x, step, sigma, false);
+  const sampling::RolloutInformation marginal =
+      sampling::rolloutInformation(sim, space, data, clips, {}, x, step, sigma, true);
+  ASSERT_TRUE(plain.ok);
+  ASSERT_TRUE(marginal.ok);
+
+  const int n = space.dimension(), nu = sim.nu(), recordings = data.recordings();
+  sampling::Rollout rollout(sim, space);
+  const int per_step = rollout.residualSize();
+  ASSERT_EQ(per_step, 3 * nu);
+  Eigen::MatrixXd augmented = Eigen::MatrixXd::Zero(n + nu * recordings, n + nu * recordings);
+  std::vector<int> steps(recordings, 0);
+  Eigen::VectorXd plus, minus;
+  for (const sampling::Clip& clip : clips) {
+    const int r = data.recordingOf(clip.start);
+    steps[r] += clip.steps;
+    Eigen::MatrixXd J = Eigen::MatrixXd::Zero(clip.steps * per_step, n + nu * recordings);
+    for (int i = 0; i < n; ++i) {
+      Eigen::VectorXd xi = x;
+      xi[i] += step;
+      rollout.apply(space.candidate(xi));
+      ASSERT_TRUE(rollout.run(data, clip, {}, &plus).finite);
+      xi[i] = x[i] - step;
+      rollout.apply(space.candidate(xi));
+      ASSERT_TRUE(rollout.run(data, clip, {}, &minus).finite);
+      J.col(i) = (plus - minus) / (2 * step);
+    }
+    for (int k = 0; k < clip.steps; ++k)
+      for (int j = 0; j < nu; ++j) J(k * per_step + 2 * nu + j, n + r * nu + j) = -1;
+    for (int e = 0; e < J.rows(); ++e) J.row(e) /= sigma[3 + (e % per_step) / nu];
+    augmented += J.transpose() * J;
+  }
+  ASSERT_GT(steps[0], 0);  // clips in both recordings
+  ASSERT_GT(steps[1], 0);
+  const Eigen::MatrixXd Fxx = augmented.topLeftCorner(n, n);
+  const Eigen::MatrixXd Fxo = augmented.topRightCorner(n, nu * recordings);
+  const Eigen::MatrixXd Foo = augmented.bottomRightCorner(nu * recordings, nu * recordings);
+  const Eigen::MatrixXd schur = Fxx - Fxo * Foo.ldlt().solve(Fxo.transpose());
+  const double scale = Fxx.norm();
+  EXPECT_LT((plain.information - Fxx).norm(), 1e-10 * scale);
+  EXPECT_LT((marginal.information - schur).norm(), 1e-10 * scale)
+      << marginal.information << "\nagainst\n"
+      << schur;
+  // the offsets take information from the gains (the torque rows' constant part)
+  EXPECT_LT((marginal.information - Fxx).norm(), scale);
+  EXPECT_GT((marginal.information - Fxx).norm(), 1e-6 * scale);
+}
+
 TEST(SamplingSysId, RefusesAStartOutsideItsRangeAndALogWithoutCommands) {
   const model::RobotModel robot = model::loadRobot("double_pendulum");
   sampling::SampledBody body = link2Body(robot);

@@ -13,6 +13,7 @@ namespace {
 struct ExploreArgs {
   std::string config;
   std::string out;
+  std::string stage1_result;
   int threads = -1;
   bool overwrite = false;
   bool quiet = false;
@@ -22,6 +23,7 @@ int runExplore(const ExploreArgs& args) {
   using heft::jobs::ExploreJob;
   ExploreJob::Config config = ExploreJob::load(args.config);
   if (args.threads >= 0) config.exploration.threads = args.threads;
+  if (!args.stage1_result.empty()) config.stage1_result = args.stage1_result;
   heft::jobs::Progress progress = heft::cli::progressFor(args.quiet);
   const ExploreJob::Result result = ExploreJob::run(config, progress);
   std::cout << result.report();
@@ -40,6 +42,9 @@ std::function<int()> setupExplore(CLI::App& app) {
   app.add_option("--threads", args->threads,
                  "rollout threads (overrides the config; 0 = every hardware thread)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--stage1-result", args->stage1_result,
+                 "a heft sample result.json of the config's sample: its estimate, not a new "
+                 "stage 1 (overrides stage1_result)");
   app.add_flag("--overwrite", args->overwrite, "replace the outputs in --out");
   app.add_flag("--quiet", args->quiet, "no progress lines on stderr");
   return [args] { return runExplore(*args); };

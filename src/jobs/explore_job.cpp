@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include <mujoco/mujoco.h>
 
@@ -103,6 +105,55 @@ std::string referenceCsv(const sim::SimModel& sim, const sampling::CommandDesign
   return out.str();
 }
 
+// The estimate (search units) and residual RMS per channel of a heft sample result.json, checked
+// against the sample config's coordinates: another config's or a failed run's is bad input.
+std::pair<Eigen::VectorXd, Eigen::VectorXd> readStage1(const nlohmann::json& j,
+                                                       const std::string& path,
+                                                       const sampling::ParameterSpace& space) {
+  const std::string where = path + ": stage1_result";
+  if (j.value("method", std::string()) != "sampling")
+    throw InputError(where + ": expected the result.json of heft sample, got method \"" +
+                     j.value("method", std::string()) + "\"");
+  const std::string status =
+      j.contains("summary") ? j["summary"].value("status", std::string()) : std::string();
+  if (status != "converged" && status != "max_iterations")
+    throw InputError(where + ": expected a usable stage 1 (status converged or max_iterations), " +
+                     "got \"" + status + "\": nothing to design around");
+  if (!j.contains("information") || !j["information"].is_object())
+    throw InputError(where + ": holds no information block (the Fisher information at the " +
+                     "estimate failed): run stage 1 again");
+  const nlohmann::json& info = j["information"];
+  std::vector<std::string> names;
+  if (info.contains("names") && info["names"].is_array())
+    for (const nlohmann::json& n : info["names"])
+      names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  if (names != space.names()) {
+    const auto list = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const std::string& n : v) out += (out.empty() ? "" : ", ") + n;
+      return out;
+    };
+    throw InputError(where + ": expected the coordinates of the sample config (" +
+                     list(space.names()) + "), got (" + list(names) +
+                     "): a result of another config?");
+  }
+  const auto vector = [&](const nlohmann::json& array, const std::string& field,
+                          Eigen::Index size) {
+    if (!array.is_array() || static_cast<Eigen::Index>(array.size()) != size)
+      throw InputError(where + ": " + field + ": expected " + std::to_string(size) + " numbers");
+    Eigen::VectorXd v(size);
+    for (Eigen::Index i = 0; i < size; ++i)
+      v[i] = resultNumber(array[i], where + ": " + field + "[" + std::to_string(i) + "]");
+    return v;
+  };
+  const nlohmann::json none;
+  const nlohmann::json& sampling = j.contains("sampling") ? j["sampling"] : none;
+  return {vector(sampling.is_object() && sampling.contains("best_x") ? sampling["best_x"] : none,
+                 "sampling.best_x", space.dimension()),
+          vector(info.contains("channel_rms") ? info["channel_rms"] : none,
+                 "information.channel_rms", 6)};
+}
+
 }  // namespace
 
 void ExploreJob::Config::validate() const {
@@ -147,6 +198,8 @@ ExploreJob::Config ExploreJob::parse(const std::string& yaml_text, const std::st
   yaml::readCmaesOptions(top.raw("optimizer"), source, kDocs, config.exploration.optimizer);
   top.read("threads", config.exploration.threads, yaml::nonNegativeCount);
   top.read("csv_rate", config.csv_rate, yaml::positive);
+  if (top.has("stage1_result"))
+    config.stage1_result = yaml::resolveConfigPath(base_dir, top.string("stage1_result"));
   top.finish();
   yaml::validateNamingSource(config, source);
   return config;
@@ -180,25 +233,34 @@ ExploreJob::Result ExploreJob::run(const Config& config, Progress& progress) {
                      "effort limits that standing still respects (it needs " +
                      num(100 * standing, 3) + " %), got " +
                      num(config.exploration.torque_fraction));
-  progress.say("stage 1: heft sample " + config.sample_config);
-  SampleJob::Config stage1 = sample;
-  if (config.exploration.threads > 0) stage1.sampling.threads = config.exploration.threads;
-  result.stage1 = SampleJob::run(stage1, progress);
-  result.names = result.stage1.names;
-  if (!result.stage1.ok()) {
-    result.design.status = sampling::ExplorationSummary::Status::Failed;
-    result.design.message = "stage 1 failed: nothing to design around";
-    return result;
-  }
   const sampling::ParameterSpace space = SampleJob::space(sample, robot, sim);
+  Eigen::VectorXd estimate, channel_rms;  // what the design needs of stage 1
+  if (!config.stage1_result.empty()) {
+    progress.say("stage 1: read from " + config.stage1_result);
+    result.stage1_json = readResultJson(config.stage1_result);
+    std::tie(estimate, channel_rms) = readStage1(result.stage1_json, config.stage1_result, space);
+    result.names = space.names();
+  } else {
+    progress.say("stage 1: heft sample " + config.sample_config);
+    SampleJob::Config stage1 = sample;
+    if (config.exploration.threads > 0) stage1.sampling.threads = config.exploration.threads;
+    result.stage1 = SampleJob::run(stage1, progress);
+    result.names = result.stage1.names;
+    if (!result.stage1.ok()) {
+      result.design.status = sampling::ExplorationSummary::Status::Failed;
+      result.design.message = "stage 1 failed: nothing to design around";
+      return result;
+    }
+    estimate = result.stage1.summary.best_x;
+    channel_rms = result.stage1.information.channel_rms;
+  }
   result.steps = space.steps();
   sampling::Replay replay;
   replay.kp = Eigen::VectorXd::Constant(sim.nu(), sample.kp);
   replay.kd = Eigen::VectorXd::Constant(sim.nu(), sample.kd);
   sampling::ExplorationOptions exploration = config.exploration;
   exploration.torque_offsets = sample.sampling.weights.torque_offsets;
-  const sampling::CommandExperiment experiment(sim, space, result.stage1.summary.best_x, replay,
-                                               result.stage1.information.channel_rms, base,
+  const sampling::CommandExperiment experiment(sim, space, estimate, replay, channel_rms, base,
                                                exploration);
   progress.say("designing " + std::to_string(experiment.dimension()) +
                " control points for the information of " + std::to_string(space.dimension()) +
@@ -214,7 +276,10 @@ ExploreJob::Result ExploreJob::run(const Config& config, Progress& progress) {
 
 std::string ExploreJob::Result::report() const {
   std::ostringstream s;
-  s << "stage 1 (heft sample " << config.sample_config << ")\n" << stage1.summary.report();
+  if (!stage1_json.is_null())
+    s << "stage 1: the estimate of " << config.stage1_result << " (not re-run)\n";
+  else
+    s << "stage 1 (heft sample " << config.sample_config << ")\n" << stage1.summary.report();
   s << design.report();
   if (random.feasible)
     s << "  a random design in the same bounds (seed " << config.random_seed << "): criterion "
@@ -238,7 +303,12 @@ nlohmann::json ExploreJob::Result::toJson() const {
   j["method"] = "active_exploration";
   j["sample_config"] = config.sample_config;
   j["reference_scenario"] = config.reference_scenario;
-  j["stage1"] = stage1.toJson();
+  if (!stage1_json.is_null()) {
+    j["stage1_result"] = config.stage1_result;
+    j["stage1"] = stage1_json;
+  } else {
+    j["stage1"] = stage1.toJson();
+  }
   nlohmann::json d;
   d["status"] = sampling::toString(design.status);
   d["message"] = design.message;
@@ -285,6 +355,7 @@ std::vector<std::string> ExploreJob::write(const Result& result, const std::stri
   std::vector<std::string> inputs = {result.config.sample.log};
   inputs.insert(inputs.end(), result.config.sample.more_logs.begin(),
                 result.config.sample.more_logs.end());
+  if (!result.config.stage1_result.empty()) inputs.push_back(result.config.stage1_result);
   const OutputFolder folder(out_dir, {"result.json", "scenario.yaml", "reference.csv"}, inputs,
                             options);
   const std::vector<std::string> written =

@@ -38,10 +38,8 @@ sim::MjcfPatch MjcfExport::readPatch(const std::string& path, std::vector<std::s
   if (j.contains("friction")) {
     for (const auto& [name, value] : j["friction"].items()) {
       const std::string where = path + ": friction." + name;
-      joint(name).frictionloss =
-          resultNumber(value.value("coulomb", nlohmann::json()), where + ".coulomb");
-      joint(name).damping =
-          resultNumber(value.value("viscous", nlohmann::json()), where + ".viscous");
+      joint(name).frictionloss = resultMemberNumber(value, "coulomb", where);
+      joint(name).damping = resultMemberNumber(value, "viscous", where);
       if (value.contains("gamma"))
         notes.push_back(name +
                         ": the full friction form's Stribeck terms have no MuJoCo field "

@@ -68,10 +68,9 @@ ActuatorTerms readTerms(const std::string& path, const model::RobotModel& robot,
     for (const auto& [joint, value] : j["friction"].items()) {
       requireJoint("friction", joint);
       const std::string where = path + ": friction." + joint;
-      terms.friction.push_back(
-          {joint,
-           {resultNumber(value.value("coulomb", nlohmann::json()), where + ".coulomb"),
-            resultNumber(value.value("viscous", nlohmann::json()), where + ".viscous")}});
+      terms.friction.push_back({joint,
+                                {resultMemberNumber(value, "coulomb", where),
+                                 resultMemberNumber(value, "viscous", where)}});
     }
   }
   if (j.contains("armature")) {
@@ -84,8 +83,7 @@ ActuatorTerms readTerms(const std::string& path, const model::RobotModel& robot,
     for (const auto& [joint, value] : j["torque_offsets"].items()) {
       requireJoint("torque_offsets", joint);
       terms.torque_offsets.push_back(
-          {joint, resultNumber(value.value("offset", nlohmann::json()),
-                               path + ": torque_offsets." + joint + ".offset")});
+          {joint, resultMemberNumber(value, "offset", path + ": torque_offsets." + joint)});
     }
   }
   return terms;

@@ -80,6 +80,13 @@ double resultNumber(const nlohmann::json& value, const std::string& where) {
   return value.get<double>();
 }
 
+double resultMemberNumber(const nlohmann::json& value, const std::string& key,
+                          const std::string& where) {
+  if (!value.is_object())
+    throw InputError(where + ": expected an object with \"" + key + "\", got " + value.dump());
+  return resultNumber(value.value(key, nlohmann::json()), where + "." + key);
+}
+
 std::vector<std::string> writeDesignFiles(
     const OutputFolder& folder, bool usable,
     const std::vector<std::pair<std::string, const std::string*>>& texts,

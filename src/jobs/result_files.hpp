@@ -49,6 +49,11 @@ void appendDataQualityWarnings(const io::DataQualityReport& report,
 nlohmann::json readResultJson(const std::string& path);
 // A number of such a file: InputError "<where>: expected a number, got <value>" otherwise.
 double resultNumber(const nlohmann::json& value, const std::string& where);
+// The number `key` of an object of such a file: InputError "<where>: expected an object with
+// "<key>", got <value>" when `value` is not an object, resultNumber's when the member is not a
+// number (or missing).
+double resultMemberNumber(const nlohmann::json& value, const std::string& key,
+                          const std::string& where);
 
 // A refused URDF, after result.json is written: SolveError (exit 1) naming both files.
 void throwIfUrdfRefused(const nlohmann::json& json, const std::string& json_out);

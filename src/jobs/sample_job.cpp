@@ -469,8 +469,14 @@ std::string SampleJob::Result::report() const {
       << (direct ? "the fitted samples for a sampled group's joint, the fitted clips for the others"
                  : "the fitted clips")
       << ")\n";
-    for (Eigen::Index j = 0; j < summary.torque_offsets.size(); ++j)
-      s << "  " << joint_names[j] << ": " << num(summary.torque_offsets[j], 3) << " N m\n";
+    const Eigen::MatrixXd& offsets = summary.torque_offsets;
+    if (offsets.cols() > 1) s << "  one per recording: the log, then more_logs in their order\n";
+    for (Eigen::Index j = 0; j < offsets.rows(); ++j) {
+      s << "  " << joint_names[j] << ":";
+      for (Eigen::Index r = 0; r < offsets.cols(); ++r)
+        s << (r > 0 ? ", " : " ") << num(offsets(j, r), 3);
+      s << " N m\n";
+    }
   }
   if (floor_offset != 0)
     s << "\nfloor " << num(floor_offset * 1e3, 3)
@@ -535,9 +541,20 @@ nlohmann::json SampleJob::Result::toJson() const {
     armature.push_back({e.name, e.estimate.armature, 0, e.start.armature});
   }
   if (summary.torque_offsets.size() > 0) {
+    // the other jobs' shape ({"offset": ...} per joint, what heft predict applies): the offset of
+    // the first log, which a held-out log of the same session shares; with more_logs, also one per
+    // recording (the log, then more_logs); no std: the search gives none
     nlohmann::json offsets = nlohmann::json::object();
-    for (Eigen::Index k = 0; k < summary.torque_offsets.size(); ++k)
-      offsets[joint_names[k]] = summary.torque_offsets[k];
+    const Eigen::MatrixXd& o = summary.torque_offsets;
+    for (Eigen::Index k = 0; k < o.rows(); ++k) {
+      nlohmann::json joint = {{"offset", o(k, 0)}};
+      if (o.cols() > 1) {
+        std::vector<double> per_recording(o.cols());
+        for (Eigen::Index r = 0; r < o.cols(); ++r) per_recording[r] = o(k, r);
+        joint["per_recording"] = per_recording;
+      }
+      offsets[joint_names[k]] = joint;
+    }
     j["torque_offsets"] = offsets;
   }
   j["friction"] = results::frictionJson(friction);
@@ -553,7 +570,8 @@ nlohmann::json SampleJob::Result::toJson() const {
                    {"start_terms", termsJson(summary.start_terms)},
                    {"best_terms", termsJson(summary.best_terms)},
                    {"base_state_estimated", base_state_estimated},
-                   {"floor_offset_m", floor_offset}};
+                   {"floor_offset_m", floor_offset},
+                   {"best_x", results::jsonArray(summary.best_x)}};
   if (information.ok)
     j["information"] = {{"names", names},
                         {"rank", information.rank},

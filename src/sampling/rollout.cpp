@@ -164,6 +164,10 @@ void ReplayData::append(const ReplayData& other) {
   for (int j : other.joins) joins.push_back(n + j);
 }
 
+int ReplayData::recordingOf(int k) const {
+  return static_cast<int>(std::upper_bound(joins.begin(), joins.end(), k) - joins.begin());
+}
+
 std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps,
                             std::uint64_t seed, const std::vector<int>& joins) {
   require(count >= 1, "clips", ">= 1", std::to_string(count));
@@ -204,11 +208,17 @@ std::vector<Clip> drawClips(int samples, int count, int min_steps, int max_steps
 
 namespace {
 
-void addSums(Eigen::VectorXd& into, const Eigen::VectorXd& other) {
-  if (into.size() == 0)
+// Sums (or counts) per recording of the same data: the same shape, or one of them still empty.
+template <typename Matrix>
+void addSums(Matrix& into, const Matrix& other) {
+  if (into.size() == 0) {
     into = other;
-  else if (other.size() > 0)
+  } else if (other.size() > 0) {
+    require(into.rows() == other.rows() && into.cols() == other.cols(), "cost terms",
+            "sums over the same recordings",
+            std::to_string(other.cols()) + " recordings added to " + std::to_string(into.cols()));
     into += other;
+  }
 }
 
 }  // namespace
@@ -222,8 +232,10 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
   joint_velocity += o.joint_velocity;
   joint_torque += o.joint_torque;
   addSums(joint_torque_sum, o.joint_torque_sum);
+  addSums(recording_steps, o.recording_steps);
   actuator_torque += o.actuator_torque;
   addSums(actuator_torque_sum, o.actuator_torque_sum);
+  addSums(actuator_recording_samples, o.actuator_recording_samples);
   actuator_samples += o.actuator_samples;
   steps += o.steps;
   max_tilt = std::max(max_tilt, o.max_tilt);
@@ -234,37 +246,48 @@ CostTerms& CostTerms::operator+=(const CostTerms& o) {
 
 namespace {
 
-Eigen::VectorXd meanOf(const Eigen::VectorXd& sum, long count) {
-  if (count == 0 || sum.size() == 0) return Eigen::VectorXd();
-  return sum / static_cast<double>(count);
+// Per recording (column) its sum over its count; a recording without any takes the pooled mean.
+Eigen::MatrixXd meanOf(const Eigen::MatrixXd& sum, const Eigen::VectorXd& counts) {
+  if (sum.size() == 0 || counts.size() != sum.cols() || counts.sum() <= 0) return Eigen::MatrixXd();
+  const Eigen::VectorXd pooled = sum.rowwise().sum() / counts.sum();
+  Eigen::MatrixXd mean(sum.rows(), sum.cols());
+  for (Eigen::Index r = 0; r < sum.cols(); ++r)
+    mean.col(r) = counts[r] > 0 ? Eigen::VectorXd(sum.col(r) / counts[r]) : pooled;
+  return mean;
 }
 
-// sum_k |r_k - d|^2 from sum_k |r_k|^2, sum_k r_k and the count
-double squaresLess(double squares, const Eigen::VectorXd& sum, long count,
-                   const Eigen::VectorXd& d) {
+// sum_r sum_k |r_k - d_r|^2 from sum_k |r_k|^2, each recording's sum_k r_k and count
+double squaresLess(double squares, const Eigen::MatrixXd& sum, const Eigen::VectorXd& counts,
+                   const Eigen::MatrixXd& d) {
   if (d.size() == 0 || sum.size() == 0) return squares;
-  require(d.size() == sum.size(), "mean_residual", std::to_string(sum.size()) + " joints",
-          std::to_string(d.size()));
+  require(d.rows() == sum.rows() && d.cols() == sum.cols(), "mean_residual",
+          std::to_string(sum.rows()) + " joints x " + std::to_string(sum.cols()) + " recordings",
+          std::to_string(d.rows()) + " x " + std::to_string(d.cols()));
+  double less = squares;
+  for (Eigen::Index r = 0; r < sum.cols(); ++r)
+    less += counts[r] * d.col(r).squaredNorm() - 2 * d.col(r).dot(sum.col(r));
   // a rounding-level negative when every residual equals its mean
-  return std::max(0.0, squares - 2 * d.dot(sum) + static_cast<double>(count) * d.squaredNorm());
+  return std::max(0.0, less);
 }
 
 }  // namespace
 
-Eigen::VectorXd CostTerms::meanTorqueResidual() const { return meanOf(joint_torque_sum, steps); }
+Eigen::MatrixXd CostTerms::meanTorqueResidual() const {
+  return meanOf(joint_torque_sum, recording_steps);
+}
 
-double CostTerms::jointTorqueLess(const Eigen::VectorXd& d) const {
-  return squaresLess(joint_torque, joint_torque_sum, steps, d);
+double CostTerms::jointTorqueLess(const Eigen::MatrixXd& d) const {
+  return squaresLess(joint_torque, joint_torque_sum, recording_steps, d);
 }
 
 double CostTerms::jointTorqueBeyondOffsets() const { return jointTorqueLess(meanTorqueResidual()); }
 
-Eigen::VectorXd CostTerms::meanActuatorResidual() const {
-  return meanOf(actuator_torque_sum, actuator_samples);
+Eigen::MatrixXd CostTerms::meanActuatorResidual() const {
+  return meanOf(actuator_torque_sum, actuator_recording_samples);
 }
 
-double CostTerms::actuatorTorqueLess(const Eigen::VectorXd& d) const {
-  return squaresLess(actuator_torque, actuator_torque_sum, actuator_samples, d);
+double CostTerms::actuatorTorqueLess(const Eigen::MatrixXd& d) const {
+  return squaresLess(actuator_torque, actuator_torque_sum, actuator_recording_samples, d);
 }
 
 double CostTerms::actuatorTorqueBeyondOffsets() const {
@@ -275,22 +298,32 @@ CostTerms actuatorTerms(const ParameterSpace& space, const Candidate& candidate,
                         const ReplayData& data, int begin, int end) {
   CostTerms terms;
   const Eigen::Index nu = data.tau.rows();
-  terms.actuator_torque_sum = Eigen::VectorXd::Zero(nu);
+  const int recordings = data.recordings();
+  terms.actuator_torque_sum = Eigen::MatrixXd::Zero(nu, recordings);
+  terms.actuator_recording_samples = Eigen::VectorXd::Zero(recordings);
   begin = std::max(0, begin);
   end = std::min(end, data.samples());
   if (end <= begin) return terms;
-  for (std::size_t g = 0; g < space.groups().size(); ++g) {
-    const sim::ActuatorModel& actuator = candidate.groups[g];
-    for (int j : space.groups()[g].joints) {
-      double squares = 0, sum = 0;
-      for (int k = begin; k < end; ++k) {
-        const double r = actuator.apply(data.tau_cmd(j, k)) - data.tau(j, k);
-        squares += r * r;
-        sum += r;
+  // [begin, end) cut at the recordings' starts: each piece's sums go to its own column
+  for (int piece = begin; piece < end;) {
+    const int r = data.recordingOf(piece);
+    const int piece_end =
+        r < static_cast<int>(data.joins.size()) ? std::min(end, data.joins[r]) : end;
+    for (std::size_t g = 0; g < space.groups().size(); ++g) {
+      const sim::ActuatorModel& actuator = candidate.groups[g];
+      for (int j : space.groups()[g].joints) {
+        double squares = 0, sum = 0;
+        for (int k = piece; k < piece_end; ++k) {
+          const double res = actuator.apply(data.tau_cmd(j, k)) - data.tau(j, k);
+          squares += res * res;
+          sum += res;
+        }
+        terms.actuator_torque += squares;
+        terms.actuator_torque_sum(j, r) += sum;
       }
-      terms.actuator_torque += squares;
-      terms.actuator_torque_sum[j] += sum;
     }
+    terms.actuator_recording_samples[r] += piece_end - piece;
+    piece = piece_end;
   }
   terms.actuator_samples = end - begin;
   terms.finite = std::isfinite(terms.actuator_torque);
@@ -423,7 +456,9 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
   sim_.setState(d, q_, v_);
   const int nu = sim_.nu();
   const int offset = sim_.actuatedOffset();
-  terms.joint_torque_sum = Eigen::VectorXd::Zero(nu);
+  const int recording = data.recordingOf(clip.start);  // a clip never crosses a join
+  terms.joint_torque_sum = Eigen::MatrixXd::Zero(nu, data.recordings());
+  terms.recording_steps = Eigen::VectorXd::Zero(data.recordings());
   std::string message;
   const auto fail = [&terms] {
     terms.finite = false;
@@ -447,7 +482,7 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
     for (int i = 0; i < nu; ++i) tau_[i] = actuators_[i].apply(tau_cmd_[i]);
     sim_.setJointTorques(d, tau_);
     terms.joint_torque += (tau_ - data.tau.col(idx)).squaredNorm();
-    terms.joint_torque_sum += tau_ - data.tau.col(idx);
+    terms.joint_torque_sum.col(recording) += tau_ - data.tau.col(idx);
     double* r = residuals ? residuals->data() + static_cast<Eigen::Index>(k) * per_step : nullptr;
     if (r) Eigen::Map<Eigen::VectorXd>(r + per_step - nu, nu) = tau_ - data.tau.col(idx);
     if (!sim::guardedMujocoCall([m, d] { mj_step2(m, d); }, message)) return fail();
@@ -484,6 +519,7 @@ CostTerms Rollout::run(const ReplayData& data, const Clip& clip, const Replay& r
       Eigen::Map<Eigen::VectorXd>(r + base + nu, nu) = v_.tail(nu);
     }
     ++terms.steps;
+    terms.recording_steps[recording] += 1;
   }
   return terms;
 }

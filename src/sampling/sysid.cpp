@@ -227,9 +227,10 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
   }
   // F = sum over clips of J^T W^2 J, one clip's Jacobian at a time
   info.information = Eigen::MatrixXd::Zero(n, n);
-  // per joint, its weighted torque rows summed over every step: the offsets' cross information
-  Eigen::MatrixXd torque_sums = Eigen::MatrixXd::Zero(nu, n);
-  long steps = 0;
+  // per recording and joint, its weighted torque rows summed over the recording's steps: the
+  // offsets' cross information
+  std::vector<Eigen::MatrixXd> torque_sums(data.recordings(), Eigen::MatrixXd::Zero(nu, n));
+  std::vector<long> steps(data.recordings(), 0);
   Eigen::VectorXd plus, minus;
   for (const Clip& clip : clips) {
     Eigen::MatrixXd J(static_cast<Eigen::Index>(clip.steps) * per_step, n);
@@ -246,16 +247,19 @@ RolloutInformation rolloutInformation(const sim::SimModel& sim, const ParameterS
     for (Eigen::Index row = 0; row < J.rows(); ++row) J.row(row) *= weight[row % per_step];
     info.information.noalias() += J.transpose() * J;
     if (torque_offsets) {
+      const int r = data.recordingOf(clip.start);
       for (int k = 0; k < clip.steps; ++k)
-        torque_sums += J.middleRows(static_cast<Eigen::Index>(k) * per_step + per_step - nu, nu);
-      steps += clip.steps;
+        torque_sums[r] += J.middleRows(static_cast<Eigen::Index>(k) * per_step + per_step - nu, nu);
+      steps[r] += clip.steps;
     }
   }
-  // one offset per joint, its rows 1 (weighted) on that joint's torque entries: its information
-  // is weight^2 N, and eliminating it leaves F - s s^T / N per joint
-  if (torque_offsets && steps > 0)
-    info.information.noalias() -=
-        torque_sums.transpose() * torque_sums / static_cast<double>(steps);
+  // one offset per joint and recording, its rows 1 (weighted) on that joint's torque entries in
+  // that recording: its information is weight^2 N_r, and eliminating it leaves F - s s^T / N_r
+  if (torque_offsets)
+    for (std::size_t r = 0; r < steps.size(); ++r)
+      if (steps[r] > 0)
+        info.information.noalias() -=
+            torque_sums[r].transpose() * torque_sums[r] / static_cast<double>(steps[r]);
   // a direction the clips do not see keeps a huge variance (1e14 times the best-seen one's), not
   // the zero a pseudo-inverse would give it
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(info.information);
@@ -359,10 +363,11 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   // commands against the logged torques: no rollout's feedback in them), the others the rollouts'
   if (options.weights.torque_offsets && summary.best_terms.finite) {
     summary.torque_offsets = -summary.best_terms.meanTorqueResidual();
-    const Eigen::VectorXd actuator = -summary.best_terms.meanActuatorResidual();
-    if (options.weights.actuator_torque > 0 && actuator.size() == summary.torque_offsets.size())
+    const Eigen::MatrixXd actuator = -summary.best_terms.meanActuatorResidual();
+    if (options.weights.actuator_torque > 0 && actuator.rows() == summary.torque_offsets.rows() &&
+        actuator.cols() == summary.torque_offsets.cols())
       for (const ActuatorGroup& g : space.groups())
-        for (int j : g.joints) summary.torque_offsets[j] = actuator[j];
+        for (int j : g.joints) summary.torque_offsets.row(j) = actuator.row(j);
   }
   if (!summary.holdout_clips.empty()) {
     summary.holdout_start_terms =

@@ -33,20 +33,25 @@ struct ExploreJob {
     /// design of its own seed, 1 by default: another seed here gives another draw).
     std::uint64_t random_seed = 0;
     double csv_rate = 100;  ///< [Hz] of reference.csv
+    /// A finished stage 1: the result.json heft sample wrote for `sample_config` (its estimate
+    /// and residual RMS are what the design needs); empty = run stage 1.
+    std::string stage1_result;
     /// \throws InputError naming the field.
     void validate() const;
   };
 
   struct Result {
     Config config;
-    SampleJob::Result stage1;
+    SampleJob::Result stage1;    ///< not run when config.stage1_result is read instead
+    nlohmann::json stage1_json;  ///< config.stage1_result's contents (null when stage 1 ran)
     sampling::ExplorationSummary design;
     sampling::CommandDesign random;  ///< uniform in the bounds, for scale
     std::vector<std::string> names;  ///< the sampled coordinates
     Eigen::VectorXd steps;           ///< each coordinate's units per x unit
     std::string scenario_yaml;       ///< for scenario.yaml
     std::string csv;                 ///< for reference.csv
-    bool ok() const { return stage1.ok() && design.usable(); }
+    bool stage1Ok() const { return stage1.ok() || !stage1_json.is_null(); }
+    bool ok() const { return stage1Ok() && design.usable(); }
     std::string report() const;
     nlohmann::json toJson() const;
   };
@@ -56,8 +61,10 @@ struct ExploreJob {
   static Config parse(const std::string& yaml_text, const std::string& source,
                       const std::string& base_dir);
 
-  /// Runs stage 1 and the design. \throws InputError for bad input (the sample config's, a
-  /// reference scenario that is not a stance motion or whose gains differ from the replay's).
+  /// Runs stage 1 (or reads config.stage1_result) and the design. \throws InputError for bad
+  /// input (the sample config's, a reference scenario that is not a stance motion or whose gains
+  /// differ from the replay's, a stage1_result that is not heft sample's for this config or
+  /// holds no usable estimate).
   static Result run(const Config& config, Progress& progress);
   static Result run(const Config& config) {
     Progress silent;

@@ -27,6 +27,10 @@ struct ReplayData {
   /// Where each appended recording starts (sample indices, increasing): no clip crosses one.
   std::vector<int> joins;
   int samples() const { return static_cast<int>(time.size()); }
+  /// Recordings held: the first and one per join.
+  int recordings() const { return static_cast<int>(joins.size()) + 1; }
+  /// The recording sample `k` belongs to (0 = the first).
+  int recordingOf(int k) const;
   /// Appends another recording of the same robot (spi-active's second stage identifies on the
   /// first log and the designed one together); its time continues this one's after one median
   /// step. \throws InputError when the sizes differ.
@@ -75,14 +79,18 @@ struct CostTerms {
   double joint_position = 0;         ///< |q - q_log|^2 over the joints
   double joint_velocity = 0;
   double joint_torque = 0;  ///< |tau - tau_log|^2 (tau: what the actuator model applies)
-  /// sum of tau - tau_log per joint (nu; empty before the first step): with joint_torque and
-  /// steps, what a constant torque-sensor offset per joint needs (jointTorqueBeyondOffsets)
-  Eigen::VectorXd joint_torque_sum;
+  /// sum of tau - tau_log per joint (rows, nu) and recording (columns, ReplayData::recordings();
+  /// empty before the first step), and each recording's steps: with joint_torque, what a constant
+  /// torque-sensor offset per joint and recording needs (jointTorqueBeyondOffsets)
+  Eigen::MatrixXd joint_torque_sum;
+  Eigen::VectorXd recording_steps;
   /// |a(tau_cmd_log) - tau_log|^2 over the fitted samples of the sampled groups' joints: the
   /// actuator model applied to the logged commands against the logged torque, no rollout
-  /// (actuatorTerms); its per-joint sum (nu) and sample count, as for joint_torque
+  /// (actuatorTerms); its sums per joint and recording, its samples per recording and in all, as
+  /// for joint_torque
   double actuator_torque = 0;
-  Eigen::VectorXd actuator_torque_sum;
+  Eigen::MatrixXd actuator_torque_sum;
+  Eigen::VectorXd actuator_recording_samples;
   long actuator_samples = 0;
   long steps = 0;
   /// Extremes of a floating base over the steps: the largest angle between its z axis and the
@@ -91,18 +99,20 @@ struct CostTerms {
   double min_base_height = std::numeric_limits<double>::infinity();
   bool finite = true;  ///< false when a rollout diverged or MuJoCo failed
   CostTerms& operator+=(const CostTerms& other);
-  /// The mean of tau - tau_log per joint (nu; empty before the first step): minus the constant
-  /// offset per joint that fits the logged torques best (tau_log = tau + offset).
-  Eigen::VectorXd meanTorqueResidual() const;
-  /// The joint torque term with `mean_residual` taken off every step's residual:
-  /// sum_k |r_k - d|^2 = joint_torque - 2 d . sum_k r_k + steps |d|^2.
-  double jointTorqueLess(const Eigen::VectorXd& mean_residual) const;
-  /// The joint torque term beyond its own best offsets, min over d of sum_k |r_k - d|^2 =
-  /// joint_torque - |sum_k r_k|^2 / steps: the offsets profiled out in closed form.
+  /// The mean of tau - tau_log per joint and recording (nu x recordings; empty before the first
+  /// step): minus the constant offset per joint and recording that fits the logged torques best
+  /// (tau_log = tau + offset). A recording without steps takes the mean over all the others (a
+  /// recording the fit did not see is predicted with the offsets pooled over those it saw).
+  Eigen::MatrixXd meanTorqueResidual() const;
+  /// The joint torque term with `mean_residual` (nu x recordings) taken off every step's residual:
+  /// sum_r sum_k |r_k - d_r|^2 = joint_torque - sum_r (2 d_r . sum_r - steps_r |d_r|^2).
+  double jointTorqueLess(const Eigen::MatrixXd& mean_residual) const;
+  /// The joint torque term beyond its own best offsets, min over d of the above =
+  /// joint_torque - sum_r |sum_k r_k|^2 / steps_r: the offsets profiled out in closed form.
   double jointTorqueBeyondOffsets() const;
   /// The same three for the actuator term.
-  Eigen::VectorXd meanActuatorResidual() const;
-  double actuatorTorqueLess(const Eigen::VectorXd& mean_residual) const;
+  Eigen::MatrixXd meanActuatorResidual() const;
+  double actuatorTorqueLess(const Eigen::MatrixXd& mean_residual) const;
   double actuatorTorqueBeyondOffsets() const;
 };
 
@@ -123,8 +133,9 @@ struct CostWeights {
   double joint_velocity = 0.1;
   double joint_torque = 0.01;
   /// A torque sensor reads the joint torque plus a constant offset per joint, which no candidate
-  /// model explains: with true, the joint torque term is taken beyond each candidate's best
-  /// offsets over all its clips (CostTerms::jointTorqueBeyondOffsets), so an offset is not
+  /// model explains, and which changes between recordings (each power-up or calibration zeroes it
+  /// anew): with true, the joint torque term is taken beyond each candidate's best offsets per
+  /// joint and recording over its clips (CostTerms::jointTorqueBeyondOffsets), so an offset is not
   /// fitted by the actuators' gain and kappa. false: the offsets are 0.
   bool torque_offsets = false;
   /// The actuator term (CostTerms::actuator_torque, normalized as the others): the gain and kappa

@@ -47,10 +47,12 @@ struct SamplingSummary {
   Candidate start, best;
   Eigen::VectorXd best_x;
   CostTerms start_terms, best_terms;  ///< summed over the clips
-  /// With CostWeights::torque_offsets: the best model's torque-sensor offset per joint [N m]
-  /// (tau_log = tau + offset): the actuator term's over the fitted samples for a sampled group's
-  /// joint when that term is weighted, else the rollouts' over the fitted clips; empty otherwise.
-  Eigen::VectorXd torque_offsets;
+  /// With CostWeights::torque_offsets: the best model's torque-sensor offset [N m] per joint
+  /// (rows) and recording (columns, ReplayData's order), tau_log = tau + offset: the actuator
+  /// term's over the fitted samples for a sampled group's joint when that term is weighted, else
+  /// the rollouts' over the fitted clips; a recording with no fitted data takes the offsets
+  /// pooled over the others. Empty otherwise.
+  Eigen::MatrixXd torque_offsets;
   double start_cost = 0, best_cost = 0;
   std::vector<Clip> clips;
   /// Held-out clips (SamplingOptions::holdout_fraction) and both models' terms on them.
@@ -82,8 +84,9 @@ using GenerationCallback = std::function<void(int, double, double)>;
 /// F = J^T diag(1 / sigma^2) J. Residuals of a rollout are correlated in time, so F^-1 is a lower
 /// bound of the covariance (the white-noise Cramer-Rao bound), not a posterior. With torque
 /// offsets (profiled in the fit, CostWeights::torque_offsets), the torque channel's RMS is taken
-/// beyond them and F is the Schur complement that marginalizes one offset per joint:
-/// F - sum_j s_j s_j^T / N, s_j the weighted torque rows of joint j summed over the N steps.
+/// beyond them and F is the Schur complement that marginalizes one offset per joint and
+/// recording: F - sum_r sum_j s_rj s_rj^T / N_r, s_rj the weighted torque rows of joint j summed
+/// over the N_r steps of recording r's clips.
 struct RolloutInformation {
   bool ok = false;              ///< false when a rollout diverged
   Eigen::MatrixXd information;  ///< F, dimension x dimension, x units
