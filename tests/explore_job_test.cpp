@@ -42,18 +42,22 @@ void writeFile(const fs::path& p, const std::string& text) {
 }
 
 // A small stage 1: the calf group of a short go2-actuator log, a few clips and generations.
-fs::path sampleConfig(const std::string& log, double kp = 60) {
-  const fs::path p = scratch("stage1_kp" + std::to_string(static_cast<int>(kp)) + ".yaml");
-  writeFile(p, "robot: go2\nlog: " + log +
-                   "\nactuators:\n"
-                   "  - {name: calf, joints: [FL_calf_joint, FR_calf_joint, RL_calf_joint, "
-                   "RR_calf_joint]}\n"
-                   "weights: {joint_torque: 1.0}\nreplay: {kp: " +
-                   std::to_string(kp) +
-                   ", kd: 1.5}\n"
-                   "clips: {count: 6, min_horizon: 0.2, max_horizon: 0.3, seed: 1, "
-                   "holdout_fraction: 0}\n"
-                   "optimizer: {iterations: 4, seed: 1}\nthreads: 2\n");
+// `extra`: more keys, or weights replacing the default ones.
+fs::path sampleConfig(const std::string& log, double kp = 60, const std::string& extra = "",
+                      const std::string& name = "stage1") {
+  const fs::path p = scratch(name + "_kp" + std::to_string(static_cast<int>(kp)) + ".yaml");
+  writeFile(
+      p, "robot: go2\nlog: " + log +
+             "\nactuators:\n"
+             "  - {name: calf, joints: [FL_calf_joint, FR_calf_joint, RL_calf_joint, "
+             "RR_calf_joint]}\n" +
+             (extra.find("weights:") == std::string::npos ? "weights: {joint_torque: 1.0}\n" : "") +
+             "replay: {kp: " + std::to_string(kp) +
+             ", kd: 1.5}\n"
+             "clips: {count: 6, min_horizon: 0.2, max_horizon: 0.3, seed: 1, "
+             "holdout_fraction: 0}\n"
+             "optimizer: {iterations: 4, seed: 1}\nthreads: 2\n" +
+             extra);
   return p;
 }
 
@@ -145,7 +149,11 @@ TEST(ExploreJob, DesignsCommandsThatHeftSimulatePlays) {
 // job or config, or of a failed search, is bad input naming the file.
 TEST(ExploreJob, DesignsFromAFinishedStageOne) {
   const std::string log = test::writeSimulatedLog("explore_job", "go2-actuator", 3.0, 5);
-  const std::string text = "sample: " + sampleConfig(log).filename().string() + "\n" + kExploration;
+  // with the torque sensor's terms (offsets profiled out, the actuator term), as the example's
+  const fs::path sample = sampleConfig(
+      log, 60, "torque_offsets: true\nweights: {joint_torque: 1.0, actuator_torque: 100}\n",
+      "stage1_offsets");
+  const std::string text = "sample: " + sample.filename().string() + "\n" + kExploration;
   const fs::path config = scratch("explore_first.yaml");
   writeFile(config, text);
   const ExploreJob::Result first = ExploreJob::run(ExploreJob::load(config.string()));
