@@ -43,6 +43,31 @@ sampling::ParameterSpace link2Space(const model::RobotModel& robot) {
   return sampling::ParameterSpace({link2Body(robot)}, {}, {});
 }
 
+// One linear motor group over both pendulum joints (tau = gain tau_cmd), its gain sampled from
+// `gain`.
+sampling::ParameterSpace bothJointsGain(double gain) {
+  sampling::ActuatorGroup both;
+  both.name = "both";
+  both.joints = {0, 1};
+  both.sample_saturation = false;
+  both.saturation = 0;
+  both.gain = gain;
+  return sampling::ParameterSpace({}, {both}, {});
+}
+
+// A short search on the torque terms, a fifth of the log held out.
+sampling::SamplingOptions torqueSearchOptions() {
+  sampling::SamplingOptions options;
+  options.clips = 10;
+  options.min_horizon = 0.1;
+  options.max_horizon = 0.3;
+  options.optimizer.max_iterations = 40;
+  options.threads = 2;
+  options.holdout_fraction = 0.2;
+  options.weights.joint_torque = 1.0;
+  return options;
+}
+
 // With the model the log was simulated with, a noiseless log is replayed to round-off: the
 // conventions of state, time step, torque and inertia all match the simulator's.
 TEST(Rollout, TheTrueModelReplaysANoiselessLogToRoundOff) {
@@ -157,12 +182,7 @@ TEST(Rollout, TorqueOffsetsAreProfiledOutInClosedForm) {
   EXPECT_LT(exact.jointTorqueBeyondOffsets() / exact.steps, 1e-18);
   EXPECT_LT((-exact.meanTorqueResidual() - offsets).cwiseAbs().maxCoeff(), 1e-10);
   // the actuator term sees the same offsets in the logged commands and torques, with no rollout
-  sampling::ActuatorGroup both;
-  both.name = "both";
-  both.joints = {0, 1};
-  both.saturation = 0;
-  both.sample_saturation = false;
-  const sampling::ParameterSpace gains({}, {both}, {});
+  const sampling::ParameterSpace gains = bothJointsGain(1.0);
   const sampling::Candidate unit = gains.candidate(Eigen::VectorXd::Zero(gains.dimension()));
   const sampling::CostTerms direct = sampling::actuatorTerms(gains, unit, data, 100, 2100);
   EXPECT_EQ(direct.actuator_samples, 2000);
@@ -210,24 +230,11 @@ TEST(SamplingSysId, TorqueOffsetsKeepTheActuatorGainOffTheSensorBias) {
   const model::RobotModel robot = model::loadRobot("double_pendulum");
   const io::Log log = pendulumLog("double-pendulum", "none", 6.0);
   const sim::SimModel sim(robot);
-  sampling::ActuatorGroup group;
-  group.name = "both";
-  group.joints = {0, 1};
-  group.sample_saturation = false;
-  group.saturation = 0;  // linear: tau = gain tau_cmd
-  group.gain = 0.8;      // start; the log's gain is 1
-  const sampling::ParameterSpace space({}, {group}, {});
+  const sampling::ParameterSpace space = bothJointsGain(0.8);  // the log's gain is 1
   sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
   const Eigen::Vector2d offsets(0.3, -0.2);
   data.tau.colwise() += offsets;
-  sampling::SamplingOptions options;
-  options.clips = 10;
-  options.min_horizon = 0.1;
-  options.max_horizon = 0.3;
-  options.optimizer.max_iterations = 40;
-  options.threads = 2;
-  options.holdout_fraction = 0.2;
-  options.weights.joint_torque = 1.0;
+  sampling::SamplingOptions options = torqueSearchOptions();
   const sampling::SamplingSummary plain = sampling::identifyBySampling(sim, space, data, options);
   options.weights.torque_offsets = true;
   const sampling::SamplingSummary profiled =
@@ -289,12 +296,7 @@ TEST(Rollout, EachRecordingHasItsOwnTorqueOffsets) {
   EXPECT_GT(exact.jointTorqueLess(shared) / exact.steps, 1e-3);
 
   // the actuator term over samples across the join, against the residuals computed here
-  sampling::ActuatorGroup both;
-  both.name = "both";
-  both.joints = {0, 1};
-  both.saturation = 0;
-  both.sample_saturation = false;
-  const sampling::ParameterSpace gains({}, {both}, {});
+  const sampling::ParameterSpace gains = bothJointsGain(1.0);
   const sampling::Candidate unit = gains.candidate(Eigen::VectorXd::Zero(gains.dimension()));
   const sampling::CostTerms direct =
       sampling::actuatorTerms(gains, unit, data, join - 1000, join + 1500);
@@ -329,27 +331,14 @@ TEST(SamplingSysId, FitsTheTorqueOffsetsOfEachRecording) {
   const model::RobotModel robot = model::loadRobot("double_pendulum");
   const io::Log log = pendulumLog("double-pendulum", "none", 6.0);
   const sim::SimModel sim(robot);
-  sampling::ActuatorGroup group;
-  group.name = "both";
-  group.joints = {0, 1};
-  group.sample_saturation = false;
-  group.saturation = 0;
-  group.gain = 0.8;
-  const sampling::ParameterSpace space({}, {group}, {});
+  const sampling::ParameterSpace space = bothJointsGain(0.8);
   sampling::ReplayData data = sampling::ReplayData::fromLog(sim, log);
   sampling::ReplayData second = data;
   const Eigen::Vector2d a(0.3, -0.2), b(-0.1, 0.25);
   data.tau.colwise() += a;
   second.tau.colwise() += b;
   data.append(second);
-  sampling::SamplingOptions options;
-  options.clips = 10;
-  options.min_horizon = 0.1;
-  options.max_horizon = 0.3;
-  options.optimizer.max_iterations = 40;
-  options.threads = 2;
-  options.holdout_fraction = 0.2;  // inside the second recording
-  options.weights.joint_torque = 1.0;
+  sampling::SamplingOptions options = torqueSearchOptions();  // held out: in the second recording
   options.weights.torque_offsets = true;
   const sampling::SamplingSummary s = sampling::identifyBySampling(sim, space, data, options);
   ASSERT_TRUE(s.usable()) << s.report();
