@@ -338,7 +338,7 @@ TEST(SamplingSysId, FitsTheTorqueOffsetsOfEachRecording) {
   data.tau.colwise() += a;
   second.tau.colwise() += b;
   data.append(second);
-  sampling::SamplingOptions options = torqueSearchOptions();  // held out: in the second recording
+  sampling::SamplingOptions options = torqueSearchOptions();  // held out: the first's end
   options.weights.torque_offsets = true;
   const sampling::SamplingSummary s = sampling::identifyBySampling(sim, space, data, options);
   ASSERT_TRUE(s.usable()) << s.report();
@@ -349,8 +349,50 @@ TEST(SamplingSysId, FitsTheTorqueOffsetsOfEachRecording) {
   ASSERT_EQ(s.torque_offsets.cols(), 2);
   EXPECT_LT((s.torque_offsets.col(0) - a).cwiseAbs().maxCoeff(), 2e-3);
   EXPECT_LT((s.torque_offsets.col(1) - b).cwiseAbs().maxCoeff(), 2e-3);
-  // the held-out clips are predicted with the second recording's fitted offsets
+  // the held-out clips are predicted with the first recording's fitted offsets
   EXPECT_LT(s.holdout_prediction_error, 0.1);
+}
+
+// With a second recording (heft sample's more_logs: a designed experiment), the held-out part is
+// the end of the first one and the second is fitted whole, clips and actuator term alike: holding
+// out the end of the combined data cut the second half of a designed recording out of the fit.
+TEST(SamplingSysId, HoldsOutTheEndOfTheFirstRecordingAndFitsTheOthersWhole) {
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  const sim::SimModel sim(robot);
+  sampling::ReplayData data =
+      sampling::ReplayData::fromLog(sim, pendulumLog("double-pendulum", "none", 5.0));
+  data.append(sampling::ReplayData::fromLog(sim, pendulumLog("double-pendulum", "none", 3.0)));
+  const int join = data.joins.at(0);
+  sampling::SamplingOptions options = torqueSearchOptions();
+  options.clips = 40;
+  options.optimizer.max_iterations = 2;
+  options.weights.actuator_torque = 1.0;
+  const sampling::SamplingSummary s =
+      sampling::identifyBySampling(sim, bothJointsGain(0.8), data, options);
+  ASSERT_TRUE(s.usable()) << s.report();
+  const int held = static_cast<int>(std::lround(0.2 * join));
+  EXPECT_EQ(s.holdout_end, join);
+  EXPECT_EQ(s.holdout_begin, join - held);
+  for (const sampling::Clip& c : s.holdout_clips) {
+    EXPECT_GE(c.start, s.holdout_begin);
+    EXPECT_LT(c.start + c.steps, s.holdout_end);  // within the first recording
+  }
+  int in_second = 0, in_second_end = 0;
+  for (const sampling::Clip& c : s.clips) {
+    EXPECT_TRUE(c.start + c.steps < s.holdout_begin || c.start >= s.holdout_end)
+        << "clip [" << c.start << ", " << c.start + c.steps << "] overlaps the held-out part";
+    if (c.start >= join) ++in_second;
+    // the second recording's last fifth, which the end of the combined data would have held out
+    if (c.start + c.steps >= data.samples() - static_cast<int>(0.2 * data.samples()))
+      ++in_second_end;
+  }
+  EXPECT_GT(in_second, 0);
+  EXPECT_GT(in_second_end, 0);
+  // the actuator term: every sample but the held-out ones, the held-out ones on their own
+  EXPECT_EQ(s.best_terms.actuator_samples, data.samples() - held);
+  EXPECT_EQ(s.best_terms.actuator_recording_samples[1], data.samples() - join);
+  EXPECT_EQ(s.holdout_best_terms.actuator_samples, held);
+  EXPECT_EQ(s.holdout_best_terms.actuator_recording_samples[1], 0);
 }
 
 // rolloutInformation's marginalized offsets against the information of the augmented problem,

@@ -42,6 +42,22 @@ CostTerms evaluate(Rollout& rollout, const Candidate& candidate, const ReplayDat
   return total;
 }
 
+// The held-out samples [begin, end): the end of the first recording (the log), so that the
+// recordings added to it (more_logs: a designed experiment) are fitted whole.
+struct HeldOut {
+  int begin = 0, end = 0;
+  int size() const { return end - begin; }
+};
+
+// The actuator term over the fitted samples: everything outside the held-out range.
+CostTerms fittedActuatorTerms(const ParameterSpace& space, const Candidate& candidate,
+                              const ReplayData& data, const HeldOut& held_out) {
+  CostTerms terms = actuatorTerms(space, candidate, data, 0, held_out.begin);
+  if (held_out.end < data.samples())
+    terms += actuatorTerms(space, candidate, data, held_out.end, data.samples());
+  return terms;
+}
+
 // Scores a generation's candidates on the clips with the threads' rollouts.
 //
 // The work of a generation is its (candidate, clip) pairs, candidate-major; each thread takes the
@@ -54,13 +70,13 @@ CostTerms evaluate(Rollout& rollout, const Candidate& candidate, const ReplayDat
 class GenerationScorer {
  public:
   GenerationScorer(const ParameterSpace& space, const ReplayData& data,
-                   const std::vector<Clip>& clips, int fitted, const SamplingOptions& options,
+                   const std::vector<Clip>& clips, HeldOut held_out, const SamplingOptions& options,
                    const CostTerms& reference, std::vector<std::unique_ptr<Rollout>>& rollouts,
                    int threads, std::atomic<long>& rollout_count)
       : space_(space),
         data_(data),
         clips_(clips),
-        fitted_(fitted),
+        held_out_(held_out),
         options_(options),
         reference_(reference),
         rollouts_(rollouts),
@@ -101,7 +117,7 @@ class GenerationScorer {
       CostTerms total;
       for (int c = 0; c < clip_count; ++c) total += pair_terms_[k * clip_count + c];
       if (options_.weights.actuator_torque > 0)
-        total += actuatorTerms(space_, candidates_[k], data_, 0, fitted_);
+        total += fittedActuatorTerms(space_, candidates_[k], data_, held_out_);
       costs[k] = weightedCost(total, reference_, options_.weights);
     }
   }
@@ -110,7 +126,7 @@ class GenerationScorer {
   const ParameterSpace& space_;
   const ReplayData& data_;
   const std::vector<Clip>& clips_;
-  int fitted_;  // samples before the held-out end: the actuator term's
+  HeldOut held_out_;  // the samples outside it are the actuator term's
   const SamplingOptions& options_;
   const CostTerms& reference_;
   std::vector<std::unique_ptr<Rollout>>& rollouts_;
@@ -301,40 +317,50 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
       std::max(1, static_cast<int>(std::lround(options.min_horizon / summary.dt)));
   const int max_steps =
       std::max(min_steps, static_cast<int>(std::lround(options.max_horizon / summary.dt)));
-  const int held = static_cast<int>(std::lround(options.holdout_fraction * data.samples()));
-  const int fitted = data.samples() - held;
+  // held out: the end of the first recording (the whole log when there is one)
+  const int first_end = data.joins.empty() ? data.samples() : data.joins.front();
+  HeldOut held_out;
+  held_out.end = first_end;
+  held_out.begin = first_end - static_cast<int>(std::lround(options.holdout_fraction * first_end));
+  const int held = held_out.size();
   if (held > 0 && held < max_steps + 1)
     throw InputError("clips.holdout_fraction: the held-out end of the log (" +
                      num(held * summary.dt, 3) + " s) is shorter than clips.max_horizon (" +
                      num(options.max_horizon, 3) + " s)");
-  std::vector<int> fitted_joins, held_joins;  // recordings' starts in each part
-  for (int j : data.joins) {
-    if (j < fitted) fitted_joins.push_back(j);
-    if (j > fitted) held_joins.push_back(j - fitted);
-  }
-  summary.clips =
-      drawClips(fitted, options.clips, min_steps, max_steps, options.clip_seed, fitted_joins);
+  // The fitted clips are drawn on the samples outside it, laid end to end (the second
+  // recording's start, where the held-out part was cut out, stays a join: no clip spans it) and
+  // moved back to their place.
+  std::vector<int> fitted_joins;
+  for (int j : data.joins) fitted_joins.push_back(j - held);
+  summary.clips = drawClips(data.samples() - held, options.clips, min_steps, max_steps,
+                            options.clip_seed, fitted_joins);
+  for (Clip& clip : summary.clips)
+    if (clip.start >= held_out.begin) clip.start += held;
   if (held > 0) {
-    summary.holdout_clips = drawClips(held, options.holdout_clips, min_steps, max_steps,
-                                      options.clip_seed + 1, held_joins);
-    for (Clip& clip : summary.holdout_clips) clip.start += fitted;
+    summary.holdout_clips =
+        drawClips(held, options.holdout_clips, min_steps, max_steps, options.clip_seed + 1);
+    for (Clip& clip : summary.holdout_clips) clip.start += held_out.begin;
   }
+  summary.holdout_begin = held_out.begin;
+  summary.holdout_end = held_out.end;
   summary.threads = threadCount(options.threads);
   std::vector<std::unique_ptr<Rollout>> rollouts;
   for (int t = 0; t < summary.threads; ++t)
     rollouts.push_back(std::make_unique<Rollout>(sim, space));
   std::atomic<long> rollout_count{0};
 
-  // a candidate's terms on clips, with the actuator term over samples [begin, end) when weighted
-  const auto score = [&](const Candidate& c, const std::vector<Clip>& clips, int begin, int end) {
+  // a candidate's terms on clips, with the actuator term (when weighted) over the fitted samples
+  // or over the held-out ones
+  const auto score = [&](const Candidate& c, const std::vector<Clip>& clips, bool held) {
     CostTerms terms = evaluate(*rollouts[0], c, data, clips, options.replay, rollout_count);
     if (options.weights.actuator_torque > 0 && terms.finite)
-      terms += actuatorTerms(space, c, data, begin, end);
+      terms += held ? actuatorTerms(space, c, data, held_out.begin, held_out.end)
+                    : fittedActuatorTerms(space, c, data, held_out);
     return terms;
   };
   const Eigen::VectorXd x0 = Eigen::VectorXd::Zero(space.dimension());
   summary.start = space.candidate(x0);
-  summary.start_terms = score(summary.start, summary.clips, 0, fitted);
+  summary.start_terms = score(summary.start, summary.clips, false);
   if (!summary.start_terms.finite) {
     summary.status = SamplingSummary::Status::Failed;
     summary.message =
@@ -346,7 +372,7 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   }
   const CostTerms& reference = summary.start_terms;
 
-  GenerationScorer scorer(space, data, summary.clips, fitted, options, reference, rollouts,
+  GenerationScorer scorer(space, data, summary.clips, held_out, options, reference, rollouts,
                           summary.threads, rollout_count);
   const excite::BatchObjective objective = [&scorer](const Eigen::MatrixXd& X,
                                                      Eigen::VectorXd& costs) { scorer(X, costs); };
@@ -358,7 +384,7 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
   summary.best_cost = summary.optimizer.best_cost;
   summary.best_x = summary.optimizer.best_x;
   summary.best = space.candidate(summary.best_x);
-  summary.best_terms = score(summary.best, summary.clips, 0, fitted);
+  summary.best_terms = score(summary.best, summary.clips, false);
   // a sampled group's joints take the actuator term's offsets when it is weighted (the logged
   // commands against the logged torques: no rollout's feedback in them), the others the rollouts'
   if (options.weights.torque_offsets && summary.best_terms.finite) {
@@ -370,9 +396,8 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
         for (int j : g.joints) summary.torque_offsets.row(j) = actuator.row(j);
   }
   if (!summary.holdout_clips.empty()) {
-    summary.holdout_start_terms =
-        score(summary.start, summary.holdout_clips, fitted, data.samples());
-    summary.holdout_best_terms = score(summary.best, summary.holdout_clips, fitted, data.samples());
+    summary.holdout_start_terms = score(summary.start, summary.holdout_clips, true);
+    summary.holdout_best_terms = score(summary.best, summary.holdout_clips, true);
     CostTerms ref = summary.holdout_start_terms, best = summary.holdout_best_terms;
     CostWeights weights = options.weights;
     if (weights.torque_offsets) {

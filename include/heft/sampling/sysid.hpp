@@ -19,9 +19,11 @@ struct SamplingOptions {
   double min_horizon = 0.2;  ///< [s] shortest clip
   double max_horizon = 1.0;  ///< [s] longest clip
   std::uint64_t clip_seed = 1;
-  /// The last fraction of the log is held out: the fit's clips are drawn before it, and
-  /// `holdout_clips` clips drawn inside it (seed clip_seed + 1) score the start and the best model
-  /// on data the fit did not see. 0 = nothing held out.
+  /// The last fraction of the first recording (the log; ReplayData::joins) is held out: the fit's
+  /// clips and the actuator term use every other sample, and `holdout_clips` clips drawn inside
+  /// it (seed clip_seed + 1) score the start and the best model on data the fit did not see.
+  /// Recordings after the first are fitted whole: they are added to inform the fit (spi-active's
+  /// designed experiment), which holding out their end would undo. 0 = nothing held out.
   double holdout_fraction = 0.2;
   int holdout_clips = 20;
   CostWeights weights;
@@ -57,6 +59,7 @@ struct SamplingSummary {
   std::vector<Clip> clips;
   /// Held-out clips (SamplingOptions::holdout_fraction) and both models' terms on them.
   std::vector<Clip> holdout_clips;
+  int holdout_begin = 0, holdout_end = 0;  ///< the held-out samples [begin, end)
   CostTerms holdout_start_terms, holdout_best_terms;
   /// The best model's weighted cost on the held-out clips relative to the start model's (the
   /// start model scores 1); -1 when nothing was held out. With torque offsets, each model's
