@@ -112,6 +112,9 @@ TEST(SampleJob, FindsThePendulumPayloadAndPredictsHeldOutClips) {
   ASSERT_TRUE(result.truth.has_value());
   const results::BodyError& e = result.truth->bodies.at(0);
   EXPECT_LT(e.mass_relative, 0.02);
+  if (result.summary.status == sampling::SamplingSummary::Status::Converged)
+    for (const std::string& w : result.warnings)
+      EXPECT_EQ(w.find("CMA-ES used all"), std::string::npos) << w;
   EXPECT_GT(result.summary.holdout_prediction_error, 0);
   EXPECT_LT(result.summary.holdout_prediction_error, 0.2);
   EXPECT_EQ(result.summary.holdout_clips.size(), 10u);
@@ -161,6 +164,13 @@ TEST(SampleJob, WarnsWhenTheCommandsNeverReachTheSaturation) {
         return w.find("actuator group both: the commands reach at most") != std::string::npos;
       });
   EXPECT_TRUE(warned) << result.report();
+  // three generations do not reach CMA-ES's tolerances: the budget ran out, and the result says so
+  ASSERT_EQ(result.summary.status, sampling::SamplingSummary::Status::MaxIterations);
+  const auto budget_warned =
+      std::any_of(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
+        return w.find("CMA-ES used all 3 generations") != std::string::npos;
+      });
+  EXPECT_TRUE(budget_warned) << result.report();
 }
 
 // `torque_offsets: true`: the offsets the search profiled out are in the report and in

@@ -434,6 +434,11 @@ SampleJob::Result SampleJob::run(const Config& config, Progress& progress) {
   result.joint_names = sim.jointNames();
   if (!space.bodies().empty() && log.truth && !log.truth->body_names.empty())
     result.truth = results::truthErrors(robot, log, layout, linear);
+  if (result.summary.status == sampling::SamplingSummary::Status::MaxIterations)
+    result.warnings.push_back(
+        "CMA-ES used all " + std::to_string(options.optimizer.max_iterations) +
+        " generations (optimizer.iterations) before its tolerances stopped it: the estimate may "
+        "still move; a larger budget, or a run started at this result, shows whether it does");
   if (!result.summary.usable()) result.warnings.push_back(result.summary.message);
   progress.say("done");
   return result;

@@ -351,11 +351,11 @@ SamplingSummary identifyBySampling(const sim::SimModel& sim, const ParameterSpac
 
   // a candidate's terms on clips, with the actuator term (when weighted) over the fitted samples
   // or over the held-out ones
-  const auto score = [&](const Candidate& c, const std::vector<Clip>& clips, bool held) {
+  const auto score = [&](const Candidate& c, const std::vector<Clip>& clips, bool on_held_out) {
     CostTerms terms = evaluate(*rollouts[0], c, data, clips, options.replay, rollout_count);
     if (options.weights.actuator_torque > 0 && terms.finite)
-      terms += held ? actuatorTerms(space, c, data, held_out.begin, held_out.end)
-                    : fittedActuatorTerms(space, c, data, held_out);
+      terms += on_held_out ? actuatorTerms(space, c, data, held_out.begin, held_out.end)
+                           : fittedActuatorTerms(space, c, data, held_out);
     return terms;
   };
   const Eigen::VectorXd x0 = Eigen::VectorXd::Zero(space.dimension());
