@@ -137,9 +137,42 @@ TEST(BodyError, MetricsOfOneBody) {
   EXPECT_EQ(same.mass_relative, 0.0);
   EXPECT_EQ(same.com_error, 0.0);
   EXPECT_EQ(same.inertia_relative, 0.0);
+  EXPECT_NEAR(same.pseudo_inertia_distance, 0.0, 1e-12);
   Vector10 massless = truth;
   massless[0] = 0;
   EXPECT_TRUE(std::isinf(results::bodyError("trunk", massless, truth).com_error));
+  EXPECT_TRUE(std::isinf(results::bodyError("trunk", massless, truth).pseudo_inertia_distance));
+}
+
+TEST(BodyError, PseudoInertiaDistanceIsAffineInvariant) {
+  Vector10 truth;
+  truth << 2.0, 0.2, 0.0, -0.1, 0.05, 0.001, 0.06, 0.0, 0.002, 0.07;
+  const Matrix4 J = inertia::pseudoInertiaFromPi(truth);
+  // the whole body scaled by s (mass and every moment): each generalized eigenvalue is s
+  EXPECT_NEAR(results::bodyError("b", 1.1 * truth, truth).pseudo_inertia_distance,
+              2 * std::log(1.1), 1e-12);
+  // a payload-like change, then the same pair seen in another frame (J -> T J T^T, any
+  // invertible T of a rigid motion): the distance does not change, and it is symmetric
+  Matrix4 D = Matrix4::Zero();
+  D.diagonal() << 0.004, 0.001, 0.002, 0.3;
+  D(0, 3) = D(3, 0) = 0.02;
+  const Matrix4 K = J + D;
+  Matrix4 T = Matrix4::Identity();
+  T.topLeftCorner<3, 3>() =
+      Eigen::AngleAxisd(0.7, Eigen::Vector3d(1, 2, -1).normalized()).toRotationMatrix();
+  T.topRightCorner<3, 1>() << 0.3, -0.1, 0.2;
+  const double d = results::pseudoInertiaDistance(K, J);
+  EXPECT_GT(d, 0.01);
+  EXPECT_NEAR(results::pseudoInertiaDistance(T * K * T.transpose(), T * J * T.transpose()), d,
+              1e-10);
+  EXPECT_NEAR(results::pseudoInertiaDistance(J, K), d, 1e-10);
+  EXPECT_NEAR(
+      results::bodyError("b", inertia::piFromPseudoInertia(K), truth).pseudo_inertia_distance, d,
+      1e-10);
+  // an estimate outside the consistent set has no distance
+  EXPECT_TRUE(
+      std::isinf(results::pseudoInertiaDistance(J - 2 * D.cwiseAbs() - Matrix4::Identity(), J)));
+  EXPECT_THROW(results::pseudoInertiaDistance(J, -J), InputError);
 }
 
 // A real log has no truth group, so no bundled example may take an input from it (`base_state:

@@ -79,6 +79,8 @@ nlohmann::json truthErrorsJson(const TruthErrors& truth) {
     bodies[e.name] = {{"mass_relative", e.mass_relative},
                       {"com_error_m", std::isfinite(e.com_error) ? e.com_error : -1.0},
                       {"inertia_relative", e.inertia_relative},
+                      {"pseudo_inertia_distance",
+                       std::isfinite(e.pseudo_inertia_distance) ? e.pseudo_inertia_distance : -1.0},
                       {"mass_true", e.mass_true},
                       {"mass_estimate", e.mass_estimate}};
   nlohmann::json joints = nlohmann::json::object();

@@ -7,6 +7,9 @@
 #include <sstream>
 #include <utility>
 
+#include <Eigen/Cholesky>
+#include <Eigen/Eigenvalues>
+
 #include "heft/common/error.hpp"
 #include "heft/common/format.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -31,6 +34,20 @@ double relative(double est, double truth) {
 
 }  // namespace
 
+double pseudoInertiaDistance(const Matrix4& A, const Matrix4& B) {
+  require(A.allFinite() && B.allFinite(), "pseudo-inertias", "finite matrices", "non-finite ones");
+  // the eigenvalues of L^-1 A L^-T, B = L L^T
+  const Eigen::LLT<Matrix4> chol(B);
+  require(chol.info() == Eigen::Success, "the true pseudo-inertia", "positive definite",
+          "a matrix whose Cholesky factorization fails");
+  const Matrix4 L_inv = chol.matrixL().solve(Matrix4::Identity());
+  const Matrix4 C = L_inv * A * L_inv.transpose();
+  const Eigen::SelfAdjointEigenSolver<Matrix4> eig(0.5 * (C + C.transpose()),
+                                                   Eigen::EigenvaluesOnly);
+  if (eig.eigenvalues().minCoeff() <= 0) return std::numeric_limits<double>::infinity();
+  return eig.eigenvalues().array().log().matrix().norm();
+}
+
 BodyError bodyError(const std::string& name, const Vector10& pe, const Vector10& pt) {
   BodyError e;
   e.name = name;
@@ -43,8 +60,11 @@ BodyError bodyError(const std::string& name, const Vector10& pe, const Vector10&
     e.com_estimate = inertia::centerOfMass(pe);
     e.com_error = (e.com_estimate - e.com_true).norm();
     e.inertia_relative = (inertia::rotationalInertiaAtCom(pe) - It).norm() / It.norm();
+    e.pseudo_inertia_distance =
+        pseudoInertiaDistance(inertia::pseudoInertiaFromPi(pe), inertia::pseudoInertiaFromPi(pt));
   } else {
-    e.com_error = e.inertia_relative = std::numeric_limits<double>::infinity();
+    e.com_error = e.inertia_relative = e.pseudo_inertia_distance =
+        std::numeric_limits<double>::infinity();
   }
   return e;
 }

@@ -1,7 +1,8 @@
 #pragma once
 /// \file Errors of an estimate against the truth group of a simulated log (docs/design.md,
 /// "Truth and benchmarks"): per body relative mass error, COM error [m], relative Frobenius error
-/// of the rotational inertia about the COM; per joint relative friction and armature errors.
+/// of the rotational inertia about the COM and the pseudo-inertias' distance (all ten parameters in
+/// one number); per joint relative friction and armature errors.
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,7 +31,17 @@ struct BodyError {
   Eigen::Vector3d com_true = Eigen::Vector3d::Zero(), com_estimate = Eigen::Vector3d::Zero();
   double com_error = 0;         ///< |c - c*| [m]
   double inertia_relative = 0;  ///< |I_c - I_c*|_F / |I_c*|_F (about the COM)
+  /// The affine-invariant distance of the pseudo-inertias, |log(J*^-1/2 J J*^-1/2)|_F: the ten
+  /// parameters' error in one number, the same in any frame and unit (a mass off by a factor s
+  /// alone gives 2 |log s|, about twice the relative error); infinite when J is not positive
+  /// definite.
+  double pseudo_inertia_distance = 0;
 };
+
+/// |log(B^-1/2 A B^-1/2)|_F of two pseudo-inertias: sqrt(sum log^2 lambda_i) over the generalized
+/// eigenvalues of A x = lambda B x. Infinite when A is not positive definite; \throws InputError
+/// when B is not.
+double pseudoInertiaDistance(const Matrix4& A, const Matrix4& B);
 
 /// Errors of one body's estimated pi against its true pi: the metrics every estimator reports.
 /// An estimated mass <= 0 gives an infinite COM and inertia error.
