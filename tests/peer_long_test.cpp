@@ -537,11 +537,15 @@ TEST(PeerStudy, Go2Payloads) {
       ASSERT_GE(truth_index, 0);
       const Vector10 truth = log.truth->body_pi.row(truth_index).transpose();
       row.mass_true = truth[0];
-      const auto score = [&](const std::string& name, const Vector10& pi, double seconds) {
-        const results::BodyError e = results::bodyError(base, pi, truth);
+      const auto record = [&](const std::string& name, const results::BodyError& e,
+                              double seconds) {
         row.methods.push_back({name, (e.mass_estimate - e.mass_true) / e.mass_true,
                                1e3 * e.com_error, e.inertia_relative, e.pseudo_inertia_distance,
                                seconds});
+      };
+      const auto score = [&](const std::string& name, const Vector10& pi, double seconds) {
+        const results::BodyError e = results::bodyError(base, pi, truth);
+        record(name, e, seconds);
         std::printf("%s seed %d %-13s mass %+.2f %%, COM %.1f mm, inertia %s, %.1f s\n",
                     scenario.c_str(), seed, name.c_str(), 100 * row.methods.back().mass,
                     row.methods.back().com_mm, pct(e.inertia_relative).c_str(), seconds);
@@ -553,9 +557,7 @@ TEST(PeerStudy, Go2Payloads) {
                                   double seconds) {
         ASSERT_TRUE(truth_errors.has_value()) << name;
         const results::BodyError& e = truth_errors->bodies.at(0);
-        row.methods.push_back({name, (e.mass_estimate - e.mass_true) / e.mass_true,
-                               1e3 * e.com_error, e.inertia_relative, e.pseudo_inertia_distance,
-                               seconds});
+        record(name, e, seconds);
         std::printf("%s seed %d %-13s mass %+.2f %%, COM %.1f mm, %.1f s\n", scenario.c_str(), seed,
                     name.c_str(), 100 * row.methods.back().mass, row.methods.back().com_mm,
                     seconds);
