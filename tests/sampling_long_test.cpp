@@ -32,6 +32,17 @@ std::string exampleConfig() {
   return io::readTextFile(std::string(HEFT_SOURCE_DIR) + "/data/examples/go2_rear_sample.yaml");
 }
 
+// The example's generation budget, as the parsed config has it.
+int exampleGenerations() {
+  return jobs::SampleJob::parse(exampleConfig(), "go2_rear_sample.yaml", ".")
+      .sampling.optimizer.max_iterations;
+}
+
+// "N, converged" or "N, max_iterations": the generations CMA-ES ran and why it stopped.
+std::string stopped(const sampling::SamplingSummary& s) {
+  return std::to_string(s.optimizer.iterations) + ", " + sampling::toString(s.status);
+}
+
 // The example config with its log replaced (and, for the actuator rows, its bodies replaced by
 // `body_block`).
 std::string configFor(const std::string& log, const std::string& body_block = "") {
@@ -68,6 +79,7 @@ struct PayloadRow {
   double mass_true = 0, mass = 0, mass_error = 0, com_error_mm = 0, inertia_error = 0;
   double holdout = 0, seconds = 0;
   long rollouts = 0;
+  std::string stopped;
 };
 
 PayloadRow runPayload(std::uint64_t seed, bool truth_base_state, bool ground_base = true) {
@@ -100,6 +112,7 @@ PayloadRow runPayload(std::uint64_t seed, bool truth_base_state, bool ground_bas
   row.holdout = result.summary.holdout_prediction_error;
   row.seconds = result.summary.seconds;
   row.rollouts = result.summary.rollouts;
+  row.stopped = stopped(result.summary);
   return row;
 }
 
@@ -119,7 +132,10 @@ void writeStudy(const std::string& file, const std::string& table) {
         "build/bin/test_sampling_long` (tests/sampling_long_test.cpp). Logs: MuJoCo, nominal "
         "noise, 15 s, seeds 1..3; config data/examples/go2_rear_sample.yaml (24 clips of "
         "0.2-0.5 s from the first 12 s, 20 held-out clips from the last 3 s, the robot's PD "
-        "kp 60 kd 1.5, CMA-ES 150 generations, 2 threads). Held-out prediction error: the best "
+        "kp 60 kd 1.5, CMA-ES at most "
+     << exampleGenerations()
+     << " generations, 2 threads; `generations, status`: where CMA-ES stopped, on its tolerances "
+        "(converged) or at that cap). Held-out prediction error: the best "
         "model's weighted clip cost on the held-out clips relative to the nominal model's (1 = no "
         "better than the nominal model).\n\n"
      << table;
@@ -130,13 +146,13 @@ std::string payloadTable(const std::string& title, const std::vector<PayloadRow>
   std::ostringstream t;
   t << "## " << title << "\n\n"
     << "| base state | seed | true mass [kg] | estimate [kg] | mass error | COM error [mm] | "
-       "inertia error | held-out prediction error | rollouts | time [s] |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|\n";
+       "inertia error | held-out prediction error | generations, status | rollouts | time [s] |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const PayloadRow& r : rows)
     t << "| " << r.base_state << " | " << r.seed << " | " << fmt(r.mass_true, 3) << " | "
       << fmt(r.mass, 3) << " | " << fmt(100 * r.mass_error, 2) << " % | " << fmt(r.com_error_mm, 1)
       << " | " << fmt(100 * r.inertia_error, 1) << " % | " << fmt(r.holdout, 4) << " | "
-      << r.rollouts << " | " << fmt(r.seconds, 1) << " |\n";
+      << r.stopped << " | " << r.rollouts << " | " << fmt(r.seconds, 1) << " |\n";
   std::printf("%s", t.str().c_str());
   return t.str();
 }
@@ -178,21 +194,34 @@ const char* kRolloutsOnly = "weights: {joint_torque: 1.0}";
 const char* kWithTheLoggedTorque =
     "weights: {joint_torque: 1.0, actuator_torque: 1000}\ntorque_offsets: true";
 
-// The table of one variant of the actuator config over seeds 1..3; appends the kappa errors.
+// One group's kappa: its relative error and the Fisher bound's std relative to the estimate.
+struct KappaFit {
+  std::string group;
+  std::uint64_t seed = 0;
+  double error = 0, relative_std = 0;
+};
+
+// Six parameters whose cost valleys are long (a kappa the commands barely reach): at the rear
+// payload's 150 generations the active-exploration study's fits stopped short (studies/sampling/
+// active.md); with 300 CMA-ES's tolerances end them.
+constexpr int kActuatorGenerations = 300;
+
+// The table of one variant of the actuator config over seeds 1..3; appends the kappa fits.
 std::string actuatorTable(const std::string& title, const char* weights,
-                          std::vector<double>& kappa_errors) {
+                          std::vector<KappaFit>& kappa_fits) {
   const sim::Scenario& scenario = sim::findScenario("go2-actuator");
   std::ostringstream t;
   t << "### " << title << "\n\n`" << weights << "`\n\n"
     << "| seed | group | max abs tau_cmd / true kappa | true gain | gain | error | "
        "true kappa [N m] | kappa [N m] | error | kappa std, Fisher bound [N m] | "
-       "held-out prediction error | time [s] |\n"
-    << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "held-out prediction error | generations, status | time [s] |\n"
+    << "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     const io::Log log = simulate("go2-actuator", seed);
     const std::string path = writeScratch(log, "actuator");
-    const jobs::SampleJob::Config config = jobs::SampleJob::parse(
+    jobs::SampleJob::Config config = jobs::SampleJob::parse(
         configFor(path, std::string(kActuatorGroups) + weights), "go2_actuator_sample.yaml", ".");
+    config.sampling.optimizer.max_iterations = kActuatorGenerations;
     const jobs::SampleJob::Result result = jobs::SampleJob::run(config);
     std::printf("%s", result.report().c_str());
     EXPECT_TRUE(result.ok());
@@ -200,7 +229,8 @@ std::string actuatorTable(const std::string& title, const char* weights,
       const sim::ActuatorModel& truth = scenario.model.actuators.at(g.joints.front());
       const double gain_error = (g.estimate.gain - truth.gain) / truth.gain;
       const double kappa_error = (g.estimate.saturation - truth.saturation) / truth.saturation;
-      kappa_errors.push_back(kappa_error);
+      kappa_fits.push_back(
+          {g.name, seed, kappa_error, g.saturation_std / std::abs(g.estimate.saturation)});
       double reach = 0;  // how far into the saturation the commands go
       for (const std::string& joint : g.joints) {
         const auto it = std::find(log.joints.names.begin(), log.joints.names.end(), joint);
@@ -212,7 +242,7 @@ std::string actuatorTable(const std::string& title, const char* weights,
         << fmt(100 * gain_error, 1) << " % | " << fmt(truth.saturation, 1) << " | "
         << fmt(g.estimate.saturation, 2) << " | " << fmt(100 * kappa_error, 1) << " % | "
         << fmt(g.saturation_std, 2) << " | " << fmt(result.summary.holdout_prediction_error, 4)
-        << " | " << fmt(result.summary.seconds, 1) << " |\n";
+        << " | " << stopped(result.summary) << " | " << fmt(result.summary.seconds, 1) << " |\n";
     }
   }
   t << "\n";
@@ -223,19 +253,34 @@ TEST(SamplingStudy, ActuatorGroupsOverThreeSeeds) {
   std::ostringstream t;
   t << "## go2-actuator: gain and saturation kappa per motor group\n\n"
     << "The bodies of the example config replaced by the three motor groups (gain and kappa "
-       "sampled, from 1 and 25 N m), the joint torque weight raised to 1 (the log's torque is "
+       "sampled, from 1 and 25 N m), at most "
+    << kActuatorGenerations
+    << " generations, the joint torque weight raised to 1 (the log's torque is "
        "measured after the actuator, with the nominal noise profile's torque-sensor offset, std "
        "0.05 N m per joint). `max abs tau_cmd / true kappa`: how far the scenario's "
        "commands reach into the saturation (tanh(0.24) is 1.9 % below 0.24, tanh(0.62) 11 % below "
        "0.62): below about 0.5 kappa barely changes a rollout or a torque. The Fisher bound (heft "
        "sample's std, docs/sampling.md; of the rollouts' terms only) flags the thigh.\n\n";
-  std::vector<double> rollouts_only, with_torque;
+  std::vector<KappaFit> rollouts_only, with_torque;
   t << actuatorTable("spi-active's loss (the rollouts' terms)", kRolloutsOnly, rollouts_only);
   t << actuatorTable("with the logged torque (offsets profiled out, the actuator term)",
                      kWithTheLoggedTorque, with_torque);
   std::printf("%s", t.str().c_str());
   writeStudy("actuator.md", t.str());
-  for (double e : with_torque) EXPECT_LT(std::abs(e), 0.05);
+  // With the logged torque: kappa within 5 % wherever heft's own Fisher bound says the log
+  // determines it (std below 10 % of the estimate), and where the commands stay too far below
+  // the saturation for that (the thigh here: 0.13 kappa), the bound must say so, since a user has
+  // nothing else to tell the two cases apart.
+  int determined = 0;
+  for (const KappaFit& f : with_torque) {
+    if (f.relative_std < 0.1) {
+      ++determined;
+      EXPECT_LT(std::abs(f.error), 0.05) << f.group << ", seed " << f.seed;
+    } else if (std::abs(f.error) > 0.05) {
+      EXPECT_GT(f.relative_std, std::abs(f.error)) << f.group << ", seed " << f.seed;
+    }
+  }
+  EXPECT_GE(determined, 6) << "hip and calf on three seeds";
 }
 
 }  // namespace
