@@ -11,7 +11,7 @@ for line in open(scenario):
         true[m.group(1)] = float(m.group(2))
 joints = sorted(true)
 seeds = (1, 2, 3)
-fits = {"out": "identify", "est": "estimate"}
+fits = ("out", "est")  # the fits' output prefixes: heft identify, heft estimate
 
 
 def load(path):
@@ -52,7 +52,6 @@ for seed in seeds:
         for j in joints:
             validation_gap = max(validation_gap, abs(own["channels"][j]["rmse"] -
                                                      pred[("out", v)][0]["channels"][j]["rmse"]))
-    cells = []
     for j in joints:
         line = f"| {seed} | {j} | {true[j]:.3f} |"
         for f in fits:
