@@ -83,7 +83,8 @@ talos_torso() {
     done
   done
 }
-# heft estimate is single-threaded: the two halves run side by side (71 min measured on 2 cores, on a host whose load varied)
+# heft estimate is single-threaded: the two halves run side by side (71 min measured on 2 cores,
+# on a host whose load varied)
 go2_and_forearm &
 first=$!
 talos_torso
