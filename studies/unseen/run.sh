@@ -27,6 +27,7 @@ run() {
 }
 truth_base='s#^  decimation: 10#  decimation: 10\n  base_state: truth#'
 level_ground='s#^  decimation: 10#  decimation: 10\n  level_ground: true#'
+forearm='s#torso_2_link\]#arm_left_4_link]#g'  # the TALOS configs with the forearm as the body
 
 # TALOS estimate over 3 s (a full elbow curl) at 2 ms steps: 1500 knots, stride 2
 talos_3s=(-e "s#^  knots: .*#  knots: 1500#" -e "s#^  stride: .*#  stride: 2#")
@@ -57,7 +58,6 @@ go2_and_forearm() {
   for seed in 4242 7 11; do
     simulate talos-forearm-5.4kg "$seed"
     case="talos-forearm-5.4kg_$seed"
-    local forearm="s#torso_2_link\]#arm_left_4_link]#g"
     run identify "${case}_example" talos_torso_identify.yaml -e "$forearm"
     run identify "${case}_level-ground" talos_torso_identify.yaml -e "$forearm" -e "$level_ground"
     run identify "${case}_truth-base" talos_torso_identify.yaml -e "$forearm" -e "$truth_base"

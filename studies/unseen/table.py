@@ -1,6 +1,7 @@
 """Writes studies/unseen/results.md from the result.json files run.sh made."""
 import json
 import sys
+import textwrap
 
 work = sys.argv[1]
 print("# Cases no other study uses\n")
@@ -23,9 +24,9 @@ print("the log's 1 kHz (`estimate-3s`: `window.knots: 3000`, `solver.max_iterati
 print("`estimate`: data/examples/talos_torso_estimate.yaml, only the log changed (500 knots of 1 ms")
 print("from t = 1 s; the IMU on the torso gives gyro and orientation rows through the torso joints,")
 print("no accelerometer rows). talos-forearm-5.4kg (5.4 kg on the left forearm during elbow curls):")
-print("both TALOS configs with `arm_left_4_link` as the body (identify as the example, with the level floor and")
-print("with the truth base state). TALOS also `estimate-3s`: 1500 knots of 2 ms (`window.knots: 1500`,")
-print("`window.stride: 2`, 3 s: a full elbow curl). Targets:")
+print("both TALOS configs with `arm_left_4_link` as the body (identify as the example, with the level")
+print("floor and with the truth base state). TALOS also `estimate-3s`: 1500 knots of 2 ms")
+print("(`window.knots: 1500`, `window.stride: 2`, 3 s: a full elbow curl). Targets:")
 print("identify mass within 1 %, COM within 10 mm; estimate mass within 0.5 %, COM within 5 mm.\n")
 print("| scenario | seed | config | mass true [kg] | mass error [%] | COM error [mm] | inertia error [%] | status | warnings |")
 print("|---|---|---|---|---|---|---|---|---|")
@@ -40,6 +41,12 @@ cases += [(s, "torso_2_link", ("example", "truth-base", "level-ground", "estimat
 cases += [("talos-forearm-5.4kg", "arm_left_4_link",
            ("example", "truth-base", "level-ground", "estimate", "estimate-3s"))]
 group = {"base": "go2", "torso_2_link": "talos", "arm_left_4_link": "forearm"}
+
+
+def within(body_error, mass_limit, com_limit):
+    return body_error["mass_relative"] < mass_limit and 0 <= body_error["com_error_m"] < com_limit
+
+
 met, count = {}, {}  # keyed by (robot group, config)
 met_loose = {}  # the same at 1 % / 10 mm for every config
 for scenario, body, scenario_variants in cases:
@@ -53,11 +60,10 @@ for scenario, body, scenario_variants in cases:
                 continue
             b = r["truth_errors"]["bodies"][body]
             mass_limit, com_limit = limits[variant]
-            ok = b["mass_relative"] < mass_limit and 0 <= b["com_error_m"] < com_limit
+            ok = within(b, mass_limit, com_limit)
             key = (group[body], variant)
             met[key] = met.get(key, 0) + (1 if ok else 0)
-            loose = b["mass_relative"] < 0.01 and 0 <= b["com_error_m"] < 0.01
-            met_loose[key] = met_loose.get(key, 0) + (1 if loose else 0)
+            met_loose[key] = met_loose.get(key, 0) + (1 if within(b, 0.01, 0.01) else 0)
             count[key] = count.get(key, 0) + 1
             boundary = sum(1 for w in r["warnings"] if "boundary" in w)
             print(f"| {scenario} | {seed} | {variant} | {b['mass_true']:.3f} | {100 * b['mass_relative']:.2f} | "
@@ -73,7 +79,8 @@ def loosely(robot, variant):
     return f"{met_loose.get((robot, variant), 0)} of {count.get((robot, variant), 0)}"
 
 
-print(f"\nBoth targets met, go2: identify with the example config {of('go2', 'example')}, with the "
+print("\n" + textwrap.fill(
+      f"Both targets met, go2: identify with the example config {of('go2', 'example')}, with the "
       f"truth base state {of('go2', 'truth-base')}, with the payload prior {of('go2', 'payload')}; "
       f"estimate {of('go2', 'estimate')}, over 10 s {of('go2', 'estimate-10s')}, over 3 s at "
       f"1 kHz {of('go2', 'estimate-3s')}. TALOS: identify with the example config (estimated base "
@@ -82,53 +89,56 @@ print(f"\nBoth targets met, go2: identify with the example config {of('go2', 'ex
       f"3 s {of('talos', 'estimate-3s')}. TALOS forearm: identify with the example config "
       f"{of('forearm', 'example')}, with the level floor {of('forearm', 'level-ground')}, with the "
       f"truth base state {of('forearm', 'truth-base')}; estimate {of('forearm', 'estimate')}, over "
-      f"3 s {of('forearm', 'estimate-3s')}.")
-print(f"\nEstimate rows at the identify target (1 % / 10 mm): go2 {loosely('go2', 'estimate')}, "
+      f"3 s {of('forearm', 'estimate-3s')}.", 100))
+print("\n" + textwrap.fill(
+      f"Estimate rows at the identify target (1 % / 10 mm): go2 {loosely('go2', 'estimate')}, "
       f"over 10 s {loosely('go2', 'estimate-10s')}, over 3 s {loosely('go2', 'estimate-3s')}; "
       f"TALOS {loosely('talos', 'estimate')}, over 3 s {loosely('talos', 'estimate-3s')}; "
-      f"TALOS forearm {loosely('forearm', 'estimate')}, over 3 s {loosely('forearm', 'estimate-3s')}.")
+      f"TALOS forearm {loosely('forearm', 'estimate')}, over 3 s {loosely('forearm', 'estimate-3s')}.",
+    100))
 print("""
-No identify row reads the truth now except `truth-base`. go2 side by side: with the truth base
-state identify meets both targets on 9 of 9 (0.14-0.78 %, 0.4-8.3 mm), with heft's own on 6 of 9;
-the three misses are go2-belly-4.6kg's COM (11-15 mm against 6.7-8.3 mm truth-fed). The go2-rear-4.7kg misses of the earlier
-table (2.2-2.5 % light, 27-29 mm) had one cause: the log's contact flags threshold the foot force at
-15 N, so the unloaded front feet were "in the air" while they pushed, and that force stayed in the
-projected rows. `widen_contacts` (the example sets it) takes rear to 0.07-0.44 % and about 1 mm.
-go2-belly-4.6kg (pronking hops, flight phases) now misses the COM target on every seed (11-15 mm,
-mass 0.4-1.2 %): with the truth base state it met both (0.1-0.8 %, 6.7-8.4 mm), so the price of
-the estimated base state is the flight phases, where the base-state estimator has no leg to lean
-on. TALOS: with the base state from the truth both payloads meet both targets on every seed (0.01-0.44
-%, 0.6-4.6 mm); with heft's own base state the mass sits near 1 % low and the COM near 10 mm, and
-seed 4242 ends with the torso on the consistency boundary (inertia 385 % / 721 %, COM 34.5 mm on
-the backpack): the base-state error, not the flat-foot model, is what remains. Most of that error
-is a constant tilt: the accelerometer's bias reads as a tilt the robot never rotates enough to
-separate. With the level floor as a measurement (`level-ground`, docs/basestate.md) the torso meets
-both targets on every seed (0.09-0.38 %, 1.6-7.1 mm); the backpack still misses (1.5 % on two
-seeds, 11-16 mm COM on two). `heft estimate` rows
-are the same runs as before (it reads no base state from the log when the log has motion capture).
-go2 `estimate-3s` (the example's 0.5 s window made 3 s at 1 kHz, 80 iterations): COM within 2.3-4.6
-mm on every case and mass within 0.5 % on 7 of 9 (seed 4242 misses by 0.53 % on belly and 0.68 %
-on front-left); every run converged (29-57 iterations, 17-34 s). The rotational inertia gets worse
-with the longer window (72-84 %, against 33-57 % over 0.5 s and 7-30 % over 10 s at dt 0.01): it
-is barely excited in stance and absorbs what the rigid-contact model misses; not investigated.
-TALOS `estimate` (the IMU on the torso, gyro and orientation through the torso joints, no
-accelerometer): seeds 4242 and 7 meet the 1 % / 10 mm target on both payloads (0.10-0.32 %,
-3.1-6.0 mm; the stricter 0.5 % / 5 mm on two of those four), seed 11 misses on the torso (1.13 %,
-20.8 mm) and on the backpack (1.06 %, 9.7 mm); every run stops at the 30-iteration limit, and
-the inertia is not observable from 0.5 s of squats (94-985 %). TALOS `estimate-3s` (1500 knots of
-2 ms, a full elbow curl; still 30 iterations; 1-11 min per run here, on a host whose load varied): the torso and backpack masses
-get better (0.01-0.36 % on the torso, 0.01-0.33 % on the backpack) but their COM does not (3.6,
-13.3 and 20.0 mm on the torso, 8.3, 15.2 and 17.1 mm on the backpack), and the rotational inertia runs
-away (31-12101 %, four of the six above 6000 %): over squats and weight shifts the torso's rotation hardly excites it, and at the
-iteration limit the solver has not settled it. talos-forearm-5.4kg: the elbow curls excite the
-forearm, and `estimate-3s` meets the stricter 0.5 % / 5 mm target on seed 4242 (0.14 %, 0.7 mm)
-and the 1 % / 10 mm target on every seed (0.14-0.82 %, 0.5-2.8 mm); from 0.5 s (`estimate`) it was within
-0.85-1.24 % and 2.1-9.8 mm. identify on the forearm: as the example (no level floor) 6.1 % light,
-2.3 % heavy and 6.6 % light, up to 11 mm; with the level floor 1.12, 1.73 and 0.52 % heavy and
-1.9-2.7 mm (the COM within target on every seed, the mass on seed 11 only), on the consistency
-boundary either way; with the truth base state within 0.01-0.69 % and 0.6-2.1 mm on every seed. The level-floor forearm rows
-of the previous table (49-52 % mass on seeds 4242 and 11) predate identify MAP's restart from the
-weighted least-squares bodies when LM stops on the consistency boundary; every other row of this
-table reproduced the previous one exactly. So on TALOS the base-state estimate is what stands
-between identify and the target: the truth-fed rows meet it on all nine cases, heft's own base
-state with the level floor on four of nine.""")
+No identify row reads the truth now except `truth-base`. go2 side by side: with the truth base state
+identify meets both targets on 9 of 9 (0.14-0.78 %, 0.4-8.3 mm), with heft's own on 6 of 9; the
+three misses are go2-belly-4.6kg's COM (11-15 mm against 6.7-8.3 mm truth-fed). The go2-rear-4.7kg
+misses of the earlier table (2.2-2.5 % light, 27-29 mm) had one cause: the log's contact flags
+threshold the foot force at 15 N, so the unloaded front feet were "in the air" while they pushed,
+and that force stayed in the projected rows. `widen_contacts` (the example sets it) takes rear to
+0.07-0.44 % and about 1 mm. go2-belly-4.6kg (pronking hops, flight phases) now misses the COM target
+on every seed (11-15 mm, mass 0.4-1.2 %): with the truth base state it met both (0.1-0.8 %, 6.7-8.4
+mm), so the price of the estimated base state is the flight phases, where the base-state estimator
+has no leg to lean on. TALOS: with the base state from the truth both payloads meet both targets on
+every seed (0.01-0.44 %, 0.6-4.6 mm); with heft's own base state the mass sits near 1 % low and the
+COM near 10 mm, and seed 4242 ends with the torso on the consistency boundary (inertia 385 % / 721
+%, COM 34.5 mm on the backpack): the base-state error, not the flat-foot model, is what remains.
+Most of that error is a constant tilt: the accelerometer's bias reads as a tilt the robot never
+rotates enough to separate. With the level floor as a measurement (`level-ground`,
+docs/basestate.md) the torso meets both targets on every seed (0.09-0.38 %, 1.6-7.1 mm); the
+backpack still misses (1.5 % on two seeds, 11-16 mm COM on two). `heft estimate` rows are the same
+runs as before (it reads no base state from the log when the log has motion capture). go2
+`estimate-3s` (the example's 0.5 s window made 3 s at 1 kHz, 80 iterations): COM within 2.3-4.6 mm
+on every case and mass within 0.5 % on 7 of 9 (seed 4242 misses by 0.53 % on belly and 0.68 % on
+front-left); every run converged (29-57 iterations, 17-34 s). The rotational inertia gets worse with
+the longer window (72-84 %, against 33-57 % over 0.5 s and 7-30 % over 10 s at dt 0.01): it is
+barely excited in stance and absorbs what the rigid-contact model misses; not investigated. TALOS
+`estimate` (the IMU on the torso, gyro and orientation through the torso joints, no accelerometer):
+seeds 4242 and 7 meet the 1 % / 10 mm target on both payloads (0.10-0.32 %, 3.1-6.0 mm; the stricter
+0.5 % / 5 mm on two of those four), seed 11 misses on the torso (1.13 %, 20.8 mm) and on the
+backpack (1.06 %, 9.7 mm); every run stops at the 30-iteration limit, and the inertia is not
+observable from 0.5 s of squats (94-985 %). TALOS `estimate-3s` (1500 knots of 2 ms, a full elbow
+curl; still 30 iterations; 1-11 min per run here, on a host whose load varied): the torso and
+backpack masses get better (0.01-0.36 % on the torso, 0.01-0.33 % on the backpack) but their COM
+does not (3.6, 13.3 and 20.0 mm on the torso, 8.3, 15.2 and 17.1 mm on the backpack), and the
+rotational inertia runs away (31-12101 %, four of the six above 6000 %): over squats and weight
+shifts the torso's rotation hardly excites it, and at the iteration limit the solver has not settled
+it. talos-forearm-5.4kg: the elbow curls excite the forearm, and `estimate-3s` meets the stricter
+0.5 % / 5 mm target on seed 4242 (0.14 %, 0.7 mm) and the 1 % / 10 mm target on every seed
+(0.14-0.82 %, 0.5-2.8 mm); from 0.5 s (`estimate`) it was within 0.85-1.24 % and 2.1-9.8 mm.
+identify on the forearm: as the example (no level floor) 6.1 % light, 2.3 % heavy and 6.6 % light,
+up to 11 mm; with the level floor 1.12, 1.73 and 0.52 % heavy and 1.9-2.7 mm (the COM within target
+on every seed, the mass on seed 11 only), on the consistency boundary either way; with the truth
+base state within 0.01-0.69 % and 0.6-2.1 mm on every seed. The level-floor forearm rows of the
+previous table (49-52 % mass on seeds 4242 and 11) predate identify MAP's restart from the weighted
+least-squares bodies when LM stops on the consistency boundary; every other row of this table
+reproduced the previous one exactly. So on TALOS the base-state estimate is what stands between
+identify and the target: the truth-fed rows meet it on all nine cases, heft's own base state with
+the level floor on four of nine.""")
