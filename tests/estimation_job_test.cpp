@@ -1027,6 +1027,22 @@ TEST(EstimateCommand, ContradictoryConstraintsExitTwoBeforeSolving) {
   }
 }
 
+TEST(EstimateJobConfig, EnergyObservationsParseAndRefuseContactsImplicit) {
+  const std::string head = "robot: go2\nlog: x.h5\nestimate:\n  bodies: [FL_thigh]\n";
+  const EstimateJob::Config config = EstimateJob::parse(
+      head + "measurements:\n  energy: true\nnoise:\n  energy: 2e-4\n", "job.yaml", ".");
+  EXPECT_TRUE(config.problem.use_energy);
+  EXPECT_DOUBLE_EQ(config.problem.energy_std, 2e-4);
+  EXPECT_FALSE(smoothingPassOptions(config.problem, 1.0).use_energy);
+  std::string e =
+      configErrorOf(head + "measurements:\n  energy: true\ncontacts:\n  source: implicit\n");
+  EXPECT_NE(e.find("job.yaml: energy observations: expected rigid contacts or none"),
+            std::string::npos)
+      << e;
+  e = configErrorOf(head + "noise:\n  energy: 0\n");
+  EXPECT_NE(e.find("noise.energy"), std::string::npos) << e;
+}
+
 TEST(EstimateJobConfig, ConstraintKeysParseAndBadShapesAreNamed) {
   const EstimateJob::Config config = EstimateJob::parse(
       "robot: go2\nlog: x.h5\nestimate:\n  bodies: [FL_thigh, FR_thigh]\nconstraints:\n"

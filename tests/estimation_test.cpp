@@ -92,7 +92,7 @@ RobotProblem makeRandomProblem(
     inertia::Parametrization parametrization = inertia::Parametrization::LogCholesky,
     const estimation::ActuatorTermsOptions* actuator_options = nullptr, bool accelerometer = true,
     pinocchio::JointIndex imu_joint = 1, bool implicit_contacts = false,
-    RobustLoss loss = RobustLoss::None) {
+    RobustLoss loss = RobustLoss::None, bool energy = false) {
   RobotProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -119,6 +119,8 @@ RobotProblem makeRandomProblem(
   sensors->joint_velocity_std = 0.1;
   sensors->loss = loss;
   sensors->loss_scale = 2;  // the random readings put most rows beyond it
+  sensors->energy = energy;
+  sensors->energy_std = 0.02;
   const bool floating = loaded.hasFreeFlyer();
   if (floating) {
     sensors->imu_frame = p.model->getFrameId("test_imu");
@@ -318,6 +320,39 @@ void addActuatorCases(Add add) {
       const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
       add(name, p, p.problem->running(0), x, w, randomTheta(p, rng, 0.05));
     }
+  }
+  // energy observations: with every actuator term (pendulum; go2 in flight, in contact, at a
+  // touchdown), without them (go2 in contact), under a robust loss (go2 at a touchdown)
+  {
+    std::mt19937 rng(7);
+    const RobotProblem p = makeRandomProblem("double_pendulum", {1, 2}, 2, 0.01, rng, false, false,
+                                             inertia::Parametrization::LogCholesky, &pendulum, true,
+                                             1, false, RobustLoss::None, true);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.5);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.05 * n(rng); });
+    const VectorXd theta = randomTheta(p, rng, 0.1);
+    add("double pendulum, actuator terms, energy", p, p.problem->running(0), x, w, theta);
+    add("double pendulum, actuator terms, energy, terminal", p, p.problem->terminal(), x, w, theta);
+  }
+  for (int mode : {1, 2, 3, 4, 5}) {
+    const bool terms = mode <= 3;
+    const RobustLoss loss = mode == 5 ? RobustLoss::Huber : RobustLoss::None;
+    const std::string name =
+        std::string("go2 energy, ") + (mode == 1   ? "in flight, actuator terms"
+                                       : mode == 2 ? "four feet in contact, actuator terms"
+                                       : mode == 3 ? "touchdown, actuator terms"
+                                       : mode == 4 ? "four feet in contact, no actuator terms"
+                                                   : "touchdown, Huber loss");
+    std::mt19937 rng(5);
+    const RobotProblem p =
+        makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, mode >= 2, mode == 3 || mode == 5,
+                          inertia::Parametrization::ExponentialEigenvalue, terms ? &legs : nullptr,
+                          true, 1, false, loss, true);
+    std::normal_distribution<double> n(0, 1);
+    const VectorXd x = randomState(*p.state, rng, 0.4);
+    const VectorXd w = VectorXd::NullaryExpr(p.state->ndx(), [&] { return 0.02 * n(rng); });
+    add(name, p, p.problem->running(0), x, w, randomTheta(p, rng, 0.05));
   }
 }
 
@@ -765,6 +800,16 @@ TEST(MultibodyStage, GaussNewtonTermsEqualDenseProducts) {
   const VectorXd theta = p.dynamics->nominalTheta();
   expectGaussNewtonTermsEqualDense(p.problem->running(0), x, w, theta);
   expectGaussNewtonTermsEqualDense(p.problem->terminal(), x, VectorXd(), theta);
+  // the energy row: through every column of x, w_tau and theta (a touchdown, actuator terms)
+  estimation::ActuatorTermsOptions legs;
+  legs.friction_joints = {"FL_hip_joint", "RL_calf_joint"};
+  legs.armature_joints = {"FR_thigh_joint"};
+  legs.torque_offset_joints = {"FL_thigh_joint"};
+  const RobotProblem e = makeRandomProblem("go2", {1, 3}, 2, 0.005, rng, true, true,
+                                           inertia::Parametrization::ExponentialEigenvalue, &legs,
+                                           true, 1, false, RobustLoss::None, true);
+  const VectorXd xe = randomState(*e.state, rng, 0.4);
+  expectGaussNewtonTermsEqualDense(e.problem->running(0), xe, w, randomTheta(e, rng, 0.05));
 }
 
 // Datas sharing one workspace (the solver's) give the same numbers as independent ones, whatever
@@ -1565,11 +1610,17 @@ TEST(RiccatiSolver, IterationsWithActuatorTermsDoNotAllocate) {
   const RobotProblem p = makeRandomProblem("double_pendulum", {2}, 40, 0.01, rng, false, false,
                                            inertia::Parametrization::LogCholesky, &terms);
   ASSERT_EQ(p.problem->np(), 10 + 8);
+  // and with energy observations
+  const RobotProblem e = makeRandomProblem("double_pendulum", {2}, 40, 0.01, rng, false, false,
+                                           inertia::Parametrization::LogCholesky, &terms, true, 1,
+                                           false, RobustLoss::None, true);
   RiccatiOptions options;
 #if defined(HEFT_CAN_COUNT_MALLOCS)
-  const long one = countSolveAllocations(p, options, 1).allocations;
-  const long four = countSolveAllocations(p, options, 4).allocations;
-  EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
+  for (const RobotProblem* problem : {&p, &e}) {
+    const long one = countSolveAllocations(*problem, options, 1).allocations;
+    const long four = countSolveAllocations(*problem, options, 4).allocations;
+    EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
+  }
 #else
   GTEST_SKIP() << "malloc counting needs glibc";
 #endif

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/riccati_solver.hpp"
 #include "heft/identify/identify.hpp"
 #include "heft/inertia/inertia.hpp"
@@ -110,10 +111,15 @@ struct JointEstimate {
   std::string status, smoothing_status;
   int iterations = 0;
   double time_s = 0;
+  // The energy observation at the estimate, per running stage [J] (every run): RMS of e_E, of the
+  // process noise's work dt v_m^T w_tau, and of their difference (the step's own energy error).
+  double energy_rms = 0, noise_work_rms = 0, energy_error_rms = 0;
 };
 
+// energy_std > 0: with energy observations of that std [J per step] (`measurements.energy`).
 JointEstimate jointEstimate(const model::RobotModel& nominal, const io::Log& log,
-                            const model::IdentifiedSet& set, double encoder_std) {
+                            const model::IdentifiedSet& set, double encoder_std,
+                            double energy_std = 0) {
   model::RobotModel robot = nominal;
   estimation::LogProblemOptions o;
   for (const model::BodyBlock& b : set.bodies) {
@@ -139,6 +145,8 @@ JointEstimate jointEstimate(const model::RobotModel& nominal, const io::Log& log
   e.smoothing_status = toString(smoother.solve().status);
 
   o.actuators.friction_joints = o.actuators.armature_joints = pandaArmJoints();
+  o.use_energy = energy_std > 0;
+  if (o.use_energy) o.energy_std = energy_std;
   const estimation::LogProblem lp = estimation::buildLogProblem(robot, log, o, smoother.xs());
   estimation::RiccatiSolver solver(lp.problem, so);
   solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
@@ -147,6 +155,28 @@ JointEstimate jointEstimate(const model::RobotModel& nominal, const io::Log& log
   e.status = toString(summary.status);
   e.iterations = summary.iterations;
   const Eigen::VectorXd& theta = solver.theta();
+  {  // the energy rows at the estimate, unwhitened (std 1 J); the row is the stage's last
+    estimation::LogProblemOptions oe = o;
+    oe.use_energy = true;
+    oe.energy_std = 1;
+    const estimation::LogProblem le = estimation::buildLogProblem(robot, log, oe, smoother.xs());
+    const int N = le.problem->horizon(), nv = robot.pinocchio().nv;
+    double e2 = 0, p2 = 0, d2 = 0;
+    for (int k = 0; k < N; ++k) {
+      const estimation::StageModel& stage = le.problem->running(k);
+      auto data = stage.createData();
+      stage.calc(*data, solver.xs()[k], solver.ws()[k], theta);
+      const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
+      const double energy = d.r(stage.nr() - 1);
+      const double work = le.dt * 0.5 * (d.v_start + d.v_next).dot(solver.ws()[k].tail(nv));
+      e2 += energy * energy;
+      p2 += work * work;
+      d2 += (energy - work) * (energy - work);
+    }
+    e.energy_rms = std::sqrt(e2 / N);
+    e.noise_work_rms = std::sqrt(p2 / N);
+    e.energy_error_rms = std::sqrt(d2 / N);
+  }
   const int ns = 10 * static_cast<int>(lp.identified.size());
   e.linear.resize(theta.size());
   for (int b = 0; b < ns / 10; ++b)
@@ -405,6 +435,47 @@ TEST(Studies, NoiseSweep) {
   writeFile("studies/noise-sweep/results.md", md);
 }
 
+// A 10 s log of `scenario` with Gaussian encoder noise sigma on q and v by differencing (the noise
+// sweep's profile), from simulator seed `seed`.
+io::Log encoderNoiseLog(const std::string& scenario, unsigned seed, double sigma) {
+  sim::SimulationOptions o;
+  o.seed = seed;
+  o.duration = 10;
+  sim::NoiseProfile profile = sim::NoiseProfile::fromName("none");
+  profile.name = "encoder-sigma";
+  profile.encoder_noise = sigma;
+  profile.velocity_by_differencing = true;
+  o.profile = profile;
+  return simulate(scenario, o);
+}
+
+// The sweep's identified set with the prior perturbed by `prior_seed`, and the base-parameter map K
+// from a noise-free log (forward-difference accelerations, every tenth sample).
+struct SeedReference {
+  model::IdentifiedSet set;
+  LinearSystem torque_clean;
+  Eigen::VectorXd x0;  // the prior's linear vector
+  BaseParameters base_clean;
+  int n_pi = 0;
+};
+
+SeedReference seedReference(const model::RobotModel& panda, const io::Log& clean,
+                            unsigned prior_seed, const ProblemOptions& po) {
+  model::IdentifiedSetOptions so;
+  so.identify_friction = true;
+  so.friction_joints = pandaArmJoints();
+  SeedReference r{test::perturbedPrior(model::IdentifiedSet::build(panda, so), prior_seed)};
+  PreparationOptions prep;
+  prep.acceleration = AccelerationMethod::ForwardDifference;
+  prep.filter = {1, 0};
+  prep.decimation = 10;
+  r.torque_clean = torqueSystem(buildProblem(panda, prepareSamples(panda, clean, prep), r.set, po));
+  r.x0 = nominalLinearVector(r.torque_clean.layout, r.set, po);
+  r.base_clean = solveLeastSquares(r.torque_clean, r.x0).base;
+  r.n_pi = r.torque_clean.layout.frictionOffset();
+  return r;
+}
+
 // Method 4 on logs and priors the sweep's settings were not chosen on: other simulator seeds (other
 // noise draws) and other perturbed priors, at sigma 0.01 and 0.1. K from each seed's own noise-free
 // log.
@@ -416,17 +487,7 @@ TEST(Studies, NoiseSweepOtherSeeds) {
   ProblemOptions po;
   po.identify_armature = true;
   po.min_speed = 0.05;
-  auto logOf = [&](unsigned seed, double sigma) {
-    sim::SimulationOptions o;
-    o.seed = seed;
-    o.duration = 10;
-    sim::NoiseProfile profile = sim::NoiseProfile::fromName("none");
-    profile.name = "encoder-sigma";
-    profile.encoder_noise = sigma;
-    profile.velocity_by_differencing = true;
-    o.profile = profile;
-    return simulate(scenario, o);
-  };
+  auto logOf = [&](unsigned seed, double sigma) { return encoderNoiseLog(scenario, seed, sigma); };
   std::ostringstream md;
   md << "# Noise sweep, method 4 on other seeds (panda-friction)\n\n"
      << "Generated by `Studies.NoiseSweepOtherSeeds` in tests/identify_long_test.cpp; regenerate "
@@ -438,21 +499,12 @@ TEST(Studies, NoiseSweepOtherSeeds) {
      << "| simulator seed | prior seed | sigma [rad] | 4 joint base | prior base | 4 joint full | "
         "smoothing; solve |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [sim_seed, prior_seed] : {std::pair<unsigned, unsigned>{2, 12}, {3, 13}}) {
-    model::IdentifiedSetOptions so;
-    so.identify_friction = true;
-    so.friction_joints = pandaArmJoints();
-    const model::IdentifiedSet set =
-        test::perturbedPrior(model::IdentifiedSet::build(panda, so), prior_seed);
-    PreparationOptions prep;
-    prep.acceleration = AccelerationMethod::ForwardDifference;
-    prep.filter = {1, 0};
-    prep.decimation = 10;
-    const io::Log clean = logOf(sim_seed, 0);
-    const LinearSystem torque_clean =
-        torqueSystem(buildProblem(panda, prepareSamples(panda, clean, prep), set, po));
-    const Eigen::VectorXd x0 = nominalLinearVector(torque_clean.layout, set, po);
-    const BaseParameters base_clean = solveLeastSquares(torque_clean, x0).base;
-    const int n_pi = torque_clean.layout.frictionOffset();
+    const SeedReference ref = seedReference(panda, logOf(sim_seed, 0), prior_seed, po);
+    const model::IdentifiedSet& set = ref.set;
+    const LinearSystem& torque_clean = ref.torque_clean;
+    const Eigen::VectorXd& x0 = ref.x0;
+    const BaseParameters& base_clean = ref.base_clean;
+    const int n_pi = ref.n_pi;
     for (double sigma : {0.01, 0.1}) {
       const io::Log log = logOf(sim_seed, sigma);
       const Eigen::VectorXd xt =
@@ -476,6 +528,80 @@ TEST(Studies, NoiseSweepOtherSeeds) {
   std::snprintf(t, sizeof t, "\nRuntime %.0f s (simulation included).\n", now() - t_start);
   md << t;
   writeFile("studies/noise-sweep/other-seeds.md", md.str());
+}
+
+// The ablation of the bayesian-sysid paper's Table I on the noise sweep's protocol: method 4 with
+// and without energy observations, on the sweep's log and prior (simulator seed 1, prior seed 11)
+// at sigma 0 / 0.01 / 0.1 and on another pair (2, 12) at 0.01, at two energy stds (the default and
+// a tenth of it). Friction error: |f - f*| / |f*| over the 14 Coulomb and viscous coefficients.
+TEST(Studies, EnergyObservations) {
+  const double energy_stds[] = {0, 1e-3, 1e-4};  // [J per step]; 0: without energy observations
+  const double t_start = now();
+  const std::string scenario = "panda-friction";
+  const auto& panda = robot("panda");
+  const auto friction = scenarioFriction(scenario);
+  ProblemOptions po;
+  po.identify_armature = true;
+  po.min_speed = 0.05;
+  auto logOf = [&](unsigned seed, double sigma) { return encoderNoiseLog(scenario, seed, sigma); };
+  std::ostringstream md;
+  md << "# Noise sweep, method 4 with and without energy observations (panda-friction)\n\n"
+     << "Generated by `Studies.EnergyObservations` in tests/identify_long_test.cpp; regenerate "
+        "with\n\n```\ncmake --build build --target test_identify_long && "
+        "build/bin/test_identify_long --gtest_filter=Studies.EnergyObservations\n```\n\n"
+     << "The protocol of [results.md](results.md), method 4 (the joint estimate), once as there "
+        "and with `measurements.energy: true` at `noise.energy` 1e-3 (the default) and 1e-4 J "
+        "per step (docs/estimation.md, \"Energy observations\"). Simulator seed 1 with prior "
+        "seed 11 (the sweep's) and 2 with 12. Base and full errors as in results.md; friction: "
+        "|f - f*| / |f*| over the 14 Coulomb and viscous coefficients of the 7 arm joints "
+        "(MuJoCo's "
+        "frictionloss and damping). No truth input; K from each simulator seed's noise-free "
+        "log.\n\n"
+     << "Energy columns: at the estimate, per step, the RMS of the energy observation e_E, of the "
+        "process noise's work dt v_m^T w_tau, and of their difference (what the semi-implicit step "
+        "itself gains or loses), in J.\n\n"
+     << "| simulator seed | prior seed | sigma [rad] | energy std [J] | base | full | friction | "
+        "iterations | solve | seconds | e_E RMS | noise work RMS | difference RMS |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  struct Case {
+    unsigned sim_seed, prior_seed;
+    double sigma;
+  };
+  for (const Case& c : {Case{1, 11, 0}, Case{1, 11, 0.01}, Case{1, 11, 0.1}, Case{2, 12, 0.01}}) {
+    const io::Log clean = logOf(c.sim_seed, 0);
+    const SeedReference ref = seedReference(panda, clean, c.prior_seed, po);
+    const model::IdentifiedSet& set = ref.set;
+    const LinearSystem& torque_clean = ref.torque_clean;
+    const BaseParameters& base_clean = ref.base_clean;
+    const int n_pi = ref.n_pi;
+    const io::Log log = c.sigma > 0 ? logOf(c.sim_seed, c.sigma) : clean;
+    const Eigen::VectorXd xt =
+        results::truthLinearVector(panda, log, torque_clean.layout, friction);
+    const int nf = 14;
+    for (const double energy_std : energy_stds) {
+      const JointEstimate run =
+          jointEstimate(panda, log, set, c.sigma > 0 ? c.sigma : 3e-5, energy_std);
+      const InertialError e = inertialError(torque_clean, base_clean, run.linear, xt, n_pi);
+      const double f_error = (run.linear.segment(n_pi, nf) - xt.segment(n_pi, nf)).norm() /
+                             xt.segment(n_pi, nf).norm();
+      char line[256];
+      char std_text[32] = "none";
+      if (energy_std > 0) std::snprintf(std_text, sizeof std_text, "%g", energy_std);
+      std::snprintf(line, sizeof line,
+                    "| %u | %u | %g | %s | %s | %s | %s | %d | %s | %.0f | %.2g | %.2g | %.2g |\n",
+                    c.sim_seed, c.prior_seed, c.sigma, std_text, pct(e.base).c_str(),
+                    pct(e.full).c_str(), pct(f_error).c_str(), run.iterations, run.status.c_str(),
+                    run.time_s, run.energy_rms, run.noise_work_rms, run.energy_error_rms);
+      md << line;
+      std::printf("%s", line);
+      EXPECT_TRUE(std::isfinite(e.base) && std::isfinite(f_error));
+      EXPECT_TRUE(run.status == "converged" || run.status == "maximum iterations") << run.status;
+    }
+  }
+  char t[64];
+  std::snprintf(t, sizeof t, "\nRuntime %.0f s (simulation included).\n", now() - t_start);
+  md << t;
+  writeFile("studies/noise-sweep/energy.md", md.str());
 }
 
 // ---- studies/payload ----------------------------------------------------------------------------

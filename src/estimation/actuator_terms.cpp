@@ -132,4 +132,30 @@ void ActuatorTermsModel::accelerationDerivatives(const Eigen::Ref<const Eigen::V
     da_dtheta_act.col(offsetStart() + o) = -K.col(offset_v_[o]);
 }
 
+double ActuatorTermsModel::power(const Eigen::Ref<const Eigen::VectorXd>& theta_act,
+                                 const Eigen::Ref<const Eigen::VectorXd>& v,
+                                 const Eigen::Ref<const Eigen::VectorXd>& u,
+                                 Eigen::Ref<Eigen::VectorXd> dp_dtheta_act,
+                                 Eigen::Ref<Eigen::VectorXd> dp_dv) const {
+  const double r = options_.coulomb_rate;
+  double p = 0;
+  dp_dtheta_act.setZero();
+  dp_dv.setZero();
+  for (int f = 0; f < numFriction(); ++f) {
+    const int i = friction_v_[f];
+    const double fc = std::exp(theta_act(2 * f)), fv = std::exp(theta_act(2 * f + 1));
+    const double s = std::tanh(r * v(i));
+    p += u(i) * (fc * s + fv * v(i));
+    dp_dtheta_act(2 * f) = u(i) * fc * s;
+    dp_dtheta_act(2 * f + 1) = u(i) * fv * v(i);
+    dp_dv(i) += u(i) * (fv + fc * r * (1 - s * s));
+  }
+  for (int o = 0; o < numTorqueOffsets(); ++o) {
+    const int i = offset_v_[o];
+    p += u(i) * theta_act(offsetStart() + o);
+    dp_dtheta_act(offsetStart() + o) = u(i);
+  }
+  return p;
+}
+
 }  // namespace heft::estimation

@@ -103,6 +103,10 @@ void LogProblemOptions::validate() const {
   requirePositive(accelerometer_std, "accelerometer_std", " [m/s^2]");
   requirePositive(mocap_position_std, "mocap_position_std", " [m]");
   requirePositive(mocap_orientation_std, "mocap_orientation_std", " [rad]");
+  requirePositive(energy_std, "energy_std", " [J]");
+  require(!use_energy || contact_source != ContactSource::Implicit, "energy observations",
+          "rigid contacts or none (the smoothed contact forces work at a distance)",
+          "contacts implicit");
   requirePositive(base_state_position_std, "base_state_position_std", " [m]");
   requirePositive(base_state_orientation_std, "base_state_orientation_std", " [rad]");
   require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
@@ -240,6 +244,8 @@ void LogProblemBuilder::createSensors() {
   sensors_->accelerometer_std = options_.accelerometer_std;
   sensors_->mocap_position_std = options_.mocap_position_std;
   sensors_->mocap_orientation_std = options_.mocap_orientation_std;
+  sensors_->energy = options_.use_energy;
+  sensors_->energy_std = options_.energy_std;
   sensors_->loss = options_.loss;
   sensors_->loss_scale = options_.loss_scale;
 }
@@ -738,6 +744,7 @@ std::shared_ptr<const ParameterConstraints> makeParameterConstraints(
 LogProblemOptions smoothingPassOptions(const LogProblemOptions& options, double torque_std) {
   LogProblemOptions held = options;
   held.actuators = {};
+  held.use_energy = false;  // without the friction terms their dissipation would be the noise's
   held.total_mass = 0;
   held.symmetric.clear();
   held.mass_bounds.clear();

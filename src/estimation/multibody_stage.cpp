@@ -4,11 +4,13 @@
 #include <string>
 #include <type_traits>
 
+#include <pinocchio/algorithm/energy.hpp>
 #include <pinocchio/algorithm/frames-derivatives.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics-derivatives.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
@@ -21,7 +23,7 @@ int sensorRows(const MultibodySensors& sensors) {
   const int nj = static_cast<int>(sensors.encoders.size());
   return nj + (sensors.joint_velocities ? nj : 0) + (sensors.imu_frame > 0 ? 6 : 0) +
          (sensors.imu_frame > 0 && sensors.accelerometer ? 3 : 0) +
-         (sensors.mocap_frame > 0 ? 6 : 0);
+         (sensors.mocap_frame > 0 ? 6 : 0) + (sensors.energy ? 1 : 0);
 }
 
 void requireOnFloatingBase(const pinocchio::Model& model, pinocchio::FrameIndex frame,
@@ -38,8 +40,9 @@ void requireOnFloatingBase(const pinocchio::Model& model, pinocchio::FrameIndex 
 bool validateImuAndMocap(const pinocchio::Model& model, const MultibodySensors& s) {
   require(!s.accelerometer || s.imu_frame > 0, "multibody sensors accelerometer",
           "an IMU frame (imu_frame)", "none");
-  for (double sd : {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
-                    s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std})
+  for (double sd :
+       {s.encoder_std, s.joint_velocity_std, s.gyro_std, s.imu_orientation_std,
+        s.mocap_position_std, s.mocap_orientation_std, s.accelerometer_std, s.energy_std})
     requirePositive(sd, "multibody sensor std");
   if (s.mocap_frame > 0) requireOnFloatingBase(model, s.mocap_frame, "motion-capture frame");
   if (s.imu_frame == 0) return true;
@@ -168,6 +171,14 @@ MultibodyStageModel::MultibodyStageModel(
     mocap_position_info_ = measurement_.has_mocap ? 1 / s.mocap_position_std : 0;
     mocap_orientation_info_ = measurement_.has_mocap ? 1 / s.mocap_orientation_std : 0;
   }
+  if (s.energy) {
+    require(smoothed_ == nullptr, "energy observations",
+            "rigid contacts or none (the smoothed contact forces work at a distance)",
+            "contacts implicit");
+    energy_row_ = row;
+    row += 1;
+    energy_info_ = terminal ? 0 : 1 / s.energy_std;  // the terminal knot has no step
+  }
 }
 
 // The contact set, impulse or smoothed step beside the forward dynamics: the same robot, S and
@@ -241,6 +252,15 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   acc_da.setZero(3, nv);
   if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
   robust_slope.setOnes(model.nr());
+  if (model.energy_row_ >= 0 && model.hasDynamics()) {
+    const dynamics::RegressorModel& regressor = dyn.regressor();
+    auto create = [&regressor] { return new EnergyScratch(regressor); };
+    energy = workspace ? workspace->get<EnergyScratch>(&dyn, create)
+                       : std::shared_ptr<EnergyScratch>(create());
+    energy_rows.setZero(ndx + model.nw() + np);
+    const int na = model.actuators_ ? model.actuators_->numParameters() : 0;
+    if (energy->dp_dtheta_act.size() != na) energy->dp_dtheta_act.setZero(na);
+  }
   if (model.gyro_row_ >= 0 && !model.imu_on_base_) {
     const pinocchio::Model& pin = dyn.model();
     // keyed by the sensors: one kinematics scratch per horizon, read right after it is filled
@@ -250,6 +270,17 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
     for (Eigen::MatrixXd* m : {&imu_dv_dq, &imu_dv_dv, &imu_jacobian}) m->setZero(6, nv);
     a_zero.setZero(nv);
   }
+}
+
+MultibodyStageData::EnergyScratch::EnergyScratch(const dynamics::RegressorModel& regressor)
+    : pin(regressor.model()), regressors(regressor) {
+  const int nv = regressor.nv();
+  joint_dv_dq.setZero(6, nv);
+  joint_dv_dv.setZero(6, nv);
+  for (Eigen::VectorXd* v :
+       {&grad_q, &grad_v, &grad_q_next, &grad_v_next, &v_mid, &tau_in, &dp_dv, &a_zero})
+    v->setZero(nv);
+  y_next.setZero(regressor.numParameters());
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {
@@ -373,6 +404,12 @@ void MultibodyStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::Ve
     else
       d.r.segment<3>(accel_row_).setZero();
   }
+  if (energy_row_ >= 0) {
+    if (hasDynamics())
+      energyResidual(d, x, w);
+    else
+      d.r(energy_row_) = 0;
+  }
   robustResiduals(d);
   d.cost = 0.5 * d.r.squaredNorm();
 }
@@ -394,6 +431,7 @@ void MultibodyStageModel::robustJacobians(MultibodyStageData& d) const {
   }
   if (accel_row_ >= 0 && hasDynamics())
     for (int c = 0; c < 3; ++c) d.accel_rows.col(c) *= d.robust_slope(accel_row_ + c);
+  if (energy_row_ >= 0 && hasDynamics()) d.energy_rows *= d.robust_slope(energy_row_);
 }
 
 void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -444,6 +482,7 @@ void MultibodyStageModel::calcDiff(StageData& base, const Eigen::Ref<const Eigen
   d.B_q = d.B2;
   d.S_q.noalias() = dt_ * d.A2 * d.B1;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
+  if (energy_row_ >= 0) energyJacobians(d, x, w, theta);
   robustJacobians(d);
 }
 
@@ -625,6 +664,20 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
   // Process-noise rows: r = process_info .* w.
   out.ww.diagonal() += process_info_.cwiseAbs2();
   out.w += process_info_.cwiseProduct(d.r.head(ndx()));
+  if (energy_row_ >= 0) {  // one row through x, w_tau and theta: a rank-one update
+    const Eigen::VectorXd& rows = static_cast<const MultibodyStageData&>(d).energy_rows;
+    const auto ex = rows.head(ndx()), ew = rows.segment(ndx(), nw()), et = rows.tail(np());
+    const double er = d.r(energy_row_);
+    out.xx.noalias() += ex * ex.transpose();
+    out.xw.noalias() += ex * ew.transpose();
+    out.ww.noalias() += ew * ew.transpose();
+    out.xt.noalias() += ex * et.transpose();
+    out.wt.noalias() += ew * et.transpose();
+    out.tt.noalias() += et * et.transpose();
+    out.x += er * ex;
+    out.w += er * ew;
+    out.t += er * et;
+  }
 }
 
 // The rows gaussNewton knows: process noise diag(process_info) in w, zero in x and theta; the
@@ -657,6 +710,15 @@ void MultibodyStageModel::linearResidual(const StageData& d,
     e.segment<3>(mocap_row_).noalias() = d.R_x.block<3, 6>(mocap_row_, 0) * dx.head<6>();
     e.segment<3>(mocap_row_ + 3).noalias() =
         d.R_x.block<3, 3>(mocap_row_ + 3, 3) * dx.segment<3>(3);
+  }
+  if (energy_row_ >= 0) {
+    if (hasDynamics()) {
+      const Eigen::VectorXd& rows = static_cast<const MultibodyStageData&>(d).energy_rows;
+      e(energy_row_) = rows.head(ndx()).dot(dx) + rows.segment(ndx(), nw()).dot(dw) +
+                       rows.tail(np()).dot(dtheta);
+    } else {
+      e(energy_row_) = 0;
+    }
   }
   if (accel_row_ >= 0) {
     if (!hasDynamics()) {  // the terminal knot's rows have zero weight
@@ -769,6 +831,120 @@ void MultibodyStageModel::accelerometerJacobians(MultibodyStageData& d,
   d.accel_rows.topRows(ndx()) = R_x.transpose();
   d.accel_rows.middleRows(ndx(), nw()) = R_w.transpose();
   d.accel_rows.bottomRows(np()) = R_theta.transpose();
+}
+
+const pinocchio::Model& MultibodyStageModel::workingModel(const MultibodyStageData& d) const {
+  return contact_ ? d.contact->inertias.model : d.free->inertias.model;
+}
+
+namespace {
+using EnergyScratch = MultibodyStageData::EnergyScratch;
+
+double mechanicalEnergy(const pinocchio::Model& model, pinocchio::Data& data,
+                        const Eigen::Ref<const Eigen::VectorXd>& q,
+                        const Eigen::Ref<const Eigen::VectorXd>& v) {
+  pinocchio::forwardKinematics(model, data, q, v);
+  // Pinocchio's kinetic energy includes the rotors' (model.armature)
+  return pinocchio::computeKineticEnergy(model, data) +
+         pinocchio::computePotentialEnergy(model, data);
+}
+
+// dT/dq (tangent) and dT/dv of T = K + U at (q, v): K = 1/2 sum_k v_k^T I_k v_k + 1/2 v^T I_a v
+// with v_k the LOCAL body velocities (eq. 70), dU/dq = g(q) the generalized gravity.
+void energyGradient(const pinocchio::Model& model, EnergyScratch& s,
+                    const Eigen::Ref<const Eigen::VectorXd>& q,
+                    const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::VectorXd& grad_q,
+                    Eigen::VectorXd& grad_v) {
+  pinocchio::computeForwardKinematicsDerivatives(model, s.pin, q, v, s.a_zero);
+  grad_q.setZero();
+  grad_v = model.armature.cwiseProduct(v);
+  for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j) {
+    s.joint_dv_dq.setZero();
+    s.joint_dv_dv.setZero();
+    pinocchio::getJointVelocityDerivatives(model, s.pin, j, pinocchio::LOCAL, s.joint_dv_dq,
+                                           s.joint_dv_dv);
+    const Eigen::Matrix<double, 6, 1> momentum = (model.inertias[j] * s.pin.v[j]).toVector();
+    grad_q.noalias() += s.joint_dv_dq.transpose() * momentum;
+    grad_v.noalias() += s.joint_dv_dv.transpose() * momentum;
+  }
+  grad_q += pinocchio::computeGeneralizedGravity(model, s.pin, q);
+}
+}  // namespace
+
+void MultibodyStageModel::energyResidual(MultibodyStageData& d,
+                                         const Eigen::Ref<const Eigen::VectorXd>& x,
+                                         const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& model = workingModel(d);
+  EnergyScratch& s = *d.energy;
+  const auto q = x.head(model.nq);
+  const double T_next = mechanicalEnergy(model, s.pin, d.q_next, d.v_next);
+  const double T = mechanicalEnergy(model, s.pin, q, d.v_start);
+  s.v_mid = 0.5 * (d.v_start + d.v_next);
+  // tau_k - E (b + f(v_s)) = tau_eff - w_tau
+  s.tau_in = d.tau - w.tail(model.nv);
+  d.r(energy_row_) = energy_info_ * (T_next - T - dt_ * s.v_mid.dot(s.tau_in));
+}
+
+void MultibodyStageModel::energyJacobians(MultibodyStageData& d,
+                                          const Eigen::Ref<const Eigen::VectorXd>& x,
+                                          const Eigen::Ref<const Eigen::VectorXd>& w,
+                                          const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const pinocchio::Model& model = workingModel(d);
+  EnergyScratch& s = *d.energy;
+  const int nv = model.nv, ns = num_inertial_;
+  const auto q = x.head(model.nq);
+  energyGradient(model, s, d.q_next, d.v_next, s.grad_q_next, s.grad_v_next);
+  energyGradient(model, s, q, d.v_start, s.grad_q, s.grad_v);
+  s.v_mid = 0.5 * (d.v_start + d.v_next);
+  s.tau_in = d.tau - w.tail(nv);
+  // the dissipation's share: dt v_m^T E (b + f(v_s)), its slope in v_s and theta_act at fixed v_m
+  s.dp_dv.setZero();
+  if (actuators_)
+    actuators_->power(theta.tail(actuators_->numParameters()), d.v_start, s.v_mid, s.dp_dtheta_act,
+                      s.dp_dv);
+  // de/dv' and de/dv_s (into grad_v_next, grad_v)
+  s.grad_v_next -= 0.5 * dt_ * s.tau_in;
+  s.grad_v = -s.grad_v - 0.5 * dt_ * s.tau_in + dt_ * s.dp_dv;
+  auto R_x = d.R_x.row(energy_row_);
+  R_x.noalias() = s.grad_q_next.transpose() * d.dq_dx;
+  R_x.noalias() += s.grad_v_next.transpose() * d.dv_dx;
+  R_x.noalias() += s.grad_v.transpose() * d.dvs_dx;
+  R_x.head(nv) -= s.grad_q.transpose();
+  // w = (w_q, w_tau): q' is taken before w_q
+  auto R_w = d.R_w.row(energy_row_);
+  R_w.head(nv).setZero();
+  R_w.tail(nv).noalias() = s.grad_q_next.transpose() * d.dq_dw;
+  R_w.tail(nv).noalias() += s.grad_v_next.transpose() * d.dv_dw;
+  auto R_theta = d.R_theta.row(energy_row_);
+  R_theta.noalias() = s.grad_q_next.transpose() * d.dq_dtheta;
+  R_theta.noalias() += s.grad_v_next.transpose() * d.dv_dtheta;
+  R_theta.noalias() += s.grad_v.transpose() * d.dvs_dtheta;
+  // T's own dependence on theta: the energy regressors of S (eq. 69) through dpi/dtheta
+  const dynamics::RegressorModel& regressor = dynamics_->regressor();
+  dynamics::computeEnergyRegressors(regressor, s.regressors, d.q_next, d.v_next);
+  s.y_next = s.regressors.kinetic_regressor + s.regressors.potential_regressor;
+  dynamics::computeEnergyRegressors(regressor, s.regressors, q, d.v_start);
+  s.y_next -= s.regressors.kinetic_regressor + s.regressors.potential_regressor;
+  for (int k = 0; k < regressor.numBodies(); ++k) {
+    const heft::Vector10 theta_k = theta.segment<10>(10 * k);
+    const heft::Matrix10 dpi = inertia::jacobian(dynamics_->parametrization(), theta_k);
+    R_theta.segment<10>(10 * k).noalias() += s.y_next.segment<10>(10 * k) * dpi;
+  }
+  if (actuators_) {
+    const auto theta_act = theta.tail(actuators_->numParameters());
+    R_theta.segment(ns, actuators_->numParameters()) += dt_ * s.dp_dtheta_act.transpose();
+    for (int k = 0; k < actuators_->numArmature(); ++k) {  // K's rotor term 1/2 I_a v_j^2
+      const int col = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
+      R_theta(ns + col) += 0.5 * std::exp(theta_act(col)) *
+                           (d.v_next(i) * d.v_next(i) - d.v_start(i) * d.v_start(i));
+    }
+  }
+  R_x *= energy_info_;
+  R_w *= energy_info_;
+  R_theta *= energy_info_;
+  d.energy_rows.head(ndx()) = R_x.transpose();
+  d.energy_rows.segment(ndx(), nw()) = R_w.transpose();
+  d.energy_rows.tail(np()) = R_theta.transpose();
 }
 
 }  // namespace heft::estimation

@@ -78,6 +78,8 @@ void checkReferenceModel(const LogProblem& lp) {
   require(lp.dynamics->parametrization() == inertia::Parametrization::LogCholesky,
           "reference problem parametrization", "log-cholesky",
           inertia::toString(lp.dynamics->parametrization()));
+  require(!lp.sensors->energy, "reference problem energy observations",
+          "none (the reference has no energy rows)", "energy observations");
   require(static_cast<int>(lp.xs.size()) == N + 1 && static_cast<int>(lp.ws.size()) == N &&
               lp.theta.size() == np,
           "reference problem initial guess", "N + 1 states, N decisions and np parameters",

@@ -143,6 +143,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("imu", p.use_imu);
     s.read("accelerometer", p.use_accelerometer);
     s.read("mocap", p.use_mocap);
+    s.read("energy", p.use_energy);
     if (s.has("loss")) p.loss = located(s, "loss", parseRobustLoss);
     s.read("loss_scale", p.loss_scale, yaml::positive);
     s.finish();
@@ -162,6 +163,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
         {"accelerometer", &p.accelerometer_std},
         {"mocap_position", &p.mocap_position_std},
         {"mocap_orientation", &p.mocap_orientation_std},
+        {"energy", &p.energy_std},
         {"base_state_position", &p.base_state_position_std},
         {"base_state_orientation", &p.base_state_orientation_std},
         {"stiction_torque", &p.stiction_torque_std}};

@@ -93,6 +93,16 @@ class ActuatorTermsModel {
                                Eigen::Ref<Eigen::MatrixXd> da_dtheta_act,
                                Eigen::Ref<Eigen::MatrixXd> da_dv) const;
 
+  /// The power of the terms against a velocity u, p = u^T E (b + f_v v + f_c tanh(r v)), and its
+  /// derivatives at fixed u (the energy observations' dissipation, MultibodySensors::energy):
+  ///   dp/d log f_c = u_j f_c tanh(r v_j),  dp/d log f_v = u_j f_v v_j,  dp/db = u_j,
+  ///   dp/dv_j = u_j (f_v + f_c r (1 - tanh^2(r v_j))); zero for armature.
+  /// \param dp_dtheta_act numParameters, \param dp_dv nv: both overwritten.
+  double power(const Eigen::Ref<const Eigen::VectorXd>& theta_act,
+               const Eigen::Ref<const Eigen::VectorXd>& v,
+               const Eigen::Ref<const Eigen::VectorXd>& u,
+               Eigen::Ref<Eigen::VectorXd> dp_dtheta_act, Eigen::Ref<Eigen::VectorXd> dp_dv) const;
+
  private:
   ActuatorTermsOptions options_;
   int nv_ = 0;

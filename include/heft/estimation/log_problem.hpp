@@ -104,6 +104,11 @@ struct LogProblemOptions {
   double accelerometer_std = 0.1;       ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 2e-3;     ///< [m] (noise and an uncalibrated marker offset)
   double mocap_orientation_std = 1e-2;  ///< [rad]
+  /// Energy observations (MultibodySensors::energy, bayesian-sysid eq. 63): per step, the change
+  /// of mechanical energy against the logged torque's work net of friction; energy_std [J] per
+  /// step. Not with contacts implicit.
+  bool use_energy = false;
+  double energy_std = 1e-3;
   /// A robust loss on every measurement row (MultibodySensors::loss): None by default.
   RobustLoss loss = RobustLoss::None;
   double loss_scale = 0;  ///< k in units of each row's std; 0: defaultLossScale(loss)

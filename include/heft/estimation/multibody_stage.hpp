@@ -27,7 +27,19 @@
 ///     (R_bi^T (acc_b - R_wb^T g) - z_acc) / s (IMU accelerometer, running stages: the specific
 ///       force at the IMU, acc_b = a_lin + alpha x p + omega x (v_lin + omega x p) with the
 ///       stage's base acceleration a (after the impulse, if any) and p the IMU's position)
-///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base) ]
+///     (p_wf - z_p) / s ; log3(Z_m^T R_wf) / s (motion capture of a frame on the floating base)
+///     e_E / s                                 (energy observation, running stages, optional) ]
+/// The energy observation (bayesian-sysid eq. 63) balances the step's change of mechanical energy
+/// T = K + U (at theta, armature included) against the logged torque's work net of the actuator
+/// terms' dissipation, with the midpoint velocity v_m = (v_s + v') / 2:
+///   e_E = T(q' , v') - T(q, v_s) - dt v_m^T (tau_k - E (b + f_v v_s + f_c tanh(r v_s))),
+/// q' = q ⊕ dt v' before w_q. The dynamics make it the work of w_tau plus the integrator's
+/// O(dt^2) error, so the row prices the process noise's work: the energy a wrong friction or
+/// inertia would need the noise to supply. v_s (after an impulse) excludes the touchdown's loss;
+/// rigid contacts do no work at rest; contacts implicit are refused (their forces at a distance
+/// do). Its Jacobians by the chain rule through the step (eqs. 65-66), with dT/dq = sum_k (I_k
+/// v_k)^T dv_k/dq + g(q), dT/dv = sum_k (I_k v_k)^T J_k + I_a v (eq. 70, LOCAL body velocities) and
+/// dT/dtheta_S from the energy regressors (eq. 69).
 /// Actuator terms (optional, ActuatorTermsModel): theta = [theta_S; theta_act]; the dynamics take
 /// tau_eff = tau_k + w_tau - E (b + f_v v_s + f_c tanh(r v_s)) at the velocity v_s the step starts
 /// from (v^+ after a touchdown), and the armature I_a on the working models' diagonal of M
@@ -54,6 +66,7 @@
 
 #include "heft/common/robust_loss.hpp"
 #include "heft/dynamics/contact_dynamics.hpp"
+#include "heft/dynamics/energy.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
 #include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/dynamics/smoothed_contact.hpp"
@@ -85,6 +98,9 @@ struct MultibodySensors {
   double accelerometer_std = 0.1;    ///< [m/s^2] (noise and an uncalibrated bias)
   double mocap_position_std = 1e-3;  ///< [m]
   double mocap_orientation_std = 5e-3;  ///< [rad]
+  /// Energy observations (file comment): one row per running stage. Not with contacts implicit.
+  bool energy = false;
+  double energy_std = 1e-3;  ///< [J] per step
   /// A robust loss on every sensor row (heft/common/robust_loss.hpp; the process-noise rows stay
   /// quadratic): a glitch of the motion capture, a spike of an encoder, a saturated IMU sample
   /// costs k |r| (Huber) or k^2 log|r| (Cauchy) instead of r^2. Per scalar row, whitened.
@@ -196,10 +212,10 @@ class MultibodyStageModel final : public StageModel {
   double dt_ = 0;
   // First row of each block (-1: absent).
   int encoder_row_ = 0, velocity_row_ = -1, gyro_row_ = -1, imu_row_ = -1, mocap_row_ = -1,
-      accel_row_ = -1;
+      accel_row_ = -1, energy_row_ = -1;
   // Weights of this knot (0 where the sensor has no sample).
   double gyro_info_ = 0, imu_info_ = 0, mocap_position_info_ = 0, mocap_orientation_info_ = 0,
-         accel_info_ = 0;
+         accel_info_ = 0, energy_info_ = 0;
   // Gyro and orientation rows of an IMU on a body other than the base (through the joints).
   void bodyImuResiduals(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
   void bodyImuJacobians(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const;
@@ -212,6 +228,14 @@ class MultibodyStageModel final : public StageModel {
                              const Eigen::VectorXd& a) const;
   void accelerometerJacobians(MultibodyStageData& d,
                               const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  // Energy observation row (calc / calcDiff after the dynamics; running stages).
+  void energyResidual(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                      const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  void energyJacobians(MultibodyStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                       const Eigen::Ref<const Eigen::VectorXd>& w,
+                       const Eigen::Ref<const Eigen::VectorXd>& theta) const;
+  // The working model (S at pi(theta), armature) the last dynamics call left in d's workspace.
+  const pinocchio::Model& workingModel(const MultibodyStageData& d) const;
 };
 
 /// Workspaces of MultibodyStageModel.
@@ -243,6 +267,19 @@ struct MultibodyStageData final : StageData {
   std::shared_ptr<pinocchio::Data> kinematics;
   Eigen::MatrixXd imu_dv_dq, imu_dv_dv, imu_jacobian;
   Eigen::VectorXd a_zero;  ///< nv zeros: the acceleration the kinematics derivatives take
+  /// Energy observations: scratch (shared like the kinematics') and the row of R_x, R_w, R_theta
+  /// as one contiguous vector (ndx + nw + np), for gaussNewton's rank-one update.
+  struct EnergyScratch {
+    explicit EnergyScratch(const dynamics::RegressorModel& regressor);
+    pinocchio::Data pin;                       ///< of the working model (the robot's structure)
+    dynamics::EnergyData regressors;           ///< Y^K_S + Y^P_S at a point
+    Eigen::MatrixXd joint_dv_dq, joint_dv_dv;  ///< 6 x nv: a body's LOCAL velocity derivatives
+    Eigen::VectorXd grad_q, grad_v, grad_q_next, grad_v_next;  ///< nv: dT/dq, dT/dv at both ends
+    Eigen::VectorXd v_mid, tau_in, dp_dv, dp_dtheta_act, a_zero;
+    Eigen::RowVectorXd y_next;  ///< 1 x 10|S|: energy regressors at (q', v')
+  };
+  std::shared_ptr<EnergyScratch> energy;
+  Eigen::VectorXd energy_rows;
   /// d (robust row) / d (whitened row) of every row (1 on the process-noise rows and without a
   /// robust loss): calc's, applied to the Jacobian rows by calcDiff.
   Eigen::VectorXd robust_slope;
