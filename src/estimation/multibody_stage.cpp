@@ -919,17 +919,18 @@ void MultibodyStageModel::energyJacobians(MultibodyStageData& d,
   R_theta.noalias() = s.grad_q_next.transpose() * d.dq_dtheta;
   R_theta.noalias() += s.grad_v_next.transpose() * d.dv_dtheta;
   R_theta.noalias() += s.grad_v.transpose() * d.dvs_dtheta;
-  // T's own dependence on theta: the energy regressors of S (eq. 69) through dpi/dtheta
+  // T's own dependence on theta: the energy regressors of S (eq. 69) through dpi/dtheta, whose
+  // blocks the dynamics' derivatives just computed (cached per theta across the horizon)
   const dynamics::RegressorModel& regressor = dynamics_->regressor();
   dynamics::computeEnergyRegressors(regressor, s.regressors, d.q_next, d.v_next);
   s.y_next = s.regressors.kinetic_regressor + s.regressors.potential_regressor;
   dynamics::computeEnergyRegressors(regressor, s.regressors, q, d.v_start);
   s.y_next -= s.regressors.kinetic_regressor + s.regressors.potential_regressor;
-  for (int k = 0; k < regressor.numBodies(); ++k) {
-    const heft::Vector10 theta_k = theta.segment<10>(10 * k);
-    const heft::Matrix10 dpi = inertia::jacobian(dynamics_->parametrization(), theta_k);
-    R_theta.segment<10>(10 * k).noalias() += s.y_next.segment<10>(10 * k) * dpi;
-  }
+  const Eigen::MatrixXd& dpi_dtheta =
+      (contact_ ? d.contact->regressor : d.free->regressor).dpi_dtheta;
+  for (int k = 0; k < regressor.numBodies(); ++k)
+    R_theta.segment<10>(10 * k).noalias() +=
+        s.y_next.segment<10>(10 * k) * dpi_dtheta.middleCols<10>(10 * k);
   if (actuators_) {
     const auto theta_act = theta.tail(actuators_->numParameters());
     R_theta.segment(ns, actuators_->numParameters()) += dt_ * s.dp_dtheta_act.transpose();
