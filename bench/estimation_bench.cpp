@@ -20,6 +20,9 @@
 //    iterations instead of charged to the first. Counters: the solver's time split per iteration
 //    and kB_per_knot, the heap the solver took when it was constructed (buffers and stage datas).
 //
+// Energy observations (prefix go2_energy/): the same problem with measurements.energy, derivatives
+// and direction at 1000 knots over go2/'s (the energy row's price per iteration).
+//
 // Contact-implicit (prefix go2_implicit/): the same log simulated for 11.1 s, PRIME's smoothed
 // contact dynamics instead of rigid contacts (no flags), derivatives_N and mean_iteration_N at 1000
 // and 2000 knots of 1 ms (ratios: _2000 over _1000, target at most 2.1; _1000 over the rigid
@@ -59,6 +62,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <malloc.h>
 
@@ -83,16 +87,21 @@ const heft::io::Log& log() {
   return log;
 }
 
-const heft::estimation::LogProblem& problem(int knots) {
-  static std::map<int, heft::estimation::LogProblem> cache;
-  auto it = cache.find(knots);
+// energy: with energy observations (measurements.energy: one row per running stage).
+const heft::estimation::LogProblem& problem(int knots, bool energy = false) {
+  static std::map<std::pair<int, bool>, heft::estimation::LogProblem> cache;
+  auto it = cache.find({knots, energy});
   if (it == cache.end()) {
     static const heft::model::RobotModel robot = heft::model::loadRobot("go2");
     heft::estimation::LogProblemOptions options;
     options.identified_bodies = {robot.body(1).name};
     options.first_sample = 1000;
     options.knots = knots;
-    it = cache.emplace(knots, heft::estimation::buildLogProblem(robot, log(), options)).first;
+    options.use_energy = energy;
+    it = cache
+             .emplace(std::make_pair(knots, energy),
+                      heft::estimation::buildLogProblem(robot, log(), options))
+             .first;
   }
   return it->second;
 }
@@ -151,12 +160,13 @@ void derivativesOf(benchmark::State& state, const heft::estimation::LogProblem& 
 
 void derivatives(benchmark::State& state, int knots) { derivativesOf(state, problem(knots)); }
 
-void direction(benchmark::State& state, int knots) {
-  const auto& lp = problem(knots);
+void directionOf(benchmark::State& state, const heft::estimation::LogProblem& lp) {
   heft::estimation::RiccatiSolver solver(lp.problem);
   solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
   for (auto _ : state) benchmark::DoNotOptimize(solver.computeDirection());
 }
+
+void direction(benchmark::State& state, int knots) { directionOf(state, problem(knots)); }
 
 void iteration(benchmark::State& state, int knots) {
   const auto& lp = problem(knots);
@@ -242,6 +252,7 @@ void prepareGo2(const benchmark::State&) {
   done = true;
   problem(1000);
   problem(2000);
+  problem(1000, true);
   std::printf("go2: nv %d, stage residuals %d, 1000 and 2000 knots at 1 kHz\n",
               problem(1000).model->nv, problem(1000).problem->running(0).nr());
 }
@@ -473,6 +484,16 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
+  // go2 with energy observations: the price of the energy row in the derivatives and in a
+  // direction (no line search, so the same work on both problems), over go2/ at 1000 knots.
+  benchmark::RegisterBenchmark("go2_energy/derivatives_1000",
+                               [](benchmark::State& s) { derivativesOf(s, problem(1000, true)); })
+      ->Setup(prepareGo2)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("go2_energy/direction_1000",
+                               [](benchmark::State& s) { directionOf(s, problem(1000, true)); })
+      ->Setup(prepareGo2)
+      ->Unit(benchmark::kMillisecond);
   // Contact-implicit go2: derivatives and mean iteration at 1000 and 2000 knots of 1 ms, and a
   // whole solve of 1000 knots of 10 ms (10 s of log, PRIME's horizon and step).
   for (int knots : {1000, 2000}) {
@@ -508,6 +529,7 @@ int main(int argc, char** argv) {
   }
   PendulumReporter reporter(
       "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; "
+      "go2_energy: over go2 (the energy row's price); "
       "go2_implicit: _2000 over _1000, _1000 over go2 (rigid contacts); pendulum, "
       "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
       [](const std::string& name) {
@@ -516,6 +538,9 @@ int main(int argc, char** argv) {
           return std::string("go2/derivatives_1000");
         for (const char* what : {"derivatives", "direction", "iteration", "mean_iteration"})
           if (name == std::string("go2/") + what + "_2000")
+            return std::string("go2/") + what + "_1000";
+        for (const char* what : {"derivatives", "direction"})
+          if (name == std::string("go2_energy/") + what + "_1000")
             return std::string("go2/") + what + "_1000";
         // contact-implicit: 2000 over 1000 knots, and 1000 over the rigid-contact problem's
         for (const char* what : {"derivatives", "mean_iteration"}) {

@@ -1516,6 +1516,32 @@ TEST(RiccatiSolver, NullspaceLeavesUnobservableParameterAndConverges) {
   }
 }
 
+// A direction the data do not see but the prior holds is not nullspace, however much larger the
+// data make the largest eigenvalue of S: theta_1 keeps the prior's variance in the covariance.
+TEST(RiccatiSolver, DirectionsHeldOnlyByThePriorAreNotNullspace) {
+  // prior std 1e3 on both coordinates: weak against the data's information on theta_0, strong
+  // against the Levenberg-Marquardt floor (min_regularization 1e-12 on S's diagonal)
+  const double prior_sqrt_info = 1e-3;
+  const auto problem = springProblem(300, prior_sqrt_info);
+  // the spring's data give theta_0 an information of 3.5 only: a coarse relative tolerance puts
+  // the prior's 1e-6 below tolerance x largest, as a stiff row does with the default
+  RiccatiOptions options;
+  options.nullspace_tolerance = 1e-3;
+  RiccatiSolver solver(problem, options);
+  solver.setInitialGuessFromRollout(problem->arrival().theta_mean);
+  const auto& summary = solver.solve();
+  ASSERT_TRUE(summary.ok()) << summary.report();
+  EXPECT_EQ(summary.nullspace_dimension, 0);
+  EXPECT_NEAR(solver.theta()(0), 40.0, 1e-3 * 40);
+  EXPECT_EQ(solver.theta()(1), 7.0);  // no gradient along it: the prior's mean
+  const double prior_variance = 1 / (prior_sqrt_info * prior_sqrt_info);
+  // within the regularization's share, 1e-12 / 1e-6
+  EXPECT_NEAR(solver.thetaCovariance()(1, 1), prior_variance, 2e-6 * prior_variance);
+  // the case the floor is for: the relative tolerance alone would have cut theta_1 off
+  const double largest = 1 / solver.thetaCovariance()(0, 0);
+  EXPECT_GT(options.nullspace_tolerance * largest, 1 / prior_variance) << largest;
+}
+
 // A solver runs on StageModelNumDiff stages (dense path: no semi-implicit structure) to the
 // analytical stages' estimate.
 TEST(StageModelNumDiff, SolverReachesTheAnalyticalEstimate) {

@@ -10,6 +10,17 @@
 
 namespace heft::estimation {
 
+// Eigenvalues of S (or of S on the constraints' nullspace) at or below this are its nullspace: a
+// fraction of the largest, but never above the prior's own information (S cannot fall below it
+// unless rounding, of order eps times the largest, took it away).
+double RiccatiSolver::Impl::nullspaceThreshold(double largest_eigenvalue) const {
+  double threshold = options_.nullspace_tolerance * largest_eigenvalue;
+  if (prior_information_floor_ > 0 && threshold > prior_information_floor_)
+    threshold = std::max(prior_information_floor_,
+                         64 * std::numeric_limits<double>::epsilon() * largest_eigenvalue);
+  return std::max(threshold, std::numeric_limits<double>::min());
+}
+
 bool RiccatiSolver::Impl::solveArrival() {
   const ArrivalPrior& arrival = problem_->arrival();
   Hxx_ = Vxx_next_;
@@ -48,8 +59,7 @@ bool RiccatiSolver::Impl::solveArrival() {
     S_vectors_.noalias() = S_Q_ * S_eig_.eigenvectors();
     const Eigen::VectorXd& lambda = S_eig_.eigenvalues();
     const Eigen::MatrixXd& V = S_vectors_;
-    const double threshold = std::max(options_.nullspace_tolerance * lambda.maxCoeff(),
-                                      std::numeric_limits<double>::min());
+    const double threshold = nullspaceThreshold(lambda.maxCoeff());
     // Step on the range of S (eq. 31: none along an unobservable direction), within the trust
     // radius: dtheta(nu) = -sum_i v_i (v_i . g) / (lambda_i + nu), the smallest nu >= 0 with
     // |dtheta(nu)| <= radius (the norm decreases with nu: bisection).
@@ -156,8 +166,7 @@ bool RiccatiSolver::Impl::constrainedThetaStep(double floor) {
   if (Z.cols() == 0) return true;
   const Eigen::MatrixXd reduced = Z.transpose() * S_ * Z;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(reduced);
-  const double threshold = std::max(options_.nullspace_tolerance * eig.eigenvalues().maxCoeff(),
-                                    std::numeric_limits<double>::min());
+  const double threshold = nullspaceThreshold(eig.eigenvalues().maxCoeff());
   for (int i = 0; i < Z.cols(); ++i) {
     if (eig.eigenvalues()(i) <= threshold) {
       ++nullity_;

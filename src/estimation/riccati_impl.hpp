@@ -185,6 +185,11 @@ struct RiccatiSolver::Impl {
   bool constrained_covariance_ = false;  ///< the covariance is on the active constraints' nullspace
   Eigen::MatrixXd constrained_nullspace_;
   int nullity_ = 0;
+  /// Half the smallest eigenvalue of theta's prior information (0 without a prior on every
+  /// direction): S >= the prior's information, so an eigenvalue above it is determined however
+  /// large the largest (a stiff row), and the relative nullspace tolerance stops there.
+  double prior_information_floor_ = 0;
+  double nullspaceThreshold(double largest_eigenvalue) const;
   double theta_radius_ = 0;         ///< current trust radius
   bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius
   // Direction and its expected change of the cost.

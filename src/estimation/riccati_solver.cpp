@@ -215,6 +215,14 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
   Qw_.setZero(nw_max_);
   arrival_r_.setZero(ndx_);
   prior_r_.setZero(np_);
+  prior_information_floor_ = 0;
+  if (np_ > 0) {
+    const Eigen::MatrixXd& L = problem_->arrival().theta_sqrt_info;
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> prior(L.transpose() * L,
+                                                               Eigen::EigenvaluesOnly);
+    if (prior.info() == Eigen::Success)
+      prior_information_floor_ = std::max(0.0, 0.5 * prior.eigenvalues().minCoeff());
+  }
   arrival_J_.setZero(ndx_, ndx_);
   J_unused_.setZero(ndx_, ndx_);
   J_next_unused_.setZero(ndx_, ndx_);

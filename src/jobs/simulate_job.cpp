@@ -1,5 +1,6 @@
 #include "heft/jobs/simulate_job.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -43,11 +44,11 @@ void SimulateJob::Config::validate() const {
 
 std::string SimulateJob::list() {
   std::ostringstream s;
+  size_t width = 0;  // the names in one column, however long the longest
+  for (const auto& scenario : sim::scenarios()) width = std::max(width, scenario.name.size());
   for (const auto& scenario : sim::scenarios()) {
-    char line[512];
-    std::snprintf(line, sizeof line, "%-22s %s\n", scenario.name.c_str(),
-                  scenario.description.c_str());
-    s << line;
+    s << scenario.name << std::string(width + 1 - scenario.name.size(), ' ') << scenario.description
+      << "\n";
   }
   return s.str();
 }

@@ -346,6 +346,17 @@ void addPendulumScenarios(std::vector<Scenario>& list) {
     // "lost" threshold called a fall. The motion and the log are the same with either threshold.
     payload.max_tracking_error = 0.25;
     list.push_back(payload);
+    // The same motion with joint friction and rotor inertia: Coulomb about 5 % of the gravity
+    // torque at the shoulder, armature about half of link 2's inertia about its joint (the
+    // pendulum of the energy-observation studies).
+    Scenario friction = s;
+    friction.name = "double-pendulum-friction";
+    friction.description =
+        "double pendulum with joint friction (damping, frictionloss, armature), Fourier "
+        "excitation, 15 s";
+    friction.model.joint_friction["joint1"] = JointFriction{0.02, 0.05, 0.002};
+    friction.model.joint_friction["joint2"] = JointFriction{0.01, 0.03, 0.001};
+    list.push_back(friction);
   }
 }
 

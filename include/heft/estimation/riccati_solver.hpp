@@ -98,7 +98,9 @@ struct RiccatiOptions {
   double min_theta_trust_radius = 1e-8;
   double max_theta_trust_radius = 1e3;
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
-  /// its nullspace (eq. 31).
+  /// its nullspace (eq. 31), but never one above half the smallest eigenvalue of theta's prior
+  /// information: a direction the prior holds is determined however stiff another row makes the
+  /// largest (energy rows at 1e-5 J froze 15 of the double pendulum's 26 directions otherwise).
   double nullspace_tolerance = 1e-10;
   /// Use the stages' semi-implicit structure (StageData::semi_implicit) in the backward pass: the
   /// same Q in about half the products. Off: dense products with F (for tests and comparison).
