@@ -546,6 +546,18 @@ TEST(Studies, NoiseSweepOtherSeeds) {
   writeFile("studies/noise-sweep/other-seeds.md", md.str());
 }
 
+// |f - f*| / |f*| over the nf Coulomb and viscous coefficients after the n_pi inertial entries.
+double frictionError(const Eigen::VectorXd& x, const Eigen::VectorXd& xt, int n_pi, int nf) {
+  return (x.segment(n_pi, nf) - xt.segment(n_pi, nf)).norm() / xt.segment(n_pi, nf).norm();
+}
+
+// An energy std for a table: "none" for 0 (without energy observations).
+std::string energyStdText(double energy_std) {
+  char text[32] = "none";
+  if (energy_std > 0) std::snprintf(text, sizeof text, "%g", energy_std);
+  return text;
+}
+
 // The ablation of the bayesian-sysid paper's Table I on the noise sweep's protocol: method 4 with
 // and without energy observations, on the sweep's log and prior (simulator seed 1, prior seed 11)
 // at sigma 0 / 0.01 / 0.1 and on another pair (2, 12) at 0.01, at two energy stds (the default and
@@ -593,16 +605,14 @@ TEST(Studies, EnergyObservations) {
       const JointEstimate run =
           jointEstimate(panda, log, set, c.sigma > 0 ? c.sigma : 3e-5, energy_std);
       const InertialError e = inertialError(torque_clean, base_clean, run.linear, xt, n_pi);
-      const double f_error = (run.linear.segment(n_pi, nf) - xt.segment(n_pi, nf)).norm() /
-                             xt.segment(n_pi, nf).norm();
+      const double f_error = frictionError(run.linear, xt, n_pi, nf);
       char line[256];
-      char std_text[32] = "none";
-      if (energy_std > 0) std::snprintf(std_text, sizeof std_text, "%g", energy_std);
       std::snprintf(line, sizeof line,
                     "| %u | %u | %g | %s | %s | %s | %s | %d | %s | %.0f | %.2g | %.2g | %.2g |\n",
-                    c.sim_seed, c.prior_seed, c.sigma, std_text, pct(e.base).c_str(),
-                    pct(e.full).c_str(), pct(f_error).c_str(), run.iterations, run.status.c_str(),
-                    run.time_s, run.energy_rms, run.noise_work_rms, run.energy_error_rms);
+                    c.sim_seed, c.prior_seed, c.sigma, energyStdText(energy_std).c_str(),
+                    pct(e.base).c_str(), pct(e.full).c_str(), pct(f_error).c_str(), run.iterations,
+                    run.status.c_str(), run.time_s, run.energy_rms, run.noise_work_rms,
+                    run.energy_error_rms);
       md << line;
       std::printf("%s", line);
       EXPECT_TRUE(std::isfinite(e.base) && std::isfinite(f_error));
@@ -659,6 +669,10 @@ TEST(Studies, EnergyObservationsPendulum) {
         << "| sigma [rad] | energy std [J] | iterations | base | full | friction | not "
            "converged |\n|---|---|---|---|---|---|---|\n";
   const io::Log clean = encoderNoiseLog(scenario, 1, 0);
+  std::vector<SeedReference>
+      refs;  // per prior seed, from the noise-free log: the same at every sigma
+  for (const unsigned prior_seed : prior_seeds)
+    refs.push_back(seedReference(pendulum, clean, prior_seed, po, joints));
   for (const double sigma : sigmas) {
     const io::Log log = encoderNoiseLog(scenario, 1, sigma);
     struct Mean {
@@ -666,24 +680,22 @@ TEST(Studies, EnergyObservationsPendulum) {
       int not_converged = 0;
     };
     std::vector<Mean> mean(std::size(energy_stds));
-    for (const unsigned prior_seed : prior_seeds) {
-      const SeedReference ref = seedReference(pendulum, clean, prior_seed, po, joints);
+    for (size_t p = 0; p < std::size(prior_seeds); ++p) {
+      const unsigned prior_seed = prior_seeds[p];
+      const SeedReference& ref = refs[p];
       const Eigen::VectorXd xt =
           results::truthLinearVector(pendulum, log, ref.torque_clean.layout, friction);
       {  // the initial guess: the prior's inertias, the estimator's friction and armature priors
-        estimation::LogProblemOptions defaults;
-        defaults.actuators.friction_joints = defaults.actuators.armature_joints = joints;
-        defaults.actuators.validate();
+        const estimation::ActuatorTermsOptions defaults;
         Eigen::VectorXd x0 = ref.x0;
         for (int j = 0; j < static_cast<int>(joints.size()); ++j) {
-          x0[ref.n_pi + 2 * j] = defaults.actuators.friction_coulomb;
-          x0[ref.n_pi + 2 * j + 1] = defaults.actuators.friction_viscous;
+          x0[ref.n_pi + 2 * j] = defaults.friction_coulomb;
+          x0[ref.n_pi + 2 * j + 1] = defaults.friction_viscous;
         }
         x0.segment(ref.torque_clean.layout.armatureOffset(), joints.size())
-            .setConstant(defaults.actuators.armature_median);
+            .setConstant(defaults.armature_median);
         const InertialError e = inertialError(ref.torque_clean, ref.base_clean, x0, xt, ref.n_pi);
-        const double f_error = (x0.segment(ref.n_pi, nf) - xt.segment(ref.n_pi, nf)).norm() /
-                               xt.segment(ref.n_pi, nf).norm();
+        const double f_error = frictionError(x0, xt, ref.n_pi, nf);
         char line[256];
         std::snprintf(line, sizeof line, "| %g | %u | prior | %s | %s | %s | | | | | | | |\n",
                       sigma, prior_seed, pct(e.base).c_str(), pct(e.full).c_str(),
@@ -696,18 +708,15 @@ TEST(Studies, EnergyObservationsPendulum) {
         const JointEstimate run = jointEstimate(pendulum, log, ref.set, sigma, energy_std, joints);
         const InertialError e =
             inertialError(ref.torque_clean, ref.base_clean, run.linear, xt, ref.n_pi);
-        const double f_error =
-            (run.linear.segment(ref.n_pi, nf) - xt.segment(ref.n_pi, nf)).norm() /
-            xt.segment(ref.n_pi, nf).norm();
+        const double f_error = frictionError(run.linear, xt, ref.n_pi, nf);
         char line[256];
-        char std_text[32] = "none";
-        if (energy_std > 0) std::snprintf(std_text, sizeof std_text, "%g", energy_std);
         std::snprintf(line, sizeof line,
                       "| %g | %u | %s | %s | %s | %s | %d | %s | %.3g | %.1f | %.2g | %.2g | %.2g "
                       "|\n",
-                      sigma, prior_seed, std_text, pct(e.base).c_str(), pct(e.full).c_str(),
-                      pct(f_error).c_str(), run.iterations, run.status.c_str(), run.cost,
-                      run.time_s, run.energy_rms, run.noise_work_rms, run.energy_error_rms);
+                      sigma, prior_seed, energyStdText(energy_std).c_str(), pct(e.base).c_str(),
+                      pct(e.full).c_str(), pct(f_error).c_str(), run.iterations, run.status.c_str(),
+                      run.cost, run.time_s, run.energy_rms, run.noise_work_rms,
+                      run.energy_error_rms);
         md << line;
         std::printf("%s", line);
         std::fflush(stdout);
@@ -723,12 +732,10 @@ TEST(Studies, EnergyObservationsPendulum) {
     const double n = std::size(prior_seeds);
     for (size_t s = 0; s < std::size(energy_stds); ++s) {
       char line[256];
-      char std_text[32] = "none";
-      if (energy_stds[s] > 0) std::snprintf(std_text, sizeof std_text, "%g", energy_stds[s]);
-      std::snprintf(line, sizeof line, "| %g | %s | %.1f | %s | %s | %s | %d |\n", sigma, std_text,
-                    mean[s].iterations / n, pct(mean[s].base / n).c_str(),
-                    pct(mean[s].full / n).c_str(), pct(mean[s].friction / n).c_str(),
-                    mean[s].not_converged);
+      std::snprintf(line, sizeof line, "| %g | %s | %.1f | %s | %s | %s | %d |\n", sigma,
+                    energyStdText(energy_stds[s]).c_str(), mean[s].iterations / n,
+                    pct(mean[s].base / n).c_str(), pct(mean[s].full / n).c_str(),
+                    pct(mean[s].friction / n).c_str(), mean[s].not_converged);
       means << line;
     }
   }
