@@ -41,8 +41,14 @@ struct RiccatiSolver::Impl {
   /// Backtracking from alpha = 1 (nonmonotone Armijo on the merit, eq. 37); the accepted alpha,
   /// 0 when none. trial_ holds the last trial.
   double lineSearch(double reference, double gap1);
-  /// cur_ <- trial_ and the updates of the merit memory, mu and the trust radius.
-  void acceptTrial(double accepted, double cost_before, double gap1);
+  /// Whether the line search's accepted alpha < 1 was theta's doing: the direction with theta's
+  /// part halved (dtheta / 2 and the trajectory's linear response to it) is tried at 2 alpha, the
+  /// rejected length, into probe_ (which replaces trial_ when it is acceptable and better). True
+  /// when that trial is acceptable.
+  bool thetaShortenedStep(double alpha, double reference, double gap1);
+  /// cur_ <- trial_ and the updates of the merit memory, mu and the trust radius (shrunk after a
+  /// shortened step only when theta_shortened).
+  void acceptTrial(double accepted, double cost_before, double gap1, bool theta_shortened);
   /// Shrinks the trust radius and raises mu; false (summary_ set) when mu is at its maximum.
   bool rejectTrial();
   /// The posterior covariance at the returned iterate (unless the last direction is there) and
@@ -81,8 +87,10 @@ struct RiccatiSolver::Impl {
   bool constrainedThetaStep(double floor);
   bool solveThetaQp(double nu, double floor);  // qp_ at S + nu I (floored); true when solved
   void linearRollout();                        // dxs_, dws_, d1_, d2_
-  void rolloutTrial(double alpha);             // trial_ from cur_ and the direction
-  double arrivalCost(Trajectory& traj);        // also the parameter constraints' violation
+  // out from cur_ and the direction: the trajectory's part times alpha, theta's times theta_alpha
+  void rolloutTrial(double alpha, double theta_alpha, Trajectory& out);
+  bool acceptable(const Trajectory& trial, double alpha, double reference, double gap1);
+  double arrivalCost(Trajectory& traj);  // also the parameter constraints' violation
   void printProgress(int iteration, double alpha) const;
 
   std::shared_ptr<const Problem> problem_;
@@ -93,10 +101,11 @@ struct RiccatiSolver::Impl {
   double penalty_ = 0;
 
   // The current guess and a trial point of the line search, each with its evaluation.
-  Trajectory cur_, trial_;
+  Trajectory cur_, trial_, probe_;
   /// datas_ and terminal_data_ hold calc at cur_ and cur_.gaps are up to date: the derivative
   /// pass then skips calc (evaluate and the accepted trial already did it).
   bool datas_at_current_ = false;
+  bool datas_at_trial_ = false;  ///< datas_ hold calc at trial_ (the last evaluation was trial_'s)
   StageWorkspace workspace_;  ///< the stages' shared scratch (declared before the datas using it)
   std::vector<std::unique_ptr<StageData>> datas_;
   std::unique_ptr<StageData> terminal_data_;
@@ -194,6 +203,7 @@ struct RiccatiSolver::Impl {
   bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius
   // Direction and its expected change of the cost.
   std::vector<Eigen::VectorXd> dxs_, dws_;
+  std::vector<Eigen::VectorXd> saved_dxs_, saved_dws_;  ///< the direction while a probe uses dxs_
   Eigen::VectorXd dtheta_, e_, tangent_;
   double d1_ = 0, d2_ = 0;
   std::vector<std::pair<double, double>>

@@ -123,68 +123,108 @@ void RiccatiSolver::Impl::linearRollout() {
   d2_ += e.squaredNorm();
 }
 
-void RiccatiSolver::Impl::rolloutTrial(double alpha) {
+void RiccatiSolver::Impl::rolloutTrial(double alpha, double theta_alpha, Trajectory& out) {
   const StateManifold& state = problem_->state();
   datas_at_current_ = false;  // the stages' data now hold trial points
-  trial_.theta = cur_.theta;
-  trial_.theta.noalias() += alpha * dtheta_;
+  datas_at_trial_ = &out == &trial_;
+  out.theta = cur_.theta;
+  out.theta.noalias() += theta_alpha * dtheta_;
   if (options_.rollout == Rollout::MultipleShooting) {
     for (int k = 0; k <= N_; ++k) {
       tangent_ = alpha * dxs_[k];
-      state.integrate(cur_.xs[k], tangent_, trial_.xs[k]);
+      state.integrate(cur_.xs[k], tangent_, out.xs[k]);
     }
     for (int k = 0; k < N_; ++k) {
-      trial_.ws[k] = cur_.ws[k];
-      trial_.ws[k].noalias() += alpha * dws_[k];
+      out.ws[k] = cur_.ws[k];
+      out.ws[k].noalias() += alpha * dws_[k];
     }
-    evaluate(trial_);
+    evaluate(out);
     return;
   }
   // Single shooting and feasibility-driven: a nonlinear rollout under the feedback policy.
   tangent_ = alpha * dxs_[0];
-  state.integrate(cur_.xs[0], tangent_, trial_.xs[0]);
-  double cost = arrivalCost(trial_);
+  state.integrate(cur_.xs[0], tangent_, out.xs[0]);
+  double cost = arrivalCost(out);
   double norm1 = 0, max_gap = 0;
   const double keep = options_.rollout == Rollout::FeasibilityDriven ? 1 - alpha : 0;
   for (int k = 0; k < N_; ++k) {
-    state.difference(cur_.xs[k], trial_.xs[k], tangent_);
+    state.difference(cur_.xs[k], out.xs[k], tangent_);
     policyCorrection(k, alpha, tangent_);
-    trial_.ws[k] = cur_.ws[k] - policy_tmp_.head(cur_.ws[k].size());
-    problem_->running(k).calc(*datas_[k], trial_.xs[k], trial_.ws[k], trial_.theta);
+    out.ws[k] = cur_.ws[k] - policy_tmp_.head(cur_.ws[k].size());
+    problem_->running(k).calc(*datas_[k], out.xs[k], out.ws[k], out.theta);
     cost += datas_[k]->cost;
     if (keep > 0) {
       tangent_ = -keep * cur_.gaps[k + 1];
-      state.integrate(datas_[k]->xnext, tangent_, trial_.xs[k + 1]);
-      state.difference(trial_.xs[k + 1], datas_[k]->xnext, trial_.gaps[k + 1]);
+      state.integrate(datas_[k]->xnext, tangent_, out.xs[k + 1]);
+      state.difference(out.xs[k + 1], datas_[k]->xnext, out.gaps[k + 1]);
     } else {
-      trial_.xs[k + 1] = datas_[k]->xnext;
-      trial_.gaps[k + 1].setZero();
+      out.xs[k + 1] = datas_[k]->xnext;
+      out.gaps[k + 1].setZero();
     }
-    norm1 += trial_.gaps[k + 1].lpNorm<1>();
-    max_gap = std::max(max_gap, trial_.gaps[k + 1].lpNorm<Eigen::Infinity>());
+    norm1 += out.gaps[k + 1].lpNorm<1>();
+    max_gap = std::max(max_gap, out.gaps[k + 1].lpNorm<Eigen::Infinity>());
   }
-  problem_->terminal().calc(*terminal_data_, trial_.xs[N_], Eigen::VectorXd(), trial_.theta);
-  trial_.cost = cost + terminal_data_->cost;
-  trial_.gap_norm1 = norm1;
-  trial_.max_gap = max_gap;
+  problem_->terminal().calc(*terminal_data_, out.xs[N_], Eigen::VectorXd(), out.theta);
+  out.cost = cost + terminal_data_->cost;
+  out.gap_norm1 = norm1;
+  out.max_gap = max_gap;
+}
+
+bool RiccatiSolver::Impl::acceptable(const Trajectory& trial, double alpha, double reference,
+                                     double gap1) {
+  const double trial_merit = trial.cost + penalty_ * infeasibility(trial);
+  const double predicted =
+      std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
+  return std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&
+         trial_merit < reference;
 }
 
 double RiccatiSolver::Impl::lineSearch(double reference, double gap1) {
   for (double alpha = 1; alpha >= options_.min_step; alpha *= 0.5) {
     try {
-      rolloutTrial(alpha);
+      rolloutTrial(alpha, alpha, trial_);
     } catch (const InputError&) {
       // A trial theta outside the parametrization's finite range (exp overflow): too long.
       continue;
     }
-    const double trial_merit = trial_.cost + penalty_ * infeasibility(trial_);
-    const double predicted =
-        std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
-    if (std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&
-        trial_merit < reference)
-      return alpha;
+    if (acceptable(trial_, alpha, reference, gap1)) return alpha;
   }
   return 0;
+}
+
+bool RiccatiSolver::Impl::thetaShortenedStep(double alpha, double reference, double gap1) {
+  // The rejected length 2 alpha along the direction with theta's part halved: theta moves as far
+  // as in the accepted step, the trajectory as far as in the rejected one, consistently (the
+  // direction is linear in dtheta: dx_0 of eq. 83 and the linear rollout). If that passes the
+  // test the full step failed, theta's longer move is what failed it: the theta model does not
+  // reach that far. If it fails too, the trajectory's own curvature (stiff rows such as energy
+  // observations at 1e-5 J) shortened the step, and shrinking theta's radius would only freeze
+  // theta.
+  const double d1 = d1_, d2 = d2_;
+  for (int k = 0; k <= N_; ++k) saved_dxs_[k] = dxs_[k];
+  for (int k = 0; k < N_; ++k) saved_dws_[k] = dws_[k];
+  dtheta_ *= 0.5;
+  dxs_[0] = 0.5 * (saved_dxs_[0] - HxxInvGx_);  // -H_xx^-1 (g_x + H_xtheta dtheta / 2)
+  linearRollout();
+  const double longer = 2 * alpha;
+  bool acceptable_probe = true;
+  try {
+    rolloutTrial(longer, longer, probe_);
+    acceptable_probe = acceptable(probe_, longer, reference, gap1);
+  } catch (const InputError&) {
+  }
+  dtheta_ *= 2;
+  for (int k = 0; k <= N_; ++k) dxs_[k] = saved_dxs_[k];
+  for (int k = 0; k < N_; ++k) dws_[k] = saved_dws_[k];
+  d1_ = d1;
+  d2_ = d2;
+  if (!acceptable_probe) return false;
+  if (probe_.cost + penalty_ * infeasibility(probe_) <
+      trial_.cost + penalty_ * infeasibility(trial_)) {
+    std::swap(trial_, probe_);  // the better point of the two; the datas hold its evaluation
+    datas_at_trial_ = true;
+  }
+  return true;
 }
 
 }  // namespace heft::estimation

@@ -144,6 +144,7 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
 
   resizeTrajectory(cur_);
   resizeTrajectory(trial_);
+  resizeTrajectory(probe_);
   datas_.reserve(N_);
   // The stages are evaluated one at a time: their dynamics share one scratch per contact set.
   for (int k = 0; k < N_; ++k) datas_.push_back(problem_->running(k).createDataSharing(workspace_));
@@ -159,6 +160,8 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
   }
   policy_tmp_.setZero(nw_max_);
   dxs_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
+  saved_dxs_ = dxs_;  // sized once: a probe's direction is computed in dxs_, dws_
+  saved_dws_ = dws_;
   lin_gaps_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
   D0_.setZero(ndx_, ndx_);
   D1_.setZero(ndx_, ndx_);
@@ -376,7 +379,9 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     summary_.step_history.push_back(accepted);
     printProgress(iteration, accepted);
     if (accepted > 0) {
-      acceptTrial(accepted, cost_before, gap1);
+      const bool theta_shortened = accepted < 1 && np_ > 0 && dtheta_.squaredNorm() > 0 &&
+                                   thetaShortenedStep(accepted, reference, gap1);
+      acceptTrial(accepted, cost_before, gap1, theta_shortened);
       direction_at_current = false;
     } else if (!rejectTrial()) {
       break;
@@ -416,7 +421,8 @@ bool RiccatiSolver::Impl::regularizedDirection(int iteration) {
   return true;
 }
 
-void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, double gap1) {
+void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, double gap1,
+                                      bool theta_shortened) {
   std::swap(cur_.xs, trial_.xs);
   std::swap(cur_.ws, trial_.ws);
   std::swap(cur_.gaps, trial_.gaps);
@@ -426,7 +432,7 @@ void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, doubl
   cur_.max_gap = trial_.max_gap;
   cur_.constraint_norm1 = trial_.constraint_norm1;
   cur_.constraint_max = trial_.constraint_max;
-  datas_at_current_ = true;  // the accepted trial was the last one evaluated
+  datas_at_current_ = datas_at_trial_;  // unless a probe was evaluated after the accepted trial
   if (options_.nonmonotone_memory > 0) {
     if (static_cast<int>(merit_memory_.size()) == options_.nonmonotone_memory)
       merit_memory_.erase(merit_memory_.begin());
@@ -436,9 +442,10 @@ void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, doubl
     mu_ = std::max(options_.min_regularization, mu_ / options_.regularization_factor);
   if (accepted == 1 && theta_at_boundary_)
     theta_radius_ = std::min(options_.max_theta_trust_radius, 2 * theta_radius_);
-  else if (accepted < 1)
+  else if (accepted < 1 && theta_shortened)
     theta_radius_ = std::max(options_.min_theta_trust_radius,
                              0.5 * accepted * std::min(theta_radius_, dtheta_.norm()));
+  // A step the trajectory shortened leaves the radius: the theta model was not what failed.
 }
 
 bool RiccatiSolver::Impl::rejectTrial() {
