@@ -379,8 +379,10 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     summary_.step_history.push_back(accepted);
     printProgress(iteration, accepted);
     if (accepted > 0) {
+      const auto t1 = std::chrono::steady_clock::now();
       const bool theta_shortened = accepted < 1 && np_ > 0 && dtheta_.squaredNorm() > 0 &&
                                    thetaShortenedStep(accepted, reference, gap1);
+      summary_.forward_seconds += secondsSince(t1);  // the probe is forward work too
       acceptTrial(accepted, cost_before, gap1, theta_shortened);
       direction_at_current = false;
     } else if (!rejectTrial()) {
