@@ -85,10 +85,11 @@ struct RiccatiSolver::Impl {
   // the QP failed (the unconstrained step stays, counted) or no constraint was active (the
   // covariance stays).
   bool constrainedThetaStep(double floor);
-  bool solveThetaQp(double nu, double floor);  // qp_ at S + nu I (floored); true when solved
-  void linearRollout();                        // dxs_, dws_, d1_, d2_
-  // out from cur_ and the direction: the trajectory's part times alpha, theta's times theta_alpha
-  void rolloutTrial(double alpha, double theta_alpha, Trajectory& out);
+  bool solveThetaQp(double nu, double floor);        // qp_ at S + nu I (floored); true when solved
+  void linearRollout();                              // dxs_, dws_, d1_, d2_
+  void rolloutTrial(double alpha, Trajectory& out);  // out from cur_ and alpha times the direction
+  double merit(const Trajectory& traj) const { return traj.cost + penalty_ * infeasibility(traj); }
+  /// The nonmonotone Armijo test of the line search for a trial at alpha along the direction.
   bool acceptable(const Trajectory& trial, double alpha, double reference, double gap1);
   double arrivalCost(Trajectory& traj);  // also the parameter constraints' violation
   void printProgress(int iteration, double alpha) const;
@@ -203,7 +204,7 @@ struct RiccatiSolver::Impl {
   bool theta_at_boundary_ = false;  ///< the last theta step was limited by the radius
   // Direction and its expected change of the cost.
   std::vector<Eigen::VectorXd> dxs_, dws_;
-  std::vector<Eigen::VectorXd> saved_dxs_, saved_dws_;  ///< the direction while a probe uses dxs_
+  std::vector<Eigen::VectorXd> saved_dxs_, saved_dws_;  ///< swapped with dxs_, dws_ by a probe
   Eigen::VectorXd dtheta_, e_, tangent_;
   double d1_ = 0, d2_ = 0;
   std::vector<std::pair<double, double>>

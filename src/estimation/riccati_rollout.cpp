@@ -123,12 +123,12 @@ void RiccatiSolver::Impl::linearRollout() {
   d2_ += e.squaredNorm();
 }
 
-void RiccatiSolver::Impl::rolloutTrial(double alpha, double theta_alpha, Trajectory& out) {
+void RiccatiSolver::Impl::rolloutTrial(double alpha, Trajectory& out) {
   const StateManifold& state = problem_->state();
   datas_at_current_ = false;  // the stages' data now hold trial points
   datas_at_trial_ = &out == &trial_;
   out.theta = cur_.theta;
-  out.theta.noalias() += theta_alpha * dtheta_;
+  out.theta.noalias() += alpha * dtheta_;
   if (options_.rollout == Rollout::MultipleShooting) {
     for (int k = 0; k <= N_; ++k) {
       tangent_ = alpha * dxs_[k];
@@ -172,7 +172,7 @@ void RiccatiSolver::Impl::rolloutTrial(double alpha, double theta_alpha, Traject
 
 bool RiccatiSolver::Impl::acceptable(const Trajectory& trial, double alpha, double reference,
                                      double gap1) {
-  const double trial_merit = trial.cost + penalty_ * infeasibility(trial);
+  const double trial_merit = merit(trial);
   const double predicted =
       std::min(alpha * d1_ + 0.5 * alpha * alpha * d2_ - alpha * penalty_ * gap1, 0.0);
   return std::isfinite(trial_merit) && trial_merit <= reference + options_.armijo * predicted &&
@@ -182,7 +182,7 @@ bool RiccatiSolver::Impl::acceptable(const Trajectory& trial, double alpha, doub
 double RiccatiSolver::Impl::lineSearch(double reference, double gap1) {
   for (double alpha = 1; alpha >= options_.min_step; alpha *= 0.5) {
     try {
-      rolloutTrial(alpha, alpha, trial_);
+      rolloutTrial(alpha, trial_);
     } catch (const InputError&) {
       // A trial theta outside the parametrization's finite range (exp overflow): too long.
       continue;
@@ -201,26 +201,26 @@ bool RiccatiSolver::Impl::thetaShortenedStep(double alpha, double reference, dou
   // observations at 1e-5 J) shortened the step, and shrinking theta's radius would only freeze
   // theta.
   const double d1 = d1_, d2 = d2_;
-  for (int k = 0; k <= N_; ++k) saved_dxs_[k] = dxs_[k];
-  for (int k = 0; k < N_; ++k) saved_dws_[k] = dws_[k];
+  std::swap(dxs_, saved_dxs_);  // saved_dxs_, saved_dws_ keep the direction; dxs_, dws_ the probe's
+  std::swap(dws_, saved_dws_);
   dtheta_ *= 0.5;
   dxs_[0] = 0.5 * (saved_dxs_[0] - HxxInvGx_);  // -H_xx^-1 (g_x + H_xtheta dtheta / 2)
   linearRollout();
   const double longer = 2 * alpha;
+  // A probe theta outside the parametrization's finite range counts as theta's doing.
   bool acceptable_probe = true;
   try {
-    rolloutTrial(longer, longer, probe_);
+    rolloutTrial(longer, probe_);
     acceptable_probe = acceptable(probe_, longer, reference, gap1);
   } catch (const InputError&) {
   }
   dtheta_ *= 2;
-  for (int k = 0; k <= N_; ++k) dxs_[k] = saved_dxs_[k];
-  for (int k = 0; k < N_; ++k) dws_[k] = saved_dws_[k];
+  std::swap(dxs_, saved_dxs_);
+  std::swap(dws_, saved_dws_);
   d1_ = d1;
   d2_ = d2;
   if (!acceptable_probe) return false;
-  if (probe_.cost + penalty_ * infeasibility(probe_) <
-      trial_.cost + penalty_ * infeasibility(trial_)) {
+  if (merit(probe_) < merit(trial_)) {
     std::swap(trial_, probe_);  // the better point of the two; the datas hold its evaluation
     datas_at_trial_ = true;
   }

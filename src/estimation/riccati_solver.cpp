@@ -366,10 +366,9 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
       penalty_ = std::max(options_.penalty_decrease * penalty_,
                           (d1_ + 0.5 * d2_) / ((1 - options_.penalty_rho) * gap1));
     }
-    const double merit = cur_.cost + penalty_ * gap1;
     const double cost_before = cur_.cost;
     // Nonmonotone reference: the largest merit of the last accepted iterates, at today's penalty.
-    double reference = merit;
+    double reference = cur_.cost + penalty_ * gap1;
     for (const auto& [cost, gaps] : merit_memory_)
       reference = std::max(reference, cost + penalty_ * gaps);
 
