@@ -49,8 +49,11 @@
 //    1e-9 (1 + J) of heft's optimum J (the bound of tests/reference_test.cpp). Why: with heft's
 //    rule FDDP can stop on the plateau of a saddle of the cost (docs/estimation.md, "Crocoddyl
 //    reference"); iterations counts the iterations up to that one.
+//  - pendulum/heft_solve_always_N (and go2_trot/): heft_solve_N with the theta trust region
+//    shrinking after every shortened step (ThetaTrustUpdate::Always, no probe); the ratio over
+//    heft_solve_N is the probe's net price (its evaluations against the iterations it saves).
 // Counters: iterations, final cost, converged, and the mass / COM errors of link 2 against the
-// MuJoCo truth.
+// MuJoCo truth; heft's solves also forward_ms and total_ms, the solver's own time per iteration.
 //
 //   ./bench_estimation --benchmark_filter='pendulum|go2_trot' --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
@@ -384,11 +387,13 @@ void report(benchmark::State& state, const Comparison& c, const std::string& nam
   details()[c.name + "/" + name] = line;
 }
 
-void heftSolve(benchmark::State& state, const Comparison* c, int knots) {
+void heftSolve(benchmark::State& state, const Comparison* c, int knots,
+               heft::estimation::ThetaTrustUpdate update) {
   prepare(*c, knots);
   const auto& lp = c->problem(knots);
   heft::estimation::RiccatiOptions options;
   options.posterior_covariance = false;
+  options.theta_trust_update = update;
   heft::estimation::RiccatiSolver solver(lp.problem, options);
   for (auto _ : state) {
     solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
@@ -399,8 +404,14 @@ void heftSolve(benchmark::State& state, const Comparison* c, int knots) {
     benchmark::DoNotOptimize(summary.cost);
   }
   const auto& summary = solver.summary();
-  report(state, *c, "heft_solve_" + std::to_string(knots), summary.iterations, summary.cost,
-         summary.ok(), solver.theta());
+  const bool always = update == heft::estimation::ThetaTrustUpdate::Always;
+  report(state, *c,
+         std::string(always ? "heft_solve_always_" : "heft_solve_") + std::to_string(knots),
+         summary.iterations, summary.cost, summary.ok(), solver.theta());
+  // The probe's evaluations are forward work: the split shows what one iteration pays for it.
+  const double per_iteration_ms = 1e3 / std::max(summary.iterations, 1);
+  state.counters["forward_ms"] = summary.forward_seconds * per_iteration_ms;
+  state.counters["total_ms"] = summary.total_seconds * per_iteration_ms;
 }
 
 // Crocoddyl with heft's stopping rule: the time of solve() as the reference measured it.
@@ -515,7 +526,13 @@ int main(int argc, char** argv) {
   for (const auto& [c, knots] : {std::make_pair(&kPendulum, 1000), std::make_pair(&kPendulum, 2000),
                                  std::make_pair(&kTrot, 300)}) {
     const std::string n = std::to_string(knots);
-    benchmark::RegisterBenchmark((c->name + "/heft_solve_" + n).c_str(), heftSolve, c, knots)
+    benchmark::RegisterBenchmark((c->name + "/heft_solve_" + n).c_str(), heftSolve, c, knots,
+                                 heft::estimation::ThetaTrustUpdate::Probe)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    // The theta trust region without its probe (shrinks after every shortened step).
+    benchmark::RegisterBenchmark((c->name + "/heft_solve_always_" + n).c_str(), heftSolve, c, knots,
+                                 heft::estimation::ThetaTrustUpdate::Always)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark((c->name + "/crocoddyl_fddp_" + n).c_str(), crocoddylSolve, c,
@@ -531,7 +548,8 @@ int main(int argc, char** argv) {
       "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; "
       "go2_energy: over go2 (the energy row's price); "
       "go2_implicit: _2000 over _1000, _1000 over go2 (rigid contacts); pendulum, "
-      "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5",
+      "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5; heft_solve_always "
+      "(theta trust region without its probe) over heft_solve",
       [](const std::string& name) {
         if (name == "go2/direction_1000" || name == "go2/iteration_1000" ||
             name == "go2/mean_iteration_1000")
@@ -549,9 +567,12 @@ int main(int argc, char** argv) {
           if (name == std::string("go2_implicit/") + what + "_1000")
             return std::string("go2/") + what + "_1000";
         }
-        for (const std::string prefix : {"pendulum/", "go2_trot/"})
+        for (const std::string prefix : {"pendulum/", "go2_trot/"}) {
+          if (name.rfind(prefix + "heft_solve_always_", 0) == 0)
+            return prefix + "heft_solve_" + name.substr(prefix.size() + 18);
           if (name.rfind(prefix + "heft_solve_", 0) == 0)
             return prefix + "crocoddyl_fddp_" + name.substr(prefix.size() + 11);
+        }
         return std::string();
       });
   benchmark::RunSpecifiedBenchmarks(&reporter);

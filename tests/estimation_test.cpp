@@ -1588,6 +1588,131 @@ TEST(RiccatiSolver, TrustRegionShortenedStepsDoNotConverge) {
   EXPECT_NEAR(free_solver.theta()(0), stiffness, 1e-2 * stiffness);
 }
 
+// A scalar chain x_{k+1} = x_k + w_k with one measurement row per knot, (g(x) - z) / sigma_x, and
+// one row on theta at the end, h(theta) / sigma_theta. g and h are either linear or a sine: a
+// sine's Gauss-Newton step from 1.2 towards its zero (-tan 1.2 = -2.57) overshoots to -1.37,
+// where |sin| is larger, so the full step fails and the half step (to -0.085) passes.
+struct SineChain {
+  bool sine_x = false, sine_theta = false;
+  double z = 0, sigma_x = 1, sigma_theta = 1, x0 = 0, theta0 = 0;
+};
+
+class SineChainStage final : public StageModel {
+ public:
+  SineChainStage(const SineChain& c, bool terminal)
+      : StageModel(1, 1, terminal ? 0 : 1, 2, 1, !terminal), c_(c) {}
+  std::unique_ptr<StageData> createData() const override {
+    return std::make_unique<StageData>(1, 1, nw(), nr(), 1, hasDynamics());
+  }
+  void calc(StageData& d, const Eigen::Ref<const VectorXd>& x, const Eigen::Ref<const VectorXd>& w,
+            const Eigen::Ref<const VectorXd>& theta) const override {
+    const double gx = c_.sine_x ? std::sin(x(0)) : x(0);
+    if (hasDynamics()) {
+      d.xnext(0) = x(0) + w(0);
+      d.r << w(0) / kProcessStd, (gx - c_.z) / c_.sigma_x;
+    } else {
+      const double ht = c_.sine_theta ? std::sin(theta(0)) : theta(0) - 1;
+      d.r << (gx - c_.z) / c_.sigma_x, ht / c_.sigma_theta;
+    }
+    d.cost = 0.5 * d.r.squaredNorm();
+  }
+  void calcDiff(StageData& d, const Eigen::Ref<const VectorXd>& x,
+                const Eigen::Ref<const VectorXd>&,
+                const Eigen::Ref<const VectorXd>& theta) const override {
+    const double dgx = (c_.sine_x ? std::cos(x(0)) : 1.0) / c_.sigma_x;
+    if (hasDynamics()) {
+      d.F_x(0, 0) = 1;
+      d.F_w(0, 0) = 1;
+      d.R_w(0, 0) = 1 / kProcessStd;
+      d.R_x(1, 0) = dgx;
+    } else {
+      d.R_x(0, 0) = dgx;
+      d.R_theta(1, 0) = (c_.sine_theta ? std::cos(theta(0)) : 1.0) / c_.sigma_theta;
+    }
+  }
+  static constexpr double kProcessStd = 10;  // loose: every knot's x moves on its own
+
+ private:
+  SineChain c_;
+};
+
+std::shared_ptr<Problem> sineChainProblem(const SineChain& c) {
+  const int N = 4;
+  std::vector<std::shared_ptr<const StageModel>> running;
+  for (int k = 0; k < N; ++k) running.push_back(std::make_shared<SineChainStage>(c, false));
+  estimation::ArrivalPrior arrival;
+  arrival.x_mean = VectorXd::Constant(1, c.x0);
+  arrival.x_sqrt_info = 1e-3 * MatrixXd::Identity(1, 1);
+  arrival.theta_mean = VectorXd::Constant(1, c.theta0);
+  arrival.theta_sqrt_info = 1e-3 * MatrixXd::Identity(1, 1);
+  return std::make_shared<Problem>(std::make_shared<estimation::EuclideanState>(1), running,
+                                   std::make_shared<SineChainStage>(c, true), arrival);
+}
+
+// The theta trust region shrinks after a shortened step only when theta's part of the direction
+// shortened it (ThetaTrustUpdate::Probe, the default). Radius 10: no theta step here reaches it,
+// so only the shortened-step rule moves it.
+TEST(RiccatiSolver, ThetaTrustRegionShrinksOnlyWhenThetaShortenedTheStep) {
+  RiccatiOptions options;
+  options.theta_trust_radius = 10;
+  auto solved = [](const std::shared_ptr<Problem>& problem, const RiccatiOptions& o) {
+    RiccatiSolver solver(problem, o);
+    solver.setInitialGuessFromRollout(problem->arrival().theta_mean);
+    solver.solve();
+    return solver;
+  };
+  {
+    SCOPED_TRACE("the trajectory's sine shortens the step; theta's row is linear");
+    SineChain c;
+    c.sine_x = true;
+    c.x0 = 1.2;
+    c.sigma_theta = 10;  // at the full step theta's row falls by 0.005, the knots' rise by 0.23
+    const auto problem = sineChainProblem(c);
+    const RiccatiSolver solver = solved(problem, options);
+    const RiccatiSummary& summary = solver.summary();
+    ASSERT_TRUE(summary.ok()) << summary.report();
+    ASSERT_GE(summary.step_history.size(), 2u);
+    EXPECT_EQ(summary.step_history[0], 0.5);
+    for (double radius : summary.theta_radius_history) EXPECT_EQ(radius, 10.0);
+    EXPECT_NEAR(solver.theta()(0), 1.0, 1e-3);  // the prior (1e-3 at 0) pulls it by 1e-4
+    EXPECT_NEAR(solver.xs()[0](0), 0.0, 1e-5);  // the prior (1e-3 at 1.2): 1.2e-6
+    // Without the probe the same step shrinks the radius to half the accepted theta step (0.5 of
+    // a step of 1).
+    RiccatiOptions always = options;
+    always.theta_trust_update = estimation::ThetaTrustUpdate::Always;
+    const RiccatiSolver shrinking = solved(problem, always);
+    const RiccatiSummary& shrunk = shrinking.summary();
+    ASSERT_GE(shrunk.step_history.size(), 2u) << shrunk.report();
+    EXPECT_EQ(shrunk.step_history[0], 0.5);
+    EXPECT_NEAR(shrunk.theta_radius_history[1], 0.25, 1e-3);
+  }
+  {
+    SCOPED_TRACE("theta's sine shortens the step; the knots' rows are linear");
+    SineChain c;
+    c.sine_theta = true;
+    c.theta0 = 1.2;
+    c.z = 0.5;
+    c.sigma_x = 10;  // at the full step the knots' rows fall by 0.006, theta's rises by 0.046
+    const auto problem = sineChainProblem(c);
+    RiccatiSolver first(problem, options);
+    first.setInitialGuessFromRollout(problem->arrival().theta_mean);
+    ASSERT_TRUE(first.computeDirection());
+    const double first_theta_step = first.directionTheta().norm();
+    EXPECT_NEAR(first_theta_step, std::tan(1.2), 1e-3);
+    const RiccatiSolver solver = solved(problem, options);
+    const RiccatiSummary& summary = solver.summary();
+    ASSERT_TRUE(summary.ok()) << summary.report();
+    ASSERT_GE(summary.step_history.size(), 2u);
+    EXPECT_EQ(summary.step_history[0], 0.5);
+    EXPECT_EQ(summary.theta_radius_history[0], 10.0);
+    // half the accepted theta step
+    EXPECT_NEAR(summary.theta_radius_history[1], 0.5 * 0.5 * first_theta_step,
+                1e-12 * first_theta_step);
+    EXPECT_NEAR(solver.theta()(0), 0.0, 1e-5);  // the prior (1e-3 at 1.2): 1.2e-6
+    EXPECT_NEAR(solver.xs()[0](0), 0.5, 1e-3);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // No heap allocation inside an iteration: solve() with 1 and with 4 iterations allocates the same.
 

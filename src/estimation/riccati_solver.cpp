@@ -32,6 +32,22 @@ Rollout parseRollout(const std::string& name) {
       "\"");
 }
 
+std::string toString(ThetaTrustUpdate update) {
+  switch (update) {
+    case ThetaTrustUpdate::Probe:
+      return "probe";
+    case ThetaTrustUpdate::Always:
+      return "always";
+  }
+  return "unknown";
+}
+
+ThetaTrustUpdate parseThetaTrustUpdate(const std::string& name) {
+  for (ThetaTrustUpdate u : {ThetaTrustUpdate::Probe, ThetaTrustUpdate::Always})
+    if (toString(u) == name) return u;
+  throw InputError("theta_trust_update: expected one of probe, always, got \"" + name + "\"");
+}
+
 std::string toString(RiccatiSummary::Status status) {
   switch (status) {
     case RiccatiSummary::Status::NotRun:
@@ -333,6 +349,7 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
   summary_.cost_history.reserve(options_.max_iterations + 1);
   summary_.gap_history.reserve(options_.max_iterations + 1);
   summary_.step_history.reserve(options_.max_iterations);
+  summary_.theta_radius_history.reserve(options_.max_iterations);
   merit_memory_.clear();
   theta_radius_ = options_.theta_trust_radius;
   qp_failures_ = 0;
@@ -376,11 +393,14 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     const double accepted = lineSearch(reference, gap1);
     summary_.forward_seconds += secondsSince(t0);
     summary_.step_history.push_back(accepted);
+    summary_.theta_radius_history.push_back(theta_radius_);
     printProgress(iteration, accepted);
     if (accepted > 0) {
       const auto t1 = std::chrono::steady_clock::now();
-      const bool theta_shortened = accepted < 1 && np_ > 0 && dtheta_.squaredNorm() > 0 &&
-                                   thetaShortenedStep(accepted, reference, gap1);
+      const bool theta_shortened =
+          accepted < 1 &&
+          (options_.theta_trust_update == ThetaTrustUpdate::Always ||
+           (np_ > 0 && dtheta_.squaredNorm() > 0 && thetaShortenedStep(accepted, reference, gap1)));
       summary_.forward_seconds += secondsSince(t1);  // the probe is forward work too
       acceptTrial(accepted, cost_before, gap1, theta_shortened);
       direction_at_current = false;

@@ -220,6 +220,8 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("constraint_tolerance", o.constraint_tolerance, yaml::positive);
     s.read("regularization", o.regularization, yaml::nonNegative);
     s.read("theta_trust_radius", o.theta_trust_radius, yaml::positive);
+    if (s.has("theta_trust_update"))
+      o.theta_trust_update = located(s, "theta_trust_update", parseThetaTrustUpdate);
     s.read("nonmonotone_memory", o.nonmonotone_memory, yaml::nonNegativeCount);
     s.read("nullspace_tolerance", o.nullspace_tolerance, [](double x) {
       if (!(x >= 0 && x < 1))
@@ -890,6 +892,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
                    {"cost_history", summary.cost_history},
                    {"gap_history", summary.gap_history},
                    {"step_history", summary.step_history},
+                   {"theta_radius_history", summary.theta_radius_history},
                    {"seconds",
                     {{"derivatives", summary.derivative_seconds},
                      {"backward", summary.backward_seconds},

@@ -61,6 +61,15 @@ std::string toString(Rollout rollout);
 /// "single" / "feasibility-driven" / "multiple-shooting"; throws InputError otherwise.
 Rollout parseRollout(const std::string& name);
 
+/// How the theta trust radius answers a step the line search shortened.
+enum class ThetaTrustUpdate {
+  Probe,   ///< shrinks only when theta's part shortened it: one probe evaluation decides
+  Always,  ///< shrinks after every shortened step (no probe; froze theta behind stiff rows)
+};
+std::string toString(ThetaTrustUpdate update);
+/// "probe" / "always"; throws InputError otherwise.
+ThetaTrustUpdate parseThetaTrustUpdate(const std::string& name);
+
 struct RiccatiOptions {
   Rollout rollout = Rollout::MultipleShooting;
   int max_iterations = 100;
@@ -91,10 +100,12 @@ struct RiccatiOptions {
   double penalty_rho = 0.3;
   /// Trust region on the theta step (2-norm in theta's coordinates): the step solves the
   /// arrival node's problem with |dtheta| <= radius (Levenberg-Marquardt on the Schur complement's
-  /// eigenvalues). Halved with the accepted step length after a shortened step, doubled after a
-  /// full step that reached it. Inertia directions that a short log barely excites otherwise take
-  /// steps the Gauss-Newton model cannot follow (docs/estimation.md).
+  /// eigenvalues). After a shortened step it shrinks to half the accepted theta step (with Probe
+  /// only when theta's part shortened it), after a rejected iteration to a quarter; it doubles
+  /// after a full step that reached it. Inertia directions that a short log barely excites
+  /// otherwise take steps the Gauss-Newton model cannot follow (docs/estimation.md).
   double theta_trust_radius = 0.5;
+  ThetaTrustUpdate theta_trust_update = ThetaTrustUpdate::Probe;
   double min_theta_trust_radius = 1e-8;
   double max_theta_trust_radius = 1e3;
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
@@ -128,6 +139,9 @@ struct RiccatiSummary {
   std::vector<double> cost_history;  ///< cost of the iterate at the start of each iteration + final
   std::vector<double> gap_history;   ///< max |gap| (same points)
   std::vector<double> step_history;  ///< accepted alpha per iteration (0 when rejected)
+  /// The theta trust radius each iteration's direction was limited to (the radius after the
+  /// last iteration is not in it).
+  std::vector<double> theta_radius_history;
   double cost = 0;
   double max_gap = 0;
   int nullspace_dimension = 0;  ///< of the theta Schur complement at the last iteration
