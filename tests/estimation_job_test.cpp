@@ -121,7 +121,7 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
 
   e = configErrorOf(base + "solver:\n  theta_trust_update: sometimes\n");
   EXPECT_NE(e.find("theta_trust_update"), std::string::npos) << e;
-  EXPECT_NE(e.find("probe, always"), std::string::npos) << e;
+  EXPECT_NE(e.find("always, probe"), std::string::npos) << e;
 
   e = configErrorOf(base + "contacts:\n  source: sometimes\n");
   EXPECT_NE(e.find("job.yaml:6"), std::string::npos) << e;

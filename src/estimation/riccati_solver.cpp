@@ -43,9 +43,9 @@ std::string toString(ThetaTrustUpdate update) {
 }
 
 ThetaTrustUpdate parseThetaTrustUpdate(const std::string& name) {
-  for (ThetaTrustUpdate u : {ThetaTrustUpdate::Probe, ThetaTrustUpdate::Always})
+  for (ThetaTrustUpdate u : {ThetaTrustUpdate::Always, ThetaTrustUpdate::Probe})
     if (toString(u) == name) return u;
-  throw InputError("theta_trust_update: expected one of probe, always, got \"" + name + "\"");
+  throw InputError("theta_trust_update: expected one of always, probe, got \"" + name + "\"");
 }
 
 std::string toString(RiccatiSummary::Status status) {

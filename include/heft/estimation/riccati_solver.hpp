@@ -63,11 +63,12 @@ Rollout parseRollout(const std::string& name);
 
 /// How the theta trust radius answers a step the line search shortened.
 enum class ThetaTrustUpdate {
-  Probe,   ///< shrinks only when theta's part shortened it: one probe evaluation decides
-  Always,  ///< shrinks after every shortened step (no probe; froze theta behind stiff rows)
+  Always,  ///< shrinks after every shortened step (freezes theta behind stiff rows)
+  Probe,   ///< shrinks only when theta's part shortened it: one probe evaluation decides (can
+           ///< let theta run away on very noisy logs: docs/estimation.md)
 };
 std::string toString(ThetaTrustUpdate update);
-/// "probe" / "always"; throws InputError otherwise.
+/// "always" / "probe"; throws InputError otherwise.
 ThetaTrustUpdate parseThetaTrustUpdate(const std::string& name);
 
 struct RiccatiOptions {
@@ -105,7 +106,7 @@ struct RiccatiOptions {
   /// after a full step that reached it. Inertia directions that a short log barely excites
   /// otherwise take steps the Gauss-Newton model cannot follow (docs/estimation.md).
   double theta_trust_radius = 0.5;
-  ThetaTrustUpdate theta_trust_update = ThetaTrustUpdate::Probe;
+  ThetaTrustUpdate theta_trust_update = ThetaTrustUpdate::Always;
   double min_theta_trust_radius = 1e-8;
   double max_theta_trust_radius = 1e3;
   /// Eigenvalues of the theta Schur complement below this fraction of the largest are treated as
