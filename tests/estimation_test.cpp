@@ -1651,8 +1651,7 @@ std::shared_ptr<Problem> sineChainProblem(const SineChain& c) {
 
 // The theta trust region shrinks after a shortened step only when theta's part of the direction
 // shortened it (ThetaTrustUpdate::Probe; the default Always shrinks it after every shortened step).
-// Radius 10: no theta step here reaches it,
-// so only the shortened-step rule moves it.
+// Radius 10: no theta step here reaches it, so only the shortened-step rule moves it.
 TEST(RiccatiSolver, ThetaTrustRegionShrinksOnlyWhenThetaShortenedTheStep) {
   RiccatiOptions options;
   options.theta_trust_radius = 10;

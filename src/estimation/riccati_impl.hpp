@@ -44,7 +44,7 @@ struct RiccatiSolver::Impl {
   /// Whether the line search's accepted alpha < 1 was theta's doing: the direction with theta's
   /// part halved (dtheta / 2 and the trajectory's linear response to it) is tried at 2 alpha, the
   /// rejected length, into probe_ (which replaces trial_ when it is acceptable and better). True
-  /// when that trial is acceptable.
+  /// when that trial is acceptable; false without a theta step.
   bool thetaShortenedStep(double alpha, double reference, double gap1);
   /// cur_ <- trial_ and the updates of the merit memory, mu and the trust radius (shrunk after a
   /// shortened step only when theta_shortened).

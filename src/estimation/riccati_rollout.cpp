@@ -200,6 +200,7 @@ bool RiccatiSolver::Impl::thetaShortenedStep(double alpha, double reference, dou
   // reach that far. If it fails too, the trajectory's own curvature (stiff rows such as energy
   // observations at 1e-5 J) shortened the step, and shrinking theta's radius would only freeze
   // theta.
+  if (!(np_ > 0 && dtheta_.squaredNorm() > 0)) return false;  // theta did not move
   const double d1 = d1_, d2 = d2_;
   std::swap(dxs_, saved_dxs_);  // saved_dxs_, saved_dws_ keep the direction; dxs_, dws_ the probe's
   std::swap(dws_, saved_dws_);

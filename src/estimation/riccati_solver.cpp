@@ -398,9 +398,8 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     if (accepted > 0) {
       const auto t1 = std::chrono::steady_clock::now();
       const bool theta_shortened =
-          accepted < 1 &&
-          (options_.theta_trust_update == ThetaTrustUpdate::Always ||
-           (np_ > 0 && dtheta_.squaredNorm() > 0 && thetaShortenedStep(accepted, reference, gap1)));
+          accepted < 1 && (options_.theta_trust_update == ThetaTrustUpdate::Always ||
+                           thetaShortenedStep(accepted, reference, gap1));
       summary_.forward_seconds += secondsSince(t1);  // the probe is forward work too
       acceptTrial(accepted, cost_before, gap1, theta_shortened);
       direction_at_current = false;
