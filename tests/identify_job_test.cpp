@@ -64,6 +64,9 @@ TEST(IdentifyJobConfig, ErrorsNameFileLineAndField) {
             std::string::npos)
       << window;
 
+  const std::string tilt = errorOf(base + "problem:\n  base_tilt: maybe\n");
+  EXPECT_EQ(tilt.rfind("job.yaml:4: problem.base_tilt: ", 0), 0u) << tilt;
+
   const std::string nested = errorOf(base + "map:\n  total_mass: -3\n");
   EXPECT_NE(nested.find("job.yaml:4: map.total_mass: expected a finite value > 0"),
             std::string::npos)
@@ -577,6 +580,43 @@ TEST(Job, TalosFlatFeetProjectTheSoleWrenchOut) {
       IdentifyJob::run(IdentifyJob::parse(base + "  detect_contacts: true\n", "talos.yaml", "."));
   ASSERT_TRUE(point.truth.has_value()) << point.report();
   EXPECT_GT(point.truth->bodies.at(0).mass_relative, 0.03);  // measured 5.2 %, COM 332 mm
+}
+
+// TALOS with no truth input: the base state is heft's estimate, which stands a fraction of a degree
+// off the vertical (the IMU's accelerometer bias, unobservable while the robot stands); the tilt
+// fitted to the torques is written to result.json, and the torso comes closer to the truth.
+TEST(Job, BaseTiltIsFittedWithoutTruthAndWritten) {
+  const std::string log = test::writeSimulatedLog("identify_job", "talos-torso-2.9kg", 6.0, 0);
+  const std::string base =
+      "robot: talos\nlog: " + log +
+      "\nmethod: map\nidentify:\n  bodies: [torso_2_link]\n  payload: [torso_2_link]\n"
+      "preparation:\n  window: 161\n  decimation: 10\n";
+  const IdentifyJob::Result plain = IdentifyJob::run(IdentifyJob::parse(base, "talos.yaml", "."));
+  const IdentifyJob::Result tilted = IdentifyJob::run(
+      IdentifyJob::parse(base + "problem:\n  base_tilt: true\n", "talos.yaml", "."));
+  ASSERT_TRUE(plain.truth.has_value() && tilted.truth.has_value()) << tilted.report();
+  ASSERT_TRUE(tilted.writable()) << tilted.report();
+  const results::BodyError& p = plain.truth->bodies.at(0);
+  const results::BodyError& t = tilted.truth->bodies.at(0);
+  std::printf(
+      "estimated base state: mass %.3f %%, COM %.2f mm; with the fitted tilt (%.4f, %.4f) "
+      "deg: mass %.3f %%, COM %.2f mm\n",
+      100 * p.mass_relative, 1e3 * p.com_error, tilted.base_tilt[0] * 57.29577951308232,
+      tilted.base_tilt[1] * 57.29577951308232, 100 * t.mass_relative, 1e3 * t.com_error);
+  EXPECT_FALSE(plain.base_tilt_estimated);
+  EXPECT_EQ(plain.toJson().count("base_tilt"), 0u);
+  ASSERT_TRUE(tilted.base_tilt_estimated);
+  const nlohmann::json j = tilted.toJson();
+  ASSERT_EQ(j.count("base_tilt"), 1u);
+  EXPECT_DOUBLE_EQ(j["base_tilt"]["about_base_x_rad"].get<double>(), tilted.base_tilt[0]);
+  EXPECT_DOUBLE_EQ(j["base_tilt"]["about_base_y_rad"].get<double>(), tilted.base_tilt[1]);
+  EXPECT_GT(j["base_tilt"]["separation"].get<double>(), 1e-3);
+  EXPECT_GT(tilted.base_tilt.norm(), 1e-4);  // the estimate's tilt is a fraction of a degree
+  EXPECT_LT(tilted.base_tilt.norm(), 0.02);
+  EXPECT_FALSE(tilted.torques.time.empty());  // torques.csv rows with the same correction
+  EXPECT_GT(p.com_error, 0.015);              // measured 30.2 mm, mass 1.78 %
+  EXPECT_LT(t.com_error, 0.010);              // measured 4.0 mm
+  EXPECT_LT(t.mass_relative, 0.01);           // measured 0.05 %
 }
 
 // A 4.7 kg payload on go2's rear unloads the front feet: the log's flags (a 15 N threshold on the

@@ -2,6 +2,8 @@
 // residual Jacobian against finite differences, and bad input.
 #include <gtest/gtest.h>
 
+#include <Eigen/Geometry>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -587,6 +589,106 @@ TEST(Identify, Go2PayloadBaseMassAndComByContactNullSpace) {
   } catch (const InputError& e) {
     std::printf("base variant: %s\n", e.what());
   }
+}
+
+// The tilt columns against central differences of the rows under R <- R Exp(+-eps e_i) (on the
+// manifold): every row is affine in the gravity seen in the base frame, which turns by
+// -(sin eps / eps) (e_i x g_b) per unit of the difference, so the truncation error is eps^2 / 6 of
+// the column, rounding about 1e-16 |tau| / eps.
+TEST(Identify, BaseTiltColumnsAreTheTorqueChangeUnderABaseRotation) {
+  const auto& go2 = robot("go2");
+  Go2Setup s = go2Setup("go2-payload-3kg", {"base"}, 200);
+  s.problem.projection = Projection::None;  // rows that do not depend on a null-space basis
+  ProblemOptions with_tilt = s.problem;
+  with_tilt.estimate_base_tilt = true;
+  const StackedProblem p = buildProblem(go2, s.samples, s.set, with_tilt);
+  ASSERT_EQ(p.base_tilt.rows(), p.rows());
+  ASSERT_EQ(p.base_tilt.cols(), 2);
+  EXPECT_EQ(buildProblem(go2, s.samples, s.set, s.problem).base_tilt.size(), 0);
+  const double eps = 1e-4;
+  // residual of the nominal model: full inverse dynamics minus the measured torques
+  auto residual = [&](const Eigen::Vector2d& w) {
+    Samples tilted = s.samples;
+    tiltBase(w, tilted);
+    const StackedProblem q = buildProblem(go2, tilted, s.set, s.problem);
+    return Eigen::VectorXd(q.A * q.nominal_pi - q.b);
+  };
+  for (int i = 0; i < 2; ++i) {
+    const Eigen::Vector2d e = Eigen::Vector2d::Unit(i) * eps;
+    const Eigen::VectorXd fd = (residual(e) - residual(-e)) / (2 * eps);
+    const double scale = p.base_tilt.col(i).cwiseAbs().maxCoeff();
+    const double tau_scale = p.b.cwiseAbs().maxCoeff() + scale;
+    const double tolerance = scale * eps * eps / 6 * 10 + 1e-16 * tau_scale / eps * 100;
+    const double error = (fd - p.base_tilt.col(i)).cwiseAbs().maxCoeff();
+    std::printf(
+        "tilt column %d: max |column| %.3g N m/rad, max |fd - column| %.3g (tolerance %.3g)\n", i,
+        scale, error, tolerance);
+    EXPECT_GT(scale, 1.0);  // 15 kg of robot, gravity turned by a radian: tens of N m
+    EXPECT_LT(error, tolerance);
+  }
+  // tiltBase is a rotation about the base's own axes: the base z axis in the world moves by it
+  Samples tilted = s.samples;
+  tiltBase(Eigen::Vector2d(0.01, 0), tilted);
+  const Eigen::Vector4d a = s.samples.q.col(0).segment<4>(3), b = tilted.q.col(0).segment<4>(3);
+  const Eigen::Quaterniond ra(a[3], a[0], a[1], a[2]), rb(b[3], b[0], b[1], b[2]);
+  EXPECT_NEAR((ra.conjugate() * rb).vec().x(), std::sin(0.005), 1e-12);
+  EXPECT_NEAR((ra.conjugate() * rb).vec().y(), 0, 1e-12);
+}
+
+// A base-state estimate that stands 0.23 deg off the vertical (an accelerometer bias that no IMU
+// can tell from a tilt while the robot stands), TALOS with a box on its torso, flat feet: the
+// torso's estimate moves by centimetres; the tilt fitted to the torques undoes it. Study-style:
+// the truth base pose, rotated by a known tilt, stands in for an estimator's output so that the
+// tilt is the only error (a real log's estimate has one of this size: studies/unseen/base-tilt.md).
+TEST(Identify, BaseTiltFitUndoesATiltedBaseState) {
+  const auto& talos = robot("talos");
+  io::Log log = simLog("talos-torso-2.9kg", "nominal");
+  ASSERT_TRUE(log.truth.has_value());
+  ASSERT_EQ(log.truth->base_pose.rows(), log.joints.time.size());
+  const Eigen::Vector2d error(0.004, -0.0015);  // [rad], the estimate's tilt
+  Samples rotate;
+  rotate.free_flyer = true;
+  rotate.q = log.truth->base_pose.transpose();
+  rotate.time.resize(rotate.q.cols());
+  tiltBase(error, rotate);
+  log.joints.base_pose = rotate.q.transpose();
+  log.joints.base_twist = log.truth->base_twist;
+  // data/examples/talos_torso_identify.yaml
+  model::IdentifiedSetOptions so;
+  so.bodies = {"torso_2_link"};
+  so.payload_bodies = {"torso_2_link"};
+  const model::IdentifiedSet set = model::IdentifiedSet::build(talos, so);
+  IdentifyOptions o;
+  o.preparation.base_state = BaseStateSource::Log;
+  o.preparation.filter = {161, 3};
+  o.preparation.decimation = 10;
+  o.problem.projection = Projection::ContactNullSpace;
+  const IdentifyResult plain = identify(talos, log, set, o);
+  o.problem.estimate_base_tilt = true;
+  const IdentifyResult fitted = identify(talos, log, set, o);
+  o.problem.estimate_base_tilt = false;
+  o.preparation.base_state = BaseStateSource::Truth;
+  const IdentifyResult truth = identify(talos, log, set, o);
+  ASSERT_TRUE(plain.truth && fitted.truth && truth.truth);
+  const auto& bp = plain.truth->bodies[0];
+  const auto& bf = fitted.truth->bodies[0];
+  const auto& bt = truth.truth->bodies[0];
+  std::printf(
+      "tilted base state: mass %.3f %%, COM %.2f mm; tilt fitted (%.5f, %.5f) rad for "
+      "(%.5f, %.5f), separation %.3f: mass %.3f %%, COM %.2f mm; truth base state: mass "
+      "%.3f %%, COM %.2f mm\n",
+      100 * bp.mass_relative, 1e3 * bp.com_error, fitted.base_tilt[0], fitted.base_tilt[1],
+      -error[0], -error[1], fitted.base_tilt_separation, 100 * bf.mass_relative, 1e3 * bf.com_error,
+      100 * bt.mass_relative, 1e3 * bt.com_error);
+  EXPECT_FALSE(plain.base_tilt_estimated);
+  ASSERT_TRUE(fitted.base_tilt_estimated);
+  EXPECT_GT(fitted.base_tilt_separation, 1e-3);
+  // the fit undoes the error to a tenth of it
+  EXPECT_LT((fitted.base_tilt + error).norm(), 0.1 * error.norm());
+  // and the torso comes back to what the truth base state gives, where the tilted one is off
+  EXPECT_LT(std::abs(bf.com_error - bt.com_error), 1e-3);
+  EXPECT_LT(std::abs(bf.mass_relative - bt.mass_relative), 2e-3);
+  EXPECT_GT(bp.com_error, 5e-3);
 }
 
 TEST(Identify, ContactDetectionFromKinematicsAgreesWithTheLog) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "heft/common/error.hpp"
@@ -44,6 +45,45 @@ void IdentifyOptions::validate() const {
   map.validate();
 }
 
+namespace {
+
+// Two rounds of fitBaseTilt, each followed by the correction of the samples: the tilt columns use
+// the nominal model's mass matrix, so the first round's tilt is off by the payload's share of the
+// robot's mass; the second round sees the corrected gravity and removes most of the rest.
+struct BaseTiltCorrection {
+  Eigen::Vector2d tilt = Eigen::Vector2d::Zero();
+  double separation = 0;
+  std::vector<std::string> warnings;
+};
+
+BaseTiltCorrection estimateBaseTilt(const model::RobotModel& robot, const model::IdentifiedSet& set,
+                                    const ProblemOptions& problem, Samples& samples) {
+  BaseTiltCorrection res;
+  constexpr int kRounds = 2;
+  for (int round = 0; round < kRounds; ++round) {
+    const BaseTiltFit fit = fitBaseTilt(buildProblem(robot, samples, set, problem));
+    res.separation = fit.separation;
+    if (!fit.identified) {
+      res.warnings.push_back(
+          "base tilt not identified (separation " + formatNumber(fit.separation, 3) +
+          " below 1e-3: the identified parameters explain what a tilt would); the base state is "
+          "used as it is" +
+          (round > 0 ? " after the first round's correction" : std::string()));
+      break;
+    }
+    tiltBase(fit.tilt, samples);
+    res.tilt += fit.tilt;
+  }
+  constexpr double kDeg = 180.0 / 3.14159265358979323846;
+  res.warnings.push_back("base tilt: the base-state estimate rotated by " +
+                         formatNumber(res.tilt[0] * kDeg, 3) + " deg about the base's x axis, " +
+                         formatNumber(res.tilt[1] * kDeg, 3) +
+                         " deg about its y axis, fitted to the torques (problem.base_tilt)");
+  return res;
+}
+
+}  // namespace
+
 IdentifyResult identify(const model::RobotModel& robot, const io::Log& log,
                         const model::IdentifiedSet& set, const IdentifyOptions& options) {
   return identify(robot, std::vector<const io::Log*>{&log}, set, options);
@@ -62,9 +102,15 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
   res.method = options.method;
   std::vector<Samples> parts;
   for (const io::Log* l : logs) parts.push_back(prepareSamples(robot, *l, options.preparation));
-  const Samples samples = concatenate(parts);
+  Samples samples = concatenate(parts);
   res.samples = samples.size();
   res.warnings = samples.warnings;
+  std::optional<BaseTiltCorrection> tilt;
+  if (options.problem.estimate_base_tilt && samples.free_flyer &&
+      options.method != Method::Energy) {
+    tilt = estimateBaseTilt(robot, set, options.problem, samples);
+    for (const auto& w : tilt->warnings) res.warnings.push_back(w);
+  }
 
   LinearSystem system;
   if (options.method == Method::Energy) {
@@ -108,6 +154,11 @@ IdentifyResult identify(const model::RobotModel& robot, const std::vector<const 
   }
   res.method = options.method;
   res.samples = samples.size();
+  if (tilt) {
+    res.base_tilt_estimated = true;
+    res.base_tilt = tilt->tilt;
+    res.base_tilt_separation = tilt->separation;
+  }
   if (log.truth && log.truth->body_pi.rows() > 0) {
     res.truth = results::truthErrors(robot, log, res.layout, res.estimate, options.friction_truth);
   }

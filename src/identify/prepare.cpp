@@ -7,8 +7,10 @@
 #include <sstream>
 #include <type_traits>
 
+#include <Eigen/Geometry>
 #include <Eigen/QR>
 #include <Eigen/SVD>
+#include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
@@ -125,6 +127,8 @@ void PreparationOptions::validate() const {
   require(std::isfinite(end_time), "end_time", "a finite value", num(end_time));
   require(std::isfinite(contact_guard) && contact_guard >= 0, "contact_guard",
           "a finite value >= 0 [s]", num(contact_guard));
+  require(base_tilt.allFinite(), "base_tilt", "finite angles [rad]",
+          num(base_tilt[0]) + ", " + num(base_tilt[1]));
   for (const auto* ranges : {&exclude, &only}) {
     const char* name = ranges == &exclude ? "exclude" : "only";
     for (const TimeRange& r : *ranges)
@@ -432,6 +436,7 @@ Samples prepareSamples(const model::RobotModel& robot, const io::Log& input,
     out.q.col(i) = qk;
   }
 
+  if (out.free_flyer && !options.base_tilt.isZero()) tiltBase(options.base_tilt, out);
   if (out.free_flyer) setContacts(robot, *log, options, out);
   if (out.free_flyer && options.contact_guard > 0)
     dropNearContactChanges(options.contact_guard, out);
@@ -572,6 +577,18 @@ Eigen::MatrixXd nullSpace(const Eigen::MatrixXd& M) {
 
 }  // namespace
 
+void tiltBase(const Eigen::Vector2d& tilt, Samples& samples) {
+  if (!samples.free_flyer || tilt.isZero()) return;
+  const Eigen::Vector3d w(tilt[0], tilt[1], 0);
+  const Eigen::Quaterniond rotation(Eigen::AngleAxisd(w.norm(), w.normalized()));
+  for (int k = 0; k < samples.size(); ++k) {
+    auto xyzw = samples.q.col(k).segment<4>(3);
+    Eigen::Quaterniond r(xyzw[3], xyzw[0], xyzw[1], xyzw[2]);
+    r = (r * rotation).normalized();
+    xyzw << r.x(), r.y(), r.z(), r.w();
+  }
+}
+
 // ---- torque problem ----------------------------------------------------------------------------
 
 StackedProblem buildProblem(const model::RobotModel& robot, const Samples& samples,
@@ -606,6 +623,12 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
   p.b.resize(max_rows);
   p.sample.resize(max_rows);
   p.channel.resize(max_rows);
+  // tilt columns: the torques' change under R <- R Exp(w) is the gravity's in the base frame,
+  // d g_b = g_b x w, felt like a base acceleration -d g_b: M[:, 0:3] (w x g_b)
+  const bool tilt = options.estimate_base_tilt && samples.free_flyer;
+  if (tilt) p.base_tilt.resize(max_rows, 2);
+  Eigen::MatrixXd tilt_columns(nv, 2);
+  pinocchio::Data tilt_data(model);
   int row = 0;
   if (p.projection == Projection::None) {
     for (int i = 0; i < nv; ++i) {
@@ -628,6 +651,17 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
     dynamics::computeRestrictedRegressor(rm, rd, samples.q.col(k), samples.v.col(k),
                                          samples.a.col(k));
     const Eigen::VectorXd rhs = St * samples.tau.col(k) - rd.tau_nom;
+    if (tilt) {
+      // crba fills the upper triangle: rows 0-2 hold M[0:3, :] = M[:, 0:3]^T
+      pinocchio::crba(model, tilt_data, samples.q.col(k));
+      const Eigen::Vector4d xyzw = samples.q.col(k).segment<4>(3);
+      const Eigen::Quaterniond r(xyzw[3], xyzw[0], xyzw[1], xyzw[2]);
+      const Eigen::Vector3d g_base = r.conjugate() * model.gravity.linear();
+      Eigen::MatrixXd M_lin = tilt_data.M.topRows(3).transpose();
+      M_lin.topRows(3) = tilt_data.M.topLeftCorner(3, 3).selfadjointView<Eigen::Upper>();
+      for (int i = 0; i < 2; ++i)
+        tilt_columns.col(i) = M_lin * Eigen::Vector3d::Unit(i).cross(g_base);
+    }
     if (p.projection == Projection::None) {
       for (int i = 0; i < nv; ++i) {
         // fixed base: drop slow rows of joints (min_speed)
@@ -638,6 +672,7 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
         }
         p.A.row(row) = rd.Y.row(i);
         p.G.row(row) = St.row(i);
+        if (tilt) p.base_tilt.row(row) = tilt_columns.row(i);
         p.b[row] = rhs[i];
         p.sample[row] = k;
         p.channel[row] = i;
@@ -688,7 +723,10 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
     const Eigen::MatrixXd NY = N_basis.transpose() * rd.Y;
     const Eigen::MatrixXd NS = N_basis.transpose() * St;
     const Eigen::VectorXd Nb = N_basis.transpose() * rhs;
+    Eigen::MatrixXd NT;
+    if (tilt) NT = N_basis.transpose() * tilt_columns;
     for (int i = 0; i < N_basis.cols(); ++i) {
+      if (tilt) p.base_tilt.row(row) = NT.row(i);
       p.A.row(row) = NY.row(i);
       p.G.row(row) = NS.row(i);
       p.b[row] = Nb[i];
@@ -700,6 +738,7 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
   p.A.conservativeResize(row, np);
   p.G.conservativeResize(row, nj);
   p.b.conservativeResize(row);
+  if (tilt) p.base_tilt.conservativeResize(row, 2);
   p.sample.conservativeResize(row);
   p.channel.conservativeResize(row);
   if (empty_projection > 0) {
@@ -746,6 +785,43 @@ LinearSystem torqueSystem(const StackedProblem& p) {
   s.channel = p.channel;
   s.channel_names = p.channel_names;
   return s;
+}
+
+BaseTiltFit fitBaseTilt(const StackedProblem& problem, double min_separation) {
+  require(problem.base_tilt.rows() == problem.rows() && problem.base_tilt.cols() == 2,
+          "problem.base_tilt",
+          "the rows' tilt columns (ProblemOptions::estimate_base_tilt on a "
+          "free-flyer)",
+          "none");
+  const LinearSystem system = torqueSystem(problem);
+  const int rows = system.rows();
+  BaseTiltFit fit;
+  // the part of [T y] outside the range of Phi: what no linear parameter can explain
+  Eigen::MatrixXd Ty(rows, 3);
+  Ty << problem.base_tilt, system.y;
+  int rank = 0;
+  if (system.Phi.cols() > 0) {
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(system.Phi);
+    rank = static_cast<int>(qr.rank());
+    Ty.applyOnTheLeft(qr.householderQ().transpose());
+  }
+  const Eigen::MatrixXd outside = Ty.bottomRows(rows - rank);
+  const Eigen::MatrixXd T_out = outside.leftCols(2);
+  const Eigen::VectorXd y_out = outside.col(2);
+  const double largest = Eigen::JacobiSVD<Eigen::MatrixXd>(problem.base_tilt).singularValues()[0];
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(T_out, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  fit.separation = largest > 0 ? svd.singularValues()[1] / largest : 0;
+  fit.rms_before = std::sqrt(y_out.squaredNorm() / rows);
+  fit.rms_after = fit.rms_before;
+  if (!(fit.separation >= min_separation)) return fit;
+  fit.tilt = svd.solve(y_out);
+  fit.identified = fit.tilt.allFinite();
+  if (!fit.identified) {
+    fit.tilt.setZero();
+    return fit;
+  }
+  fit.rms_after = std::sqrt((y_out - T_out * fit.tilt).squaredNorm() / rows);
+  return fit;
 }
 
 LinearSystem energySystem(const model::RobotModel& robot, const Samples& samples,

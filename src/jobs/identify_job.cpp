@@ -226,6 +226,7 @@ void readProblemSection(const YAML::Node& node, const std::string& source, Probl
   if (s.has("projection")) p.projection = located(s, "projection", parseProjection);
   s.read("contact_offset", p.contact_offset, yaml::finite);
   s.read("min_speed", p.min_speed, yaml::nonNegative);
+  s.read("base_tilt", p.estimate_base_tilt);
   s.finish();
 }
 
@@ -418,6 +419,9 @@ IdentifyJob::Result IdentifyJob::fromIdentification(const Config& config,
   result.base_parameters = run.base.expressions;
   result.warnings = run.warnings;
   result.truth = run.truth;
+  result.base_tilt_estimated = run.base_tilt_estimated;
+  result.base_tilt = run.base_tilt;
+  result.base_tilt_separation = run.base_tilt_separation;
 
   const ParameterLayout& layout = run.layout;
   for (int k = 0; k < layout.numBodies(); ++k) {
@@ -497,12 +501,17 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
 
   Result result = fromIdentification(config, set, run);
   const ParameterLayout& layout = run.layout;
+  // samples prepared again (fitted rows, held-out ranges) get the tilt the fit found
+  Config corrected = config;
+  corrected.options.preparation.base_tilt = run.base_tilt;
+  corrected.options.problem.estimate_base_tilt = false;
+  options.preparation.base_tilt = run.base_tilt;
   appendDataQualityWarnings(data_quality, result.warnings);
   result.data_quality = data_quality;
   if (!config.validation.empty()) {
     if (run.status == Status::Converged || run.status == Status::MaxIterations) {
       say("predicting the held-out ranges");
-      result.heldout = predictHeldOut(robot, logs, set, config, run.nominal, result.linear);
+      result.heldout = predictHeldOut(robot, logs, set, corrected, run.nominal, result.linear);
       if (config.options.problem.friction_form == FrictionForm::Full && layout.numFriction() > 0)
         result.warnings.push_back(
             "held-out prediction: friction as Coulomb + viscous (the full form's Stribeck terms "
@@ -512,12 +521,12 @@ IdentifyJob::Result IdentifyJob::run(const Config& config, Progress& progress) {
     }
   }
   if (run.status == Status::Converged || run.status == Status::MaxIterations) {
-    appendTorqueRows(robot, logs, set, config, options.preparation, false, run.nominal,
+    appendTorqueRows(robot, logs, set, corrected, options.preparation, false, run.nominal,
                      result.linear, result.torques);
     if (!config.validation.empty()) {
-      PreparationOptions heldout = config.options.preparation;
+      PreparationOptions heldout = corrected.options.preparation;
       heldout.only = config.validation;
-      appendTorqueRows(robot, logs, set, config, heldout, true, run.nominal, result.linear,
+      appendTorqueRows(robot, logs, set, corrected, heldout, true, run.nominal, result.linear,
                        result.torques);
     }
   }
@@ -579,6 +588,12 @@ std::string IdentifyJob::Result::report() const {
   if (rank < dimension)
     s << "  " << dimension - rank
       << " direction(s) the data cannot see stay at the prior (nominal) values\n";
+  if (base_tilt_estimated) {
+    constexpr double kDeg = 180.0 / 3.14159265358979323846;
+    s << "\nbase tilt (problem.base_tilt): " << fixed(base_tilt[0] * kDeg, 3) << " deg about x, "
+      << fixed(base_tilt[1] * kDeg, 3) << " deg about y of the base, separation "
+      << fixed(base_tilt_separation, 3) << "\n";
+  }
   if (truth) s << "\nerrors against the log's truth group\n" << truth->report();
   if (!warnings.empty()) {
     s << "\nwarnings\n";
@@ -619,6 +634,11 @@ nlohmann::json IdentifyJob::Result::toJson() const {
                           {"base_parameters", base_parameters}};
   j["summary"] = {{"status", toString(status)}, {"message", message}, {"iterations", iterations},
                   {"time_s", time_s},           {"samples", samples}, {"rows", rows}};
+  if (base_tilt_estimated) {
+    j["base_tilt"] = {{"about_base_x_rad", base_tilt[0]},
+                      {"about_base_y_rad", base_tilt[1]},
+                      {"separation", base_tilt_separation}};
+  }
   j["warnings"] = warnings;
   if (truth) j["truth_errors"] = results::truthErrorsJson(*truth);
   if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);

@@ -62,6 +62,12 @@ struct IdentifyResult {
   std::optional<LeastSquaresResult> least_squares;  ///< the method's own result
   std::optional<MapResult> map;
   std::vector<std::string> warnings;
+  /// With ProblemOptions::estimate_base_tilt on a free-flyer: the tilt the samples were
+  /// corrected by (PreparationOptions::base_tilt to prepare more samples the same way), and the
+  /// last fit's separation (BaseTiltFit). Zero when not estimated or not identified.
+  bool base_tilt_estimated = false;
+  Eigen::Vector2d base_tilt = Eigen::Vector2d::Zero();
+  double base_tilt_separation = 0;
   double time_s = 0;
   /// Parameters (nominal, estimate, std), residuals, condition, base parameters, warnings, truth.
   std::string report() const;

@@ -66,6 +66,11 @@ struct ProblemOptions {
   /// (MuJoCo's dry friction is a constraint force that a smooth tanh cannot follow near zero
   /// speed). 0 keeps every row.
   double min_speed = 0.0;
+  /// Free-flyer: fit a constant tilt of the base-state estimate (two angles about the base's x
+  /// and y axes) to the torques before the method runs, and correct the samples by it
+  /// (fitBaseTilt, docs/identify.md "Base tilt"). An IMU cannot tell a tilt from an
+  /// accelerometer bias while the robot stands; the torques of the bodies nobody identifies can.
+  bool estimate_base_tilt = false;
   /// \throws InputError naming the field.
   void validate() const;
 };
@@ -83,6 +88,10 @@ struct StackedProblem {
   Eigen::MatrixXd v_joint;     ///< nj x N joint velocities
   Eigen::MatrixXd a_joint;     ///< nj x N joint accelerations
   Eigen::VectorXd nominal_pi;  ///< 10 nb, the robot's pi_S
+  /// rows x 2 with ProblemOptions::estimate_base_tilt on a free-flyer, else empty: the rows'
+  /// derivative with respect to a base rotation R Exp([w, 0]), P_k M(q_k)[:, 0:3] (e_i x g_b,k)
+  /// with the nominal model's mass matrix M and g_b the gravity in the base frame.
+  Eigen::MatrixXd base_tilt;
   double coulomb_rate = 100;
   Projection projection = Projection::None;
   std::vector<std::string> warnings;
@@ -99,6 +108,20 @@ struct StackedProblem {
 ///   armature joint, a projection that does not fit the base, or no rows left.
 StackedProblem buildProblem(const model::RobotModel& robot, const Samples& samples,
                             const model::IdentifiedSet& set, const ProblemOptions& options = {});
+
+/// The base tilt that the rows of `problem` (with base_tilt columns) see, fitted with every
+/// linear parameter free: w minimizing |Phi x + T w - y| over (x, w), Phi = torqueSystem's.
+struct BaseTiltFit {
+  bool identified = false;
+  Eigen::Vector2d tilt = Eigen::Vector2d::Zero();  ///< [rad] about the base's x and y axes
+  /// Smallest singular value of T's part outside the range of Phi over T's largest: how far the
+  /// tilt is from what the identified parameters could explain on their own (0: not at all).
+  double separation = 0;
+  double rms_before = 0, rms_after = 0;  ///< of the least-squares residual without / with w
+};
+/// Fits the tilt; not identified (tilt zero) when separation < min_separation.
+/// \throws InputError when the problem has no base_tilt columns.
+BaseTiltFit fitBaseTilt(const StackedProblem& problem, double min_separation = 1e-3);
 
 /// A linear least-squares system Phi x = y over the linear vector x of a layout.
 struct LinearSystem {

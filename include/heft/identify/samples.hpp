@@ -81,6 +81,11 @@ struct PreparationOptions {
   /// When heft estimates the base state: the stance feet stand on a level floor
   /// (basestate::ContactEkfOptions::level_ground), which separates tilt from accelerometer bias.
   bool level_ground = false;
+  /// Free-flyer: a constant rotation (about the base's x and y axes [rad]) applied to every base
+  /// orientation, R <- R Exp([x, y, 0]): the tilt that fitBaseTilt (problem.hpp) found in the
+  /// base-state estimate, so that samples prepared again (held-out ranges) get the same
+  /// correction. Zero leaves the base state as it is.
+  Eigen::Vector2d base_tilt = Eigen::Vector2d::Zero();
   /// Contact flags: from the log's contacts group when present (every name a frame of the model,
   /// or a point defined by the log's contacts/frames and offsets or by `contact_points`), else
   /// detected at the robot's contact frames (ContactDetectionOptions). `detect_contacts` forces
@@ -134,6 +139,10 @@ struct Samples {
 ///   without a base state (BaseStateSource::Log) or unknown contact names.
 Samples prepareSamples(const model::RobotModel& robot, const io::Log& log,
                        const PreparationOptions& options = {});
+
+/// Rotates every base orientation of free-flyer samples by R <- R Exp([tilt, 0]) (base axes);
+/// twists and accelerations are in the base frame and stay. No-op for a fixed base.
+void tiltBase(const Eigen::Vector2d& tilt, Samples& samples);
 
 /// Samples of several recordings of the same robot, one after the other (each prepared on its
 /// own clock: filters never cross a join). dt is the first's; warnings are prefixed with the

@@ -90,6 +90,11 @@ struct IdentifyJob {
     double condition_number = 0;
     std::vector<std::string> base_parameters;  ///< "m[link3] + 0.42 hx[link4] - ..."
     std::vector<std::string> warnings;         ///< the data-quality warnings among them
+    /// problem.base_tilt: the tilt the samples were corrected by [rad] (base x, y axes) and its
+    /// separation (identify::BaseTiltFit); in result.json as base_tilt.
+    bool base_tilt_estimated = false;
+    Eigen::Vector2d base_tilt = Eigen::Vector2d::Zero();
+    double base_tilt_separation = 0;
     std::optional<results::TruthErrors> truth;
     /// io::assessDataQuality of the log's joint group (against the robot's effort limits).
     std::optional<io::DataQualityReport> data_quality;
