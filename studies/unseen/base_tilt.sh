@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates studies/unseen/base-tilt.md: heft identify on the cases of studies/unseen (3 seeds,
-# nominal noise, no truth input) with and without `problem.base_tilt: true`, beside the truth base
-# state. About 2 min on one core.
+# nominal noise, no truth input) with and without `problem.base_tilt: true` (go2 also with the
+# torque offsets identified), beside the truth base state. About 2 min on one core.
 #   bash studies/unseen/base_tilt.sh [build]
 set -euo pipefail
 build="${1:-build}"
@@ -23,6 +23,7 @@ tilt='s#^  projection: contact\(.*\)#  projection: contact\1\n  base_tilt: true#
 truth_base='s#^  decimation: 10#  decimation: 10\n  base_state: truth#'
 level_ground='s#^  decimation: 10#  decimation: 10\n  level_ground: true#'
 forearm='s#torso_2_link\]#arm_left_4_link]#g'
+offsets='s#^  parametrization: log-cholesky#  parametrization: log-cholesky\n  torque_offsets: true#'
 
 for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg talos-torso-2.9kg \
                 talos-backpack-4kg talos-forearm-5.4kg; do
@@ -35,6 +36,9 @@ for scenario in go2-rear-4.7kg go2-belly-4.6kg go2-front-left-2.5kg talos-torso-
       go2-*)
         run "${case}_example" go2_payload_identify.yaml
         run "${case}_tilt" go2_payload_identify.yaml -e "$tilt"
+        # torque-sensor offsets free too: on a standing go2 they look like a tilt
+        run "${case}_offsets" go2_payload_identify.yaml -e "$offsets"
+        run "${case}_offsets-tilt" go2_payload_identify.yaml -e "$offsets" -e "$tilt"
         run "${case}_truth-base" go2_payload_identify.yaml -e "$truth_base" ;;
       *)
         edits=()
