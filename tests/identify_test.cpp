@@ -626,6 +626,16 @@ TEST(Identify, BaseTiltColumnsAreTheTorqueChangeUnderABaseRotation) {
     EXPECT_GT(scale, 1.0);  // 15 kg of robot, gravity turned by a radian: tens of N m
     EXPECT_LT(error, tolerance);
   }
+  // separation is at most 1: asking for more leaves the tilt unidentified and zero; a problem
+  // built without the columns is refused
+  const BaseTiltFit fit = fitBaseTilt(p);
+  EXPECT_TRUE(fit.identified);
+  EXPECT_GT(fit.separation, 1e-3);
+  EXPECT_LE(fit.separation, 1.0);
+  const BaseTiltFit refused = fitBaseTilt(p, 2.0);
+  EXPECT_FALSE(refused.identified);
+  EXPECT_TRUE(refused.tilt.isZero());
+  EXPECT_THROW(fitBaseTilt(buildProblem(go2, s.samples, s.set, s.problem)), InputError);
   // tiltBase is a rotation about the base's own axes: the base z axis in the world moves by it
   Samples tilted = s.samples;
   tiltBase(Eigen::Vector2d(0.01, 0), tilted);

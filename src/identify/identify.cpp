@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <sstream>
@@ -74,10 +75,11 @@ BaseTiltCorrection estimateBaseTilt(const model::RobotModel& robot, const model:
     tiltBase(fit.tilt, samples);
     res.tilt += fit.tilt;
   }
-  constexpr double kDeg = 180.0 / 3.14159265358979323846;
+  if (res.tilt.isZero()) return res;
+  const double deg = 180.0 / M_PI;
   res.warnings.push_back("base tilt: the base-state estimate rotated by " +
-                         formatNumber(res.tilt[0] * kDeg, 3) + " deg about the base's x axis, " +
-                         formatNumber(res.tilt[1] * kDeg, 3) +
+                         formatNumber(res.tilt[0] * deg, 3) + " deg about the base's x axis, " +
+                         formatNumber(res.tilt[1] * deg, 3) +
                          " deg about its y axis, fitted to the torques (problem.base_tilt)");
   return res;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -628,7 +629,8 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
   const bool tilt = options.estimate_base_tilt && samples.free_flyer;
   if (tilt) p.base_tilt.resize(max_rows, 2);
   Eigen::MatrixXd tilt_columns(nv, 2);
-  pinocchio::Data tilt_data(model);
+  std::optional<pinocchio::Data> tilt_data;
+  if (tilt) tilt_data.emplace(model);
   int row = 0;
   if (p.projection == Projection::None) {
     for (int i = 0; i < nv; ++i) {
@@ -653,12 +655,12 @@ StackedProblem buildProblem(const model::RobotModel& robot, const Samples& sampl
     const Eigen::VectorXd rhs = St * samples.tau.col(k) - rd.tau_nom;
     if (tilt) {
       // crba fills the upper triangle: rows 0-2 hold M[0:3, :] = M[:, 0:3]^T
-      pinocchio::crba(model, tilt_data, samples.q.col(k));
+      pinocchio::crba(model, *tilt_data, samples.q.col(k));
       const Eigen::Vector4d xyzw = samples.q.col(k).segment<4>(3);
       const Eigen::Quaterniond r(xyzw[3], xyzw[0], xyzw[1], xyzw[2]);
       const Eigen::Vector3d g_base = r.conjugate() * model.gravity.linear();
-      Eigen::MatrixXd M_lin = tilt_data.M.topRows(3).transpose();
-      M_lin.topRows(3) = tilt_data.M.topLeftCorner(3, 3).selfadjointView<Eigen::Upper>();
+      Eigen::MatrixXd M_lin = tilt_data->M.topRows(3).transpose();
+      M_lin.topRows(3) = tilt_data->M.topLeftCorner(3, 3).selfadjointView<Eigen::Upper>();
       for (int i = 0; i < 2; ++i)
         tilt_columns.col(i) = M_lin * Eigen::Vector3d::Unit(i).cross(g_base);
     }
@@ -790,9 +792,7 @@ LinearSystem torqueSystem(const StackedProblem& p) {
 BaseTiltFit fitBaseTilt(const StackedProblem& problem, double min_separation) {
   require(problem.base_tilt.rows() == problem.rows() && problem.base_tilt.cols() == 2,
           "problem.base_tilt",
-          "the rows' tilt columns (ProblemOptions::estimate_base_tilt on a "
-          "free-flyer)",
-          "none");
+          "the rows' tilt columns (ProblemOptions::estimate_base_tilt on a free-flyer)", "none");
   const LinearSystem system = torqueSystem(problem);
   const int rows = system.rows();
   BaseTiltFit fit;
@@ -805,22 +805,17 @@ BaseTiltFit fitBaseTilt(const StackedProblem& problem, double min_separation) {
     rank = static_cast<int>(qr.rank());
     Ty.applyOnTheLeft(qr.householderQ().transpose());
   }
+  if (rows - rank < 2) return fit;  // the parameters fit every row: nothing left to see a tilt in
   const Eigen::MatrixXd outside = Ty.bottomRows(rows - rank);
   const Eigen::MatrixXd T_out = outside.leftCols(2);
   const Eigen::VectorXd y_out = outside.col(2);
   const double largest = Eigen::JacobiSVD<Eigen::MatrixXd>(problem.base_tilt).singularValues()[0];
   const Eigen::JacobiSVD<Eigen::MatrixXd> svd(T_out, Eigen::ComputeThinU | Eigen::ComputeThinV);
   fit.separation = largest > 0 ? svd.singularValues()[1] / largest : 0;
-  fit.rms_before = std::sqrt(y_out.squaredNorm() / rows);
-  fit.rms_after = fit.rms_before;
   if (!(fit.separation >= min_separation)) return fit;
   fit.tilt = svd.solve(y_out);
   fit.identified = fit.tilt.allFinite();
-  if (!fit.identified) {
-    fit.tilt.setZero();
-    return fit;
-  }
-  fit.rms_after = std::sqrt((y_out - T_out * fit.tilt).squaredNorm() / rows);
+  if (!fit.identified) fit.tilt.setZero();
   return fit;
 }
 

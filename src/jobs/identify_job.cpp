@@ -589,9 +589,9 @@ std::string IdentifyJob::Result::report() const {
     s << "  " << dimension - rank
       << " direction(s) the data cannot see stay at the prior (nominal) values\n";
   if (base_tilt_estimated) {
-    constexpr double kDeg = 180.0 / 3.14159265358979323846;
-    s << "\nbase tilt (problem.base_tilt): " << fixed(base_tilt[0] * kDeg, 3) << " deg about x, "
-      << fixed(base_tilt[1] * kDeg, 3) << " deg about y of the base, separation "
+    const double deg = 180.0 / M_PI;
+    s << "\nbase tilt (problem.base_tilt): " << fixed(base_tilt[0] * deg, 3) << " deg about x, "
+      << fixed(base_tilt[1] * deg, 3) << " deg about y of the base, separation "
       << fixed(base_tilt_separation, 3) << "\n";
   }
   if (truth) s << "\nerrors against the log's truth group\n" << truth->report();

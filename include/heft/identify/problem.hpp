@@ -117,7 +117,6 @@ struct BaseTiltFit {
   /// Smallest singular value of T's part outside the range of Phi over T's largest: how far the
   /// tilt is from what the identified parameters could explain on their own (0: not at all).
   double separation = 0;
-  double rms_before = 0, rms_after = 0;  ///< of the least-squares residual without / with w
 };
 /// Fits the tilt; not identified (tilt zero) when separation < min_separation.
 /// \throws InputError when the problem has no base_tilt columns.
