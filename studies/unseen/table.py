@@ -27,7 +27,9 @@ print("no accelerometer rows). talos-forearm-5.4kg (5.4 kg on the left forearm d
 print("both TALOS configs with `arm_left_4_link` as the body (identify as the example, with the level")
 print("floor and with the truth base state). TALOS also `estimate-3s`: 1500 knots of 2 ms")
 print("(`window.knots: 1500`, `window.stride: 2`, 3 s: a full elbow curl). Targets:")
-print("identify mass within 1 %, COM within 10 mm; estimate mass within 0.5 %, COM within 5 mm.\n")
+print("identify mass within 1 %, COM within 10 mm; estimate mass within 0.5 %, COM within 5 mm.")
+print("The identify cases with the base-state estimate's tilt fitted to the torques")
+print("(`problem.base_tilt`): [base-tilt](base-tilt.md).\n")
 print("| scenario | seed | config | mass true [kg] | mass error [%] | COM error [mm] | inertia error [%] | status | warnings |")
 print("|---|---|---|---|---|---|---|---|---|")
 limits = {"example": (0.01, 0.01), "payload": (0.01, 0.01), "truth-base": (0.01, 0.01),
