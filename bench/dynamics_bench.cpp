@@ -179,17 +179,23 @@ void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
 // The smoothed contact step (PRIME eq. 17) from states near a stance: the robot's posture, the
 // lowest contact point 0.1 mm above the floor, then a random tangent perturbation of 0.02, random
 // v (0.3) and joint torques (5 N m), dt = 0.01. `model` starts Newton from the paper's lifted
-// previous velocity (the default), `sticking` from the rigid sticking impulse.
+// previous velocity (the default), `sticking` from the rigid sticking impulse; both identify every
+// consistent body. `payload` identifies one body, the one the bundled estimate examples identify
+// (go2's trunk, TALOS' torso) and PRIME's setting (its quadruped's torso, 10 parameters).
 struct SmoothedCase {
-  std::unique_ptr<heft::dynamics::SmoothedContactModel> model, sticking;
+  std::unique_ptr<heft::dynamics::SmoothedContactModel> model, sticking, payload;
   std::vector<VectorXd> q, v, tau;
 };
 
 SmoothedCase makeSmoothedCase(const Robot& r, const std::vector<heft::model::ContactPoint>& points,
-                              const std::map<std::string, double>& posture) {
+                              const std::map<std::string, double>& posture,
+                              const std::string& payload_joint) {
   SmoothedCase c;
   c.model = std::make_unique<heft::dynamics::SmoothedContactModel>(
       r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky);
+  c.payload = std::make_unique<heft::dynamics::SmoothedContactModel>(
+      r.model, points, std::vector<pinocchio::JointIndex>{r.model.getJointId(payload_joint)},
+      heft::inertia::Parametrization::LogCholesky);
   heft::dynamics::SmoothedContactOptions sticking;
   sticking.start = heft::dynamics::SmoothedContactStart::Sticking;
   c.sticking = std::make_unique<heft::dynamics::SmoothedContactModel>(
@@ -230,14 +236,19 @@ void heftSmoothedContactStep(benchmark::State& state, const SmoothedCase& c) {
   }
 }
 
+// The step and the derivatives of v+ (q, v, tau, theta) from Newton's configured start; with
+// `forces`, the forces' derivatives too.
 void smoothedContactDerivatives(benchmark::State& state, const SmoothedCase& c,
-                                const heft::dynamics::SmoothedContactModel& model) {
+                                const heft::dynamics::SmoothedContactModel& model,
+                                bool forces = false) {
   heft::dynamics::SmoothedContactData data(model);
   const VectorXd theta = model.nominalTheta();
   int k = 0, iterations = 0, steps = 0;
   for (auto _ : state) {
     heft::dynamics::computeSmoothedContactDerivatives(model, data, c.q[k], c.v[k], c.tau[k], theta,
                                                       0.01);
+    if (forces) heft::dynamics::computeSmoothedContactForceDerivatives(data);
+    benchmark::DoNotOptimize(data.dvnext_dtheta.data());
     benchmark::DoNotOptimize(data.dforce_dtheta.data());
     iterations += data.summary.iterations;
     ++steps;
@@ -252,6 +263,31 @@ void heftSmoothedContactDerivatives(benchmark::State& state, const SmoothedCase&
 
 void heftSmoothedContactDerivativesSticking(benchmark::State& state, const SmoothedCase& c) {
   smoothedContactDerivatives(state, c, *c.sticking);
+}
+
+void heftSmoothedContactDerivativesPayload(benchmark::State& state, const SmoothedCase& c) {
+  smoothedContactDerivatives(state, c, *c.payload);
+}
+
+void heftSmoothedContactDerivativesWithForces(benchmark::State& state, const SmoothedCase& c) {
+  smoothedContactDerivatives(state, c, *c.model, true);
+}
+
+// What an estimator pays per knot and iteration: calc's step, then calcDiff's derivatives started
+// at calc's solution (Newton confirms it in one step).
+void heftSmoothedContactStepThenDerivatives(benchmark::State& state, const SmoothedCase& c) {
+  heft::dynamics::SmoothedContactData data(*c.model);
+  const VectorXd theta = c.model->nominalTheta();
+  VectorXd solution(c.model->nv());
+  int k = 0;
+  for (auto _ : state) {
+    solution =
+        heft::dynamics::smoothedContactStep(*c.model, data, c.q[k], c.v[k], c.tau[k], theta, 0.01);
+    heft::dynamics::computeSmoothedContactDerivatives(*c.model, data, c.q[k], c.v[k], c.tau[k],
+                                                      theta, 0.01, &solution);
+    benchmark::DoNotOptimize(data.dvnext_dtheta.data());
+    k = (k + 1) % Robot::kStates;
+  }
 }
 
 }  // namespace
@@ -308,8 +344,9 @@ int main(int argc, char** argv) {
     talos_half_sitting["leg_" + side + "_5_joint"] = -0.448041;
   }
   std::vector<SmoothedCase> smoothed;
-  smoothed.push_back(makeSmoothedCase(*robots[0], go2_feet, go2_standing));
-  smoothed.push_back(makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting));
+  smoothed.push_back(makeSmoothedCase(*robots[0], go2_feet, go2_standing, "root_joint"));
+  smoothed.push_back(
+      makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting, "torso_2_joint"));
   for (size_t i = 0; i < smoothed.size(); ++i) {
     const std::string prefix = robots[i]->name + "/";
     benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_step").c_str(),
@@ -320,6 +357,15 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_sticking").c_str(),
                                  heftSmoothedContactDerivativesSticking, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_payload").c_str(),
+                                 heftSmoothedContactDerivativesPayload, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_with_forces").c_str(),
+                                 heftSmoothedContactDerivativesWithForces, std::cref(smoothed[i]))
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_step_then_derivatives").c_str(),
+                                 heftSmoothedContactStepThenDerivatives, std::cref(smoothed[i]))
         ->Unit(benchmark::kMicrosecond);
   }
 

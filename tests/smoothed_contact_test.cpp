@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <pinocchio/algorithm/center-of-mass.hpp>
@@ -169,6 +170,31 @@ void checkDerivatives(const SmoothedContactModel& model, const Case& c) {
                                                     c.dt);
   heft::dynamics::computeSmoothedContactDerivatives(model, data, c.q, c.v, c.tau, c.theta, c.dt);
   ASSERT_TRUE(data.summary.converged()) << data.summary.report();
+  heft::dynamics::computeSmoothedContactForceDerivatives(data);
+
+  // Started at the step's own solution (an estimator's calcDiff after its calc), Newton confirms it
+  // in one step and the derivatives are the same to rounding.
+  SmoothedContactData warm(model);
+  const VectorXd solution =
+      heft::dynamics::smoothedContactStep(model, warm, c.q, c.v, c.tau, c.theta, c.dt);
+  heft::dynamics::computeSmoothedContactDerivatives(model, warm, c.q, c.v, c.tau, c.theta, c.dt,
+                                                    &solution);
+  ASSERT_TRUE(warm.summary.converged()) << warm.summary.report();
+  EXPECT_EQ(warm.summary.iterations, 1) << c.name;
+  EXPECT_EQ(warm.summary.initial_lift, 0.0) << c.name;
+  for (const auto& [name, cold_value, warm_value] :
+       {std::tuple<const char*, const MatrixXd*, const MatrixXd*>{"v+", nullptr, nullptr},
+        {"dv+/dq", &data.dvnext_dq, &warm.dvnext_dq},
+        {"dv+/dv", &data.dvnext_dv, &warm.dvnext_dv},
+        {"dv+/dtau", &data.dvnext_dtau, &warm.dvnext_dtau},
+        {"dv+/dtheta", &data.dvnext_dtheta, &warm.dvnext_dtheta}}) {
+    if (!cold_value) {
+      EXPECT_LE((warm.v_next - data.v_next).norm(), 1e-10 * (1 + data.v_next.norm())) << c.name;
+      continue;
+    }
+    EXPECT_LE((*warm_value - *cold_value).norm(), 1e-8 * (1 + cold_value->norm()))
+        << c.name << " " << name;
+  }
 
   const int nv = robot.nv, nf = 3 * model.numPoints();
   auto both = [&](const VectorXd& q, const VectorXd& v, const VectorXd& tau, const VectorXd& th) {
@@ -455,6 +481,7 @@ TEST(SmoothedContact, NonConvergenceIsReportedWithFiniteOutputs) {
   EXPECT_FALSE(data.summary.converged());
   EXPECT_EQ(data.summary.iterations, 1);
   EXPECT_GT(data.summary.decrement, options.tolerance);
+  heft::dynamics::computeSmoothedContactForceDerivatives(data);
   for (const MatrixXd* m : {&data.dvnext_dq, &data.dvnext_dv, &data.dvnext_dtau,
                             &data.dvnext_dtheta, &data.dforce_dq, &data.dforce_dtheta})
     EXPECT_TRUE(m->allFinite());
@@ -500,6 +527,40 @@ TEST(SmoothedContact, InvalidInputsThrow) {
   nan_v[3] = std::nan("");
   EXPECT_THROW(heft::dynamics::smoothedContactStep(model, data, q, nan_v, v, theta, 0.01),
                heft::InputError);
+  // Force derivatives need the derivatives of v+ first; a caller's solution must fit.
+  EXPECT_THROW(heft::dynamics::computeSmoothedContactForceDerivatives(data), heft::InputError);
+  const VectorXd short_solution = VectorXd::Zero(3);
+  EXPECT_THROW(heft::dynamics::computeSmoothedContactDerivatives(model, data, q, v, v, theta, 0.01,
+                                                                 &short_solution),
+               heft::InputError);
+  EXPECT_THROW(
+      heft::dynamics::computeSmoothedContactDerivatives(model, data, q, v, v, theta, 0.01, &nan_v),
+      heft::InputError);
+  // A step taken after the derivatives makes them another step's: the force derivatives refuse.
+  heft::dynamics::computeSmoothedContactDerivatives(model, data, q, v, v, theta, 0.01);
+  EXPECT_NO_THROW(heft::dynamics::computeSmoothedContactForceDerivatives(data));
+  heft::dynamics::smoothedContactStep(model, data, q, v, v, theta, 0.01);
+  EXPECT_THROW(heft::dynamics::computeSmoothedContactForceDerivatives(data), heft::InputError);
+}
+
+TEST(SmoothedContact, InfeasibleSolutionFallsBackToTheConfiguredStart) {
+  const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
+                                   Parametrization::LogCholesky);
+  const Case c = go2Case("standing", go2Standing(), 1e-4, model, 12);
+  SmoothedContactData cold(model), warm(model);
+  heft::dynamics::computeSmoothedContactDerivatives(model, cold, c.q, c.v, c.tau, c.theta, c.dt);
+  ASSERT_TRUE(cold.summary.converged()) << cold.summary.report();
+  // The base sinking at 1 m/s (its z axis is within 0.02 rad of the vertical): every foot leaves
+  // its cone, so the start is lifted.
+  VectorXd sinking = c.v;
+  sinking[2] -= 1.0;
+  heft::dynamics::computeSmoothedContactDerivatives(model, warm, c.q, c.v, c.tau, c.theta, c.dt,
+                                                    &sinking);
+  ASSERT_TRUE(warm.summary.converged()) << warm.summary.report();
+  EXPECT_GT(warm.summary.initial_lift, 0.0);
+  EXPECT_LE((warm.v_next - cold.v_next).norm(), 1e-10 * (1 + cold.v_next.norm()));
+  EXPECT_LE((warm.dvnext_dtheta - cold.dvnext_dtheta).norm(),
+            1e-8 * (1 + cold.dvnext_dtheta.norm()));
 }
 
 TEST(SmoothedContact, StepAndDerivativesAllocateNothing) {
@@ -512,9 +573,13 @@ TEST(SmoothedContact, StepAndDerivativesAllocateNothing) {
   const Case a = go2Case("a", go2Standing(), 1e-4, model, 9);
   const Case b = go2Case("b", go2Swing(), 1e-4, model, 10);
   heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt);
+  const VectorXd solution = data.v_next;
   const long count = heft::test::countMallocs([&] {
     heft::dynamics::smoothedContactStep(model, data, b.q, b.v, b.tau, b.theta, b.dt);
     heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt);
+    heft::dynamics::computeSmoothedContactForceDerivatives(data);
+    heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt,
+                                                      &solution);
   });
   EXPECT_EQ(count, 0);
 }

@@ -92,7 +92,15 @@ SmoothedContactModel::SmoothedContactModel(const pinocchio::Model& robot,
     std::vector<int> columns;
     for (pinocchio::JointIndex j : robot.supports[frame.parentJoint])
       for (int k = 0; k < robot.nvs[j]; ++k) columns.push_back(robot.idx_vs[j] + k);
+    std::vector<ColumnRun> runs;
+    for (int k = 0; k < static_cast<int>(columns.size()); ++k) {
+      if (!runs.empty() && runs.back().velocity_index + runs.back().length == columns[k])
+        ++runs.back().length;
+      else
+        runs.push_back({columns[k], k, 1});
+    }
     columns_.push_back(std::move(columns));
+    runs_.push_back(std::move(runs));
   }
 }
 
@@ -122,6 +130,7 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       newton_step(Eigen::VectorXd::Zero(model.nv())),
       trial(Eigen::VectorXd::Zero(model.nv())),
       scratch(Eigen::VectorXd::Zero(model.nv())),
+      mass_velocity(Eigen::VectorXd::Zero(model.nv())),
       hessian(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       kj(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
       kd(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
@@ -222,30 +231,40 @@ bool cost(const SmoothedContactModel& model, SmoothedContactData& data, const Ei
 }
 
 /// Gradient g = M x - momentum - J^T lambda and Hessian H = M + sum J_i^T K_i J_i at x, and H's
-/// Cholesky factorization. False if x is infeasible or H is not positive definite. Leaves J x in
-/// base_point_velocity and the barrier's log sum in base_log_sum for the line search.
+/// Cholesky factorization. False if x is infeasible or H is not positive definite. With
+/// `products_known`, data.point_velocity and data.mass_velocity already hold J x and M x (Newton
+/// carries them along its steps from J d and M d); otherwise they are computed. Leaves J x in
+/// base_point_velocity and the barrier's log sum in base_log_sum for the line search; with
+/// `keep_kj`, blockdiag(K_i) J in kj for the derivatives.
 bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData& data,
-                          const Eigen::VectorXd& x, double dt) {
-  data.point_velocity.noalias() = data.jacobian * x;
+                          const Eigen::VectorXd& x, double dt, bool keep_kj,
+                          bool products_known = false) {
+  if (!products_known) {
+    data.point_velocity.noalias() = data.jacobian * x;
+    data.mass_velocity.noalias() = data.M * x;
+  }
   data.base_point_velocity = data.point_velocity;
   if (!evaluateBarrier(model, data, dt, true, data.base_log_sum)) return false;
-  data.gradient.noalias() = data.M * x;
-  data.gradient -= data.momentum;
+  data.gradient = data.mass_velocity - data.momentum;
   data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
   // H = M + sum J_i^T K_i J_i, each term only on the columns of the point's limb (a quarter of
-  // go2's Hessian, a tenth of TALOS'); K_i J_i also goes into kj, zero outside those columns.
+  // go2's Hessian, a tenth of TALOS'), added run by run; K_i J_i is zero outside those columns.
   data.hessian = data.M;
   for (int i = 0; i < model.numPoints(); ++i) {
-    const std::vector<int>& columns = model.pointColumns()[i];
-    const auto n = static_cast<Eigen::Index>(columns.size());
+    const auto n = static_cast<Eigen::Index>(model.pointColumns()[i].size());
+    const auto& runs = model.pointColumnRuns()[i];
     const auto& Jc = data.compact_jacobians[static_cast<size_t>(i)];
     auto kj = data.compact_kj.leftCols(n);
     kj.noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(Jc);
     auto block = data.compact_block.topLeftCorner(n, n);
     block.noalias() = Jc.transpose().lazyProduct(kj);
-    for (Eigen::Index b = 0; b < n; ++b) {
-      for (Eigen::Index a = 0; a < n; ++a) data.hessian(columns[a], columns[b]) += block(a, b);
-      data.kj.block<3, 1>(3 * i, columns[b]) = kj.col(b);
+    for (const SmoothedContactModel::ColumnRun& b : runs) {
+      for (const SmoothedContactModel::ColumnRun& a : runs)
+        data.hessian.block(a.velocity_index, b.velocity_index, a.length, b.length) +=
+            block.block(a.compact_index, b.compact_index, a.length, b.length);
+      if (keep_kj)
+        data.kj.block(3 * i, b.velocity_index, 3, b.length) =
+            kj.middleCols(b.compact_index, b.length);
     }
   }
   data.llt.compute(data.hessian);
@@ -353,9 +372,24 @@ double liftIntoCones(const SmoothedContactModel& model, SmoothedContactData& dat
   return shift;
 }
 
-/// Newton's start in data.v_next: the configured start, lifted into the cones.
+/// True if every point is strictly inside its cone at x (w_i > 0, s_i > 0): a start Newton can
+/// use as it is, without the initializer's margin.
+bool strictlyFeasible(const SmoothedContactModel& model, SmoothedContactData& data,
+                      const Eigen::VectorXd& x, double dt) {
+  data.point_velocity.noalias() = data.jacobian * x;
+  double log_sum = 0;
+  return evaluateBarrier(model, data, dt, false, log_sum);
+}
+
+/// Newton's start in data.v_next: a caller's solution if it is strictly feasible, else the
+/// configured start lifted into the cones.
 void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
-                  const Eigen::Ref<const Eigen::VectorXd>& v, double dt) {
+                  const Eigen::Ref<const Eigen::VectorXd>& v, double dt,
+                  const Eigen::VectorXd* solution) {
+  if (solution) {
+    data.v_next = *solution;
+    if (strictlyFeasible(model, data, data.v_next, dt)) return;
+  }
   if (model.options().start == SmoothedContactStart::Sticking)
     stickingStart(model, data, v, dt);
   else
@@ -411,8 +445,9 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
   SmoothedContactSummary& summary = data.summary;
   summary.status = SmoothedContactStatus::MaxIterations;
   summary.iterations = 0;
+  bool products_known = false;
   while (summary.iterations < o.max_iterations) {
-    if (!assembleNewtonSystem(model, data, data.v_next, dt)) {
+    if (!assembleNewtonSystem(model, data, data.v_next, dt, false, products_known)) {
       summary.status = SmoothedContactStatus::NumericalFailure;
       return;
     }
@@ -439,18 +474,30 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
       return;
     }
     data.v_next = data.trial;
+    // The line search left J x' in point_velocity (its last trial is the accepted one) and M d in
+    // scratch: M x' = M x + alpha M d, two products fewer per step.
+    data.mass_velocity.noalias() += alpha * data.scratch;
+    products_known = true;
   }
 }
 
 void solve(const SmoothedContactModel& model, SmoothedContactData& data,
            const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& v,
            const Eigen::Ref<const Eigen::VectorXd>& tau,
-           const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt) {
+           const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt,
+           const Eigen::VectorXd* solution) {
   checkInputs(model, q, v, tau, theta_S, dt);
+  if (solution) {
+    detail::checkSize("smoothed contact: solution", model.nv(), solution->size());
+    if (!solution->allFinite())
+      throw InputError("smoothed contact: solution: expected finite values");
+  }
   data.inertias.update(model.regressor(), model.parametrization(), theta_S);
   data.summary = SmoothedContactSummary();
+  data.dt = dt;
+  data.has_derivatives = false;
   computeKinematics(model, data, q, v, tau, dt);
-  initialGuess(model, data, v, dt);
+  initialGuess(model, data, v, dt, solution);
   newton(model, data, dt);
   // Forces and cost at the returned iterate, which is always feasible.
   double c = 0;
@@ -521,23 +568,25 @@ void computeResidualDerivatives(const SmoothedContactModel& model, SmoothedConta
     data.velocity_dv.topRows<3>().noalias() = turn * data.frame_jacobian.bottomRows<3>();
     data.velocity_dv.bottomRows<3>().noalias() = skew(r) * data.velocity_dv.topRows<3>();
     data.velocity_dv *= -dt;
-    data.dg_dq.noalias() += data.frame_jacobian.transpose().lazyProduct(data.velocity_dv);
     // lambda_i moves with q through (J^t_i v+, w_i): dlambda = -K_i D_i dq, and g has -J^T lambda.
     data.kd.middleRows<3>(3 * i).noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(
         data.point_velocity_dq.middleRows<3>(3 * i));
+    // Both terms live on the point's columns only (its joint's support), run by run.
+    const auto J_i = data.jacobian.middleRows<3>(3 * i);
+    const auto kd_i = data.kd.middleRows<3>(3 * i);
+    for (const SmoothedContactModel::ColumnRun& a : model.pointColumnRuns()[i]) {
+      for (const SmoothedContactModel::ColumnRun& b : model.pointColumnRuns()[i]) {
+        auto block = data.dg_dq.block(a.velocity_index, b.velocity_index, a.length, b.length);
+        block.noalias() +=
+            data.frame_jacobian.middleCols(a.velocity_index, a.length)
+                .transpose()
+                .lazyProduct(data.velocity_dv.middleCols(b.velocity_index, b.length));
+        block.noalias() += J_i.middleCols(a.velocity_index, a.length)
+                               .transpose()
+                               .lazyProduct(kd_i.middleCols(b.velocity_index, b.length));
+      }
+    }
   }
-  data.dg_dq.noalias() += data.jacobian.transpose().lazyProduct(data.kd);
-}
-
-/// df_i/dx = -(1/dt) K_i (J_i dv+/dx + [D_i for q]), stacked over the points: with kj =
-/// blockdiag(K_i) J and kd = blockdiag(K_i) D left by the Hessian and the q residual.
-void computeForceDerivatives(SmoothedContactData& data, double dt) {
-  data.dforce_dq.noalias() = data.kj * data.dvnext_dq;
-  data.dforce_dq += data.kd;
-  data.dforce_dq *= -1 / dt;
-  data.dforce_dv.noalias() = (-1 / dt) * data.kj * data.dvnext_dv;
-  data.dforce_dtau.noalias() = (-1 / dt) * data.kj * data.dvnext_dtau;
-  data.dforce_dtheta.noalias() = (-1 / dt) * data.kj * data.dvnext_dtheta;
 }
 
 }  // namespace
@@ -549,7 +598,7 @@ const Eigen::VectorXd& smoothedContactStep(const SmoothedContactModel& model,
                                            const Eigen::Ref<const Eigen::VectorXd>& tau,
                                            const Eigen::Ref<const Eigen::VectorXd>& theta_S,
                                            double dt) {
-  solve(model, data, q, v, tau, theta_S, dt);
+  solve(model, data, q, v, tau, theta_S, dt, nullptr);
   return data.v_next;
 }
 
@@ -557,11 +606,11 @@ void computeSmoothedContactDerivatives(const SmoothedContactModel& model, Smooth
                                        const Eigen::Ref<const Eigen::VectorXd>& q,
                                        const Eigen::Ref<const Eigen::VectorXd>& v,
                                        const Eigen::Ref<const Eigen::VectorXd>& tau,
-                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S,
-                                       double dt) {
-  solve(model, data, q, v, tau, theta_S, dt);
+                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt,
+                                       const Eigen::VectorXd* solution) {
+  solve(model, data, q, v, tau, theta_S, dt, solution);
   // H and K_i at the returned v+ (the last Newton step moved it after the last factorization).
-  if (!assembleNewtonSystem(model, data, data.v_next, dt)) {
+  if (!assembleNewtonSystem(model, data, data.v_next, dt, true)) {
     // Unreachable for a feasible v+ and a positive-definite M; keep the outputs finite.
     data.summary.status = SmoothedContactStatus::NumericalFailure;
     return;
@@ -581,8 +630,23 @@ void computeSmoothedContactDerivatives(const SmoothedContactModel& model, Smooth
   model.support().negativeProduct(data.hessian_inverse, data.regressor.dtau_dtheta,
                                   data.dvnext_dtheta);
   data.dvnext_dtheta *= dt;
+  data.has_derivatives = true;
+}
 
-  computeForceDerivatives(data, dt);
+// df_i/dx = -(1/dt) K_i (J_i dv+/dx + [D_i for q]), stacked over the points: kj = blockdiag(K_i) J
+// and kd = blockdiag(K_i) D were left by the derivatives' Hessian and q residual.
+void computeSmoothedContactForceDerivatives(SmoothedContactData& data) {
+  if (!data.has_derivatives)
+    throw InputError(
+        "smoothed contact force derivatives: expected computeSmoothedContactDerivatives on this "
+        "step first");
+  const double scale = -1 / data.dt;
+  data.dforce_dq.noalias() = data.kj * data.dvnext_dq;
+  data.dforce_dq += data.kd;
+  data.dforce_dq *= scale;
+  data.dforce_dv.noalias() = scale * data.kj * data.dvnext_dv;
+  data.dforce_dtau.noalias() = scale * data.kj * data.dvnext_dtau;
+  data.dforce_dtheta.noalias() = scale * data.kj * data.dvnext_dtheta;
 }
 
 }  // namespace heft::dynamics

@@ -505,8 +505,9 @@ void MultibodyStageModel::chainSmoothedDerivatives(
   const int nq = dynamics_->model().nq, nv = dynamics_->model().nv, ns = num_inertial_;
   const auto q = x.head(nq);
   const auto theta_S = theta.head(ns);
+  // calc left v' at these inputs: Newton confirms it in one step instead of solving again.
   dynamics::computeSmoothedContactDerivatives(*smoothed_, *d.smoothed, q, d.v_start, d.tau, theta_S,
-                                              dt_);
+                                              dt_, &d.v_next);
   const dynamics::SmoothedContactData& S = *d.smoothed;
   d.dv_dx.leftCols(nv) = S.dvnext_dq;
   d.dv_dx.rightCols(nv) = S.dvnext_dv;

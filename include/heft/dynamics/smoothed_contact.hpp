@@ -145,6 +145,14 @@ class SmoothedContactModel {
   /// Velocity indices in the support of each point's joint: the only nonzero columns of its
   /// Jacobian (the free flyer's and its limb's).
   const std::vector<std::vector<int>>& pointColumns() const { return columns_; }
+  /// pointColumns() as contiguous runs (go2: the free flyer's 6 and the leg's 3), so that the
+  /// per-point blocks are added as a few dense blocks instead of element by element.
+  struct ColumnRun {
+    int velocity_index;  ///< first column in the full nv
+    int compact_index;   ///< first column in the point's compact Jacobian
+    int length;
+  };
+  const std::vector<std::vector<ColumnRun>>& pointColumnRuns() const { return runs_; }
   const SmoothedContactOptions& options() const { return options_; }
   inertia::Parametrization parametrization() const { return parametrization_; }
   int nq() const { return regressor_.nq(); }
@@ -162,6 +170,7 @@ class SmoothedContactModel {
   std::vector<pinocchio::JointIndex> joints_;
   std::vector<pinocchio::SE3> placements_;
   std::vector<std::vector<int>> columns_;
+  std::vector<std::vector<ColumnRun>> runs_;
   SmoothedContactOptions options_;
   inertia::Parametrization parametrization_;
 };
@@ -179,10 +188,15 @@ class SmoothedContactData {
   Eigen::VectorXd force;
   Eigen::VectorXd gap;  ///< np: phi_i(q), height of each point above the floor [m]
   SmoothedContactSummary summary;
+  double dt = 0;  ///< the step's dt [s], for computeSmoothedContactForceDerivatives
+  /// True once computeSmoothedContactDerivatives filled the derivatives of v+ for this step; every
+  /// new step clears it, so that the force derivatives are never built from another step's.
+  bool has_derivatives = false;
 
   // ---- computeSmoothedContactDerivatives (implicit function theorem, eq. 34) ----
   Eigen::MatrixXd dvnext_dq, dvnext_dv, dvnext_dtau;  ///< nv x nv (q: tangent space)
   Eigen::MatrixXd dvnext_dtheta;                      ///< nv x 10|S|
+  // ---- computeSmoothedContactForceDerivatives ----
   Eigen::MatrixXd dforce_dq, dforce_dv, dforce_dtau;  ///< 3np x nv
   Eigen::MatrixXd dforce_dtheta;                      ///< 3np x 10|S|
 
@@ -198,8 +212,9 @@ class SmoothedContactData {
   Eigen::VectorXd impulse;          ///< 3np: lambda at the current iterate [N s]
   Eigen::MatrixXd barrier_hessian;  ///< 3 x 3np: K_i = -dlambda_i / d(J_i v+)
   Eigen::VectorXd gradient, newton_step, trial, scratch;  ///< nv
-  Eigen::MatrixXd hessian;                                ///< nv x nv
-  Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at the last assembled iterate
+  Eigen::VectorXd mass_velocity;  ///< nv: M x at Newton's iterate, carried along its steps
+  Eigen::MatrixXd hessian;        ///< nv x nv
+  Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at v+ (computeSmoothedContactDerivatives)
   Eigen::MatrixXd kd;  ///< 3np x nv: blockdiag(K_i) D, D the points' direct q-dependence
   Eigen::LLT<Eigen::MatrixXd> llt;
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian, velocity_dq, velocity_dv;  ///< 6 x nv
@@ -238,14 +253,24 @@ const Eigen::VectorXd& smoothedContactStep(const SmoothedContactModel& model,
                                            const Eigen::Ref<const Eigen::VectorXd>& theta_S,
                                            double dt);
 
-/// The step and the derivatives of v+ and of the forces w.r.t. q (tangent space), v, tau and
-/// theta_S at its solution (eq. 34). The derivatives are those of the converged solution: check
-/// data.summary.converged().
-/// \throws InputError as smoothedContactStep.
+/// The step and the derivatives of v+ w.r.t. q (tangent space), v, tau and theta_S at its solution
+/// (eq. 34). The derivatives are those of the converged solution: check data.summary.converged().
+/// \param solution optional v+ of an earlier smoothedContactStep at the same inputs (a caller
+///        that keeps it, as an estimator's calc does): Newton starts there instead of at
+///        options.start and confirms it in one step. Any strictly feasible velocity is a valid
+///        start (the minimizer is unique); an infeasible one is lifted into the cones.
+/// \throws InputError as smoothedContactStep, or on a solution of the wrong size or not finite.
 void computeSmoothedContactDerivatives(const SmoothedContactModel& model, SmoothedContactData& data,
                                        const Eigen::Ref<const Eigen::VectorXd>& q,
                                        const Eigen::Ref<const Eigen::VectorXd>& v,
                                        const Eigen::Ref<const Eigen::VectorXd>& tau,
-                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt);
+                                       const Eigen::Ref<const Eigen::VectorXd>& theta_S, double dt,
+                                       const Eigen::VectorXd* solution = nullptr);
+
+/// The derivatives of the forces w.r.t. q, v, tau and theta_S, from those of v+ (df_i = -(1/dt)
+/// K_i (J_i dv+ + D_i dq)). Call after computeSmoothedContactDerivatives on the same data; kept
+/// apart because an estimator that only needs v+ skips them (3np x (3nv + 10|S|) products).
+/// \throws InputError unless computeSmoothedContactDerivatives ran on data since its last step.
+void computeSmoothedContactForceDerivatives(SmoothedContactData& data);
 
 }  // namespace heft::dynamics
