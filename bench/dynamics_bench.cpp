@@ -18,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pinocchio/algorithm/aba-derivatives.hpp>
@@ -349,24 +350,18 @@ int main(int argc, char** argv) {
       makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting, "torso_2_joint"));
   for (size_t i = 0; i < smoothed.size(); ++i) {
     const std::string prefix = robots[i]->name + "/";
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_step").c_str(),
-                                 heftSmoothedContactStep, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives").c_str(),
-                                 heftSmoothedContactDerivatives, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_sticking").c_str(),
-                                 heftSmoothedContactDerivativesSticking, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_payload").c_str(),
-                                 heftSmoothedContactDerivativesPayload, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_derivatives_with_forces").c_str(),
-                                 heftSmoothedContactDerivativesWithForces, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_step_then_derivatives").c_str(),
-                                 heftSmoothedContactStepThenDerivatives, std::cref(smoothed[i]))
-        ->Unit(benchmark::kMicrosecond);
+    using Benchmark = void (*)(benchmark::State&, const SmoothedCase&);
+    const std::pair<const char*, Benchmark> benchmarks[] = {
+        {"step", heftSmoothedContactStep},
+        {"derivatives", heftSmoothedContactDerivatives},
+        {"derivatives_sticking", heftSmoothedContactDerivativesSticking},
+        {"derivatives_payload", heftSmoothedContactDerivativesPayload},
+        {"derivatives_with_forces", heftSmoothedContactDerivativesWithForces},
+        {"step_then_derivatives", heftSmoothedContactStepThenDerivatives}};
+    for (const auto& [name, function] : benchmarks)
+      benchmark::RegisterBenchmark((prefix + "heft_smoothed_contact_" + name).c_str(), function,
+                                   std::cref(smoothed[i]))
+          ->Unit(benchmark::kMicrosecond);
   }
 
   heft::bench::RatioReporter reporter(
