@@ -27,7 +27,7 @@ total=$(grep -E '^(totals|summary):' "$out" | head -1 | awk '{print $2}')
 id=$(grep -m1 -oP "^c?fn=\(\K[0-9]+(?=\) \Q${function}\E\()" "$out" || true)
 if [ -z "$id" ]; then
   echo "$0: $function was not called by benchmarks matching '$filter'" >&2
-  exit 1
+  exit 2
 fi
-calls=$(grep -A1 "^cfn=($id)" "$out" | grep -oP '^calls=\K[0-9]+' | paste -sd+ | bc)
+calls=$(grep -A1 "^cfn=($id)" "$out" | grep -oP '^calls=\K[0-9]+' | awk '{n += $1} END {print n}')
 echo "$filter $function: $((total / calls)) instructions per call ($calls calls)"
