@@ -23,6 +23,13 @@
 // Energy observations (prefix go2_energy/): the same problem with measurements.energy, derivatives
 // and direction at 1000 knots over go2/'s (the energy row's price per iteration).
 //
+// Inverse dynamics (prefix go2_inverse/): the same problem with the inverse-dynamics stages
+// (estimate.dynamics: inverse: the acceleration and the feet's forces decisions, the torque
+// balance and the feet's accelerations equality rows eliminated in the backward pass);
+// derivatives, direction and mean_iteration at 1000 and 2000 knots. Ratios: _1000 over go2/'s
+// (the equality-constrained iteration against the forward-dynamics one), _2000 over _1000
+// (target at most 2.1).
+//
 // Contact-implicit (prefix go2_implicit/): the same log simulated for 11.1 s, PRIME's smoothed
 // contact dynamics instead of rigid contacts (no flags), derivatives_N and mean_iteration_N at 1000
 // and 2000 knots of 1 ms (ratios: _2000 over _1000, target at most 2.1; _1000 over the rigid
@@ -65,6 +72,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <malloc.h>
@@ -90,10 +98,11 @@ const heft::io::Log& log() {
   return log;
 }
 
-// energy: with energy observations (measurements.energy: one row per running stage).
-const heft::estimation::LogProblem& problem(int knots, bool energy = false) {
-  static std::map<std::pair<int, bool>, heft::estimation::LogProblem> cache;
-  auto it = cache.find({knots, energy});
+// energy: with energy observations (measurements.energy: one row per running stage); inverse:
+// with the inverse-dynamics stages (estimate.dynamics: inverse).
+const heft::estimation::LogProblem& problem(int knots, bool energy = false, bool inverse = false) {
+  static std::map<std::tuple<int, bool, bool>, heft::estimation::LogProblem> cache;
+  auto it = cache.find({knots, energy, inverse});
   if (it == cache.end()) {
     static const heft::model::RobotModel robot = heft::model::loadRobot("go2");
     heft::estimation::LogProblemOptions options;
@@ -101,8 +110,9 @@ const heft::estimation::LogProblem& problem(int knots, bool energy = false) {
     options.first_sample = 1000;
     options.knots = knots;
     options.use_energy = energy;
+    if (inverse) options.dynamics = heft::estimation::DynamicsFormulation::Inverse;
     it = cache
-             .emplace(std::make_pair(knots, energy),
+             .emplace(std::make_tuple(knots, energy, inverse),
                       heft::estimation::buildLogProblem(robot, log(), options))
              .first;
   }
@@ -155,8 +165,8 @@ void derivativesOf(benchmark::State& state, const heft::estimation::LogProblem& 
   long newton = 0, steps = 0;
   for (int k = 0; k < knots; ++k) {
     p.running(k).calc(*datas[k], lp.xs[k], lp.ws[k], lp.theta);
-    const auto& d = static_cast<const heft::estimation::MultibodyStageData&>(*datas[k]);
-    if (d.smoothed) newton += d.smoothed->summary.iterations, ++steps;
+    const auto* d = dynamic_cast<const heft::estimation::MultibodyStageData*>(datas[k].get());
+    if (d && d->smoothed) newton += d->smoothed->summary.iterations, ++steps;
   }
   if (steps > 0) state.counters["newton_steps"] = static_cast<double>(newton) / steps;
 }
@@ -256,6 +266,8 @@ void prepareGo2(const benchmark::State&) {
   problem(1000);
   problem(2000);
   problem(1000, true);
+  problem(1000, false, true);
+  problem(2000, false, true);
   std::printf("go2: nv %d, stage residuals %d, 1000 and 2000 knots at 1 kHz\n",
               problem(1000).model->nv, problem(1000).problem->running(0).nr());
 }
@@ -505,6 +517,26 @@ int main(int argc, char** argv) {
                                [](benchmark::State& s) { directionOf(s, problem(1000, true)); })
       ->Setup(prepareGo2)
       ->Unit(benchmark::kMillisecond);
+  // The inverse-dynamics stages on the same go2 problem.
+  for (int knots : {1000, 2000}) {
+    const std::string n = std::to_string(knots);
+    benchmark::RegisterBenchmark(
+        ("go2_inverse/derivatives_" + n).c_str(),
+        [knots](benchmark::State& s) { derivativesOf(s, problem(knots, false, true)); })
+        ->Setup(prepareGo2)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("go2_inverse/direction_" + n).c_str(),
+        [knots](benchmark::State& s) { directionOf(s, problem(knots, false, true)); })
+        ->Setup(prepareGo2)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("go2_inverse/mean_iteration_" + n).c_str(),
+        [knots](benchmark::State& s) { meanIterationOf(s, problem(knots, false, true)); })
+        ->Setup(prepareGo2)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
   // Contact-implicit go2: derivatives and mean iteration at 1000 and 2000 knots of 1 ms, and a
   // whole solve of 1000 knots of 10 ms (10 s of log, PRIME's horizon and step).
   for (int knots : {1000, 2000}) {
@@ -546,7 +578,8 @@ int main(int argc, char** argv) {
   }
   PendulumReporter reporter(
       "go2: direction and iteration over derivatives at 1000 knots, _2000 over _1000; "
-      "go2_energy: over go2 (the energy row's price); "
+      "go2_energy: over go2 (the energy row's price); go2_inverse: over go2 at 1000 knots, "
+      "_2000 over _1000 (target at most 2.1); "
       "go2_implicit: _2000 over _1000, _1000 over go2 (rigid contacts); pendulum, "
       "go2_trot: heft over Crocoddyl's augmented-state FDDP, target at most 0.5; heft_solve_probe "
       "(theta trust region with its probe) over heft_solve",
@@ -560,6 +593,13 @@ int main(int argc, char** argv) {
         for (const char* what : {"derivatives", "direction"})
           if (name == std::string("go2_energy/") + what + "_1000")
             return std::string("go2/") + what + "_1000";
+        // inverse dynamics: over the forward stages' go2/ at 1000 knots; its 2000 over its 1000
+        for (const char* what : {"derivatives", "direction", "mean_iteration"}) {
+          if (name == std::string("go2_inverse/") + what + "_1000")
+            return std::string("go2/") + what + "_1000";
+          if (name == std::string("go2_inverse/") + what + "_2000")
+            return std::string("go2_inverse/") + what + "_1000";
+        }
         // contact-implicit: 2000 over 1000 knots, and 1000 over the rigid-contact problem's
         for (const char* what : {"derivatives", "mean_iteration"}) {
           if (name == std::string("go2_implicit/") + what + "_2000")

@@ -521,6 +521,58 @@ TEST(EstimateJob, ContactImplicitKappaContinuationRaisesKappaToTheTarget) {
   EXPECT_LT(r.windows.front().contact_force_errors->relative, 0.08);
 }
 
+// estimate.dynamics: inverse runs the same MAP problem through the inverse-dynamics stages: the
+// same estimate as the forward run (within what the stopping rule leaves: theta within
+// sqrt(2 tol (1 + cost)) posterior stds, as tests/inverse_dynamics_test.cpp derives), the torque
+// balance held at the solution, and the trajectory written with the estimated torque.
+TEST(EstimateJob, InverseDynamicsGivesTheForwardEstimate) {
+  std::string yaml = pendulumConfig(pendulumLog());
+  const EstimateJob::Result forward = EstimateJob::run(EstimateJob::parse(yaml, "job.yaml", "."));
+  yaml.replace(yaml.find("estimate:\n"), 10, "estimate:\n  dynamics: inverse\n");
+  const EstimateJob::Config config = EstimateJob::parse(yaml, "job.yaml", ".");
+  ASSERT_EQ(config.problem.dynamics, estimation::DynamicsFormulation::Inverse);
+  const EstimateJob::Result inverse = EstimateJob::run(config);
+  ASSERT_EQ(forward.summary.status, RiccatiSummary::Status::Converged) << forward.report();
+  ASSERT_EQ(inverse.summary.status, RiccatiSummary::Status::Converged) << inverse.report();
+  EXPECT_LE(inverse.summary.max_equality_violation, config.solver.equality_tolerance);
+  const double sigmas = 2 * std::sqrt(2 * config.solver.tolerance * (1 + forward.summary.cost));
+  EXPECT_LE(std::abs(inverse.bodies[0].mass - forward.bodies[0].mass),
+            sigmas * forward.bodies[0].mass_std)
+      << forward.report() << inverse.report();
+  EXPECT_NE(inverse.report().find("inverse dynamics"), std::string::npos) << inverse.report();
+
+  const fs::path out = scratch("pendulum_inverse");
+  EstimateJob::write(inverse, out.string(), {true});
+  std::ifstream in(out / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["estimation"]["dynamics"], "inverse");
+  EXPECT_LE(j["estimation"]["solver"]["max_equality_violation"].get<double>(), 1e-8);
+  const io::Log trajectory = io::readLog((out / "trajectory.h5").string());
+  const io::Log& written = inverse.windows.front().trajectory;
+  EXPECT_EQ(io::firstDifference(trajectory, written), "");
+  // the torque written is the logged one plus the estimated noise e: close to the forward run's
+  const Eigen::MatrixXd& tau_forward = forward.windows.front().trajectory.joints.tau;
+  EXPECT_LT((written.joints.tau - tau_forward).cwiseAbs().maxCoeff(), 1e-3)
+      << "largest torque difference between the two formulations' trajectories";
+}
+
+TEST(EstimateJobConfig, InverseDynamicsKeysParseAndRefuseWhatItCannotModel) {
+  const std::string head = "robot: go2\nlog: x.h5\nestimate:\n  bodies: [FL_thigh]\n";
+  std::string e = configErrorOf(head + "  dynamics: backwards\n");
+  EXPECT_NE(e.find("estimate.dynamics"), std::string::npos) << e;
+  EXPECT_NE(e.find("forward or inverse"), std::string::npos) << e;
+  e = configErrorOf(head + "  dynamics: inverse\nmeasurements:\n  energy: true\n");
+  EXPECT_NE(e.find("dynamics: inverse: expected no energy observations"), std::string::npos) << e;
+  e = configErrorOf(head + "  dynamics: inverse\ncontacts:\n  source: implicit\n");
+  EXPECT_NE(e.find("dynamics: inverse: expected rigid contacts or none"), std::string::npos) << e;
+  e = configErrorOf(head + "solver:\n  equality_tolerance: 0\n");
+  EXPECT_NE(e.find("solver.equality_tolerance"), std::string::npos) << e;
+  const EstimateJob::Config config = EstimateJob::parse(
+      head + "  dynamics: inverse\nsolver:\n  equality_tolerance: 1e-6\n", "job.yaml", ".");
+  EXPECT_EQ(config.problem.dynamics, estimation::DynamicsFormulation::Inverse);
+  EXPECT_DOUBLE_EQ(config.solver.equality_tolerance, 1e-6);
+}
+
 TEST(EstimateJob, ContactImplicitOnAFixedBaseIsAnInputError) {
   EstimateJob::Config config = EstimateJob::parse(
       pendulumConfig(pendulumLog(), "contacts:\n  source: implicit\n"), "job.yaml", ".");

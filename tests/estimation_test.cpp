@@ -33,6 +33,7 @@
 #include "heft/model/parameter_constraints.hpp"
 #include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/dense_kkt.hpp"
 #include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"
 #include "support/simulated_log.hpp"
@@ -53,6 +54,8 @@ using estimation::RiccatiSummary;
 using estimation::StageData;
 using estimation::StageModel;
 using heft::RobustLoss;
+using test::denseKktDirection;
+using test::Direction;
 
 // ---------------------------------------------------------------------------------------------
 // A robot problem with random data (the derivative and KKT tests need states, not physics).
@@ -1002,97 +1005,6 @@ TEST(MultibodyStage, RejectsBadInput) {
 
 // ---------------------------------------------------------------------------------------------
 // The Riccati step against the dense Gauss-Newton KKT system of the same linearization.
-
-struct Direction {
-  std::vector<VectorXd> dx, dw;
-  VectorXd dtheta;
-};
-
-// constraint_J, constraint_r: linearized parameter equalities constraint_J dtheta + constraint_r =
-// 0 appended to the KKT system (none by default).
-Direction denseKktDirection(const Problem& problem, const std::vector<VectorXd>& xs,
-                            const std::vector<VectorXd>& ws, const VectorXd& theta,
-                            const MatrixXd& constraint_J = MatrixXd(),
-                            const VectorXd& constraint_r = VectorXd()) {
-  const int N = problem.horizon(), ndx = problem.ndx(), np = problem.np();
-  int nw_total = 0, nr_total = ndx + np;
-  for (int k = 0; k < N; ++k) {
-    nw_total += problem.running(k).nw();
-    nr_total += problem.running(k).nr();
-  }
-  nr_total += problem.terminal().nr();
-  const int nz = (N + 1) * ndx + nw_total + np;
-  const int theta_col = (N + 1) * ndx + nw_total;
-  MatrixXd J = MatrixXd::Zero(nr_total, nz);
-  VectorXd r = VectorXd::Zero(nr_total);
-  MatrixXd C = MatrixXd::Zero(N * ndx, nz);
-  VectorXd b = VectorXd::Zero(N * ndx);
-  const estimation::StateManifold& state = problem.state();
-  // Arrival and parameter priors.
-  const auto& arrival = problem.arrival();
-  VectorXd t(ndx);
-  MatrixXd J0(ndx, ndx), J1(ndx, ndx);
-  state.difference(arrival.x_mean, xs[0], t);
-  state.differenceJacobians(arrival.x_mean, xs[0], J0, J1);
-  r.head(ndx) = arrival.x_sqrt_info * t;
-  J.block(0, 0, ndx, ndx) = arrival.x_sqrt_info * J1;
-  r.segment(ndx, np) = arrival.theta_sqrt_info * (theta - arrival.theta_mean);
-  J.block(ndx, theta_col, np, np) = arrival.theta_sqrt_info;
-  int row = ndx + np, wcol = (N + 1) * ndx;
-  for (int k = 0; k <= N; ++k) {
-    const StageModel& stage = k < N ? problem.running(k) : problem.terminal();
-    auto data = stage.createData();
-    const VectorXd w = k < N ? ws[k] : VectorXd();
-    stage.calc(*data, xs[k], w, theta);
-    stage.calcDiff(*data, xs[k], w, theta);
-    const int nr = stage.nr(), nw = stage.nw();
-    r.segment(row, nr) = data->r;
-    J.block(row, k * ndx, nr, ndx) = data->R_x;
-    if (nw > 0) J.block(row, wcol, nr, nw) = data->R_w;
-    J.block(row, theta_col, nr, np) = data->R_theta;
-    row += nr;
-    if (k < N) {
-      // The gap difference(x_{k+1}, f_k) linearized on the manifold:
-      // D0 dx_{k+1} + D1 (F_x dx_k + F_w dw_k + F_theta dtheta) = -gap.
-      VectorXd gap(ndx);
-      MatrixXd D0(ndx, ndx), D1(ndx, ndx);
-      state.difference(xs[k + 1], data->xnext, gap);
-      state.differenceJacobians(xs[k + 1], data->xnext, D0, D1);
-      C.block(k * ndx, (k + 1) * ndx, ndx, ndx) = D0;
-      C.block(k * ndx, k * ndx, ndx, ndx) = D1 * data->F_x;
-      C.block(k * ndx, wcol, ndx, nw) = D1 * data->F_w;
-      C.block(k * ndx, theta_col, ndx, np) = D1 * data->F_theta;
-      b.segment(k * ndx, ndx) = -gap;
-      wcol += nw;
-    }
-  }
-  if (constraint_r.size() > 0) {
-    const int nk = static_cast<int>(constraint_r.size());
-    C.conservativeResize(N * ndx + nk, nz);
-    b.conservativeResize(N * ndx + nk);
-    C.bottomRows(nk).setZero();
-    C.bottomRows(nk).rightCols(np) = constraint_J;
-    b.tail(nk) = -constraint_r;
-  }
-  const int nc = static_cast<int>(C.rows());
-  MatrixXd K = MatrixXd::Zero(nz + nc, nz + nc);
-  K.topLeftCorner(nz, nz) = J.transpose() * J;
-  K.topRightCorner(nz, nc) = C.transpose();
-  K.bottomLeftCorner(nc, nz) = C;
-  VectorXd rhs(nz + nc);
-  rhs.head(nz) = -J.transpose() * r;
-  rhs.tail(nc) = b;
-  const VectorXd z = K.fullPivLu().solve(rhs);
-  Direction d;
-  for (int k = 0; k <= N; ++k) d.dx.push_back(z.segment(k * ndx, ndx));
-  wcol = (N + 1) * ndx;
-  for (int k = 0; k < N; ++k) {
-    d.dw.push_back(z.segment(wcol, problem.running(k).nw()));
-    wcol += problem.running(k).nw();
-  }
-  d.dtheta = z.segment(theta_col, np);
-  return d;
-}
 
 // A guess with gaps: independent random states and decisions, theta near the nominal model.
 void randomGuess(const RobotProblem& p, std::mt19937& rng, std::vector<VectorXd>& xs,

@@ -11,6 +11,7 @@
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/estimation/inverse_dynamics_stage.hpp"
 #include "heft/io/joint_binding.hpp"
 #include "heft/io/signal.hpp"
 
@@ -77,6 +78,16 @@ ContactSource parseContactSource(const std::string& name) {
                    "\"");
 }
 
+std::string toString(DynamicsFormulation formulation) {
+  return formulation == DynamicsFormulation::Inverse ? "inverse" : "forward";
+}
+
+DynamicsFormulation parseDynamicsFormulation(const std::string& name) {
+  for (DynamicsFormulation f : {DynamicsFormulation::Forward, DynamicsFormulation::Inverse})
+    if (toString(f) == name) return f;
+  throw InputError("dynamics: expected forward or inverse, got \"" + name + "\"");
+}
+
 void LogProblemOptions::validate() const {
   require(!identified_bodies.empty(), "identified_bodies", "at least one body name", "none");
   require(first_sample >= 0, "first_sample", ">= 0", std::to_string(first_sample));
@@ -107,6 +118,12 @@ void LogProblemOptions::validate() const {
   require(!use_energy || contact_source != ContactSource::Implicit, "energy observations",
           "rigid contacts or none (the smoothed contact forces work at a distance)",
           "contacts implicit");
+  if (dynamics == DynamicsFormulation::Inverse) {
+    require(!use_energy, "dynamics: inverse",
+            "no energy observations (they need the forward stage's step)", "energy observations");
+    require(contact_source != ContactSource::Implicit, "dynamics: inverse",
+            "rigid contacts or none", "contacts implicit");
+  }
   requirePositive(base_state_position_std, "base_state_position_std", " [m]");
   requirePositive(base_state_orientation_std, "base_state_orientation_std", " [rad]");
   require(theta_prior_std > 0, "theta_prior_std", "a value > 0 (infinity: no prior on theta)",
@@ -168,6 +185,7 @@ class LogProblemBuilder {
     if (trajectory) useTrajectory(*trajectory);
     contactFlags();
     createStages();
+    if (options_.dynamics == DynamicsFormulation::Inverse) inverseDynamicsGuess();
     return std::move(p_);
   }
 
@@ -191,6 +209,7 @@ class LogProblemBuilder {
   std::vector<dynamics::ContactSpec> specsOf(const std::vector<std::string>& frames) const;
   ArrivalPrior arrivalPrior();
   void createStages();
+  void inverseDynamicsGuess();
 
   const model::RobotModel& robot_;
   const io::Log& log_;
@@ -682,13 +701,26 @@ void LogProblemBuilder::createStages() {
       if (k > 0 && contact.get() != previous) ++p_.contact_phases;
       previous = contact.get();
     }
-    auto stage = std::make_shared<MultibodyStageModel>(
-        p_.dynamics, contact, p_.state, sensors_,
+    const MultibodyNoise knot_noise =
         withStiction(contact ? (transition[k] ? contact_transition_noise : contact_noise)
                              : (transition[k] ? transition_noise : noise),
-                     k),
-        std::move(z), p_.dt, terminal, impulse, p_.actuators, p_.smoothed);
+                     k);
     if (transition[k] && !terminal) ++p_.transition_knots;
+    if (!terminal && options_.dynamics == DynamicsFormulation::Inverse) {
+      require(!p_.smoothed, "dynamics: inverse", "rigid contacts (flags or kinematic detection)",
+              "contacts implicit");
+      require(!impulse, "dynamics: inverse",
+              "no touchdown impulses (contacts.impulses: false; the inverse-dynamics stage has no "
+              "reset map)",
+              "a touchdown at knot " + std::to_string(k) + " (t = " + std::to_string(p_.time(k)) +
+                  " s)");
+      running.push_back(std::make_shared<InverseDynamicsStageModel>(
+          p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact));
+      continue;
+    }
+    auto stage = std::make_shared<MultibodyStageModel>(p_.dynamics, contact, p_.state, sensors_,
+                                                       knot_noise, std::move(z), p_.dt, terminal,
+                                                       impulse, p_.actuators, p_.smoothed);
     if (terminal) {
       auto problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());
       problem->setParameterConstraints(constraints_);
@@ -696,6 +728,30 @@ void LogProblemBuilder::createStages() {
     } else {
       running.push_back(stage);
     }
+  }
+}
+
+// w = (0, a, e, lambda) per running stage: a from the guess's velocities, lambda the contact
+// forces nearest (least squares) to the torque balance's remainder at lambda = 0, and e what is
+// left of it (the balance rows hold at the guess; the contact rows generally not).
+void LogProblemBuilder::inverseDynamicsGuess() {
+  StageWorkspace workspace;
+  for (int k = 0; k < N_; ++k) {
+    const auto& stage = static_cast<const InverseDynamicsStageModel&>(p_.problem->running(k));
+    const int nc = stage.nc();
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(stage.nw());
+    w.segment(nv_, nv_) = (p_.xs[k + 1].tail(nv_) - p_.xs[k].tail(nv_)) / p_.dt;
+    const auto data = stage.createDataSharing(workspace);
+    stage.calc(*data, p_.xs[k], w, p_.theta);
+    Eigen::VectorXd remainder = data->h.head(nv_);
+    if (nc > 0) {
+      stage.calcDiff(*data, p_.xs[k], w, p_.theta);
+      const Eigen::MatrixXd Jt = -data->H_w.block(0, 3 * nv_, nv_, nc);  // J_c^T
+      w.tail(nc) = Jt.colPivHouseholderQr().solve(remainder);
+      remainder -= Jt * w.tail(nc);
+    }
+    w.segment(2 * nv_, nv_) = remainder;
+    p_.ws[k] = std::move(w);
   }
 }
 

@@ -7,10 +7,30 @@
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
-
+#include "heft/estimation/inverse_dynamics_stage.hpp"
 #include "heft/io/signal.hpp"
 
 namespace heft::estimation {
+namespace {
+
+// The generalized force a running stage of either formulation applied over its step: the logged
+// one plus the estimated generalized-force noise (the forward stage's w_tau, the tail of w; the
+// inverse stage's e, after w_q and a).
+Eigen::VectorXd appliedTorque(const StageModel& stage, const Eigen::VectorXd& w, int nv) {
+  if (const auto* forward = dynamic_cast<const MultibodyStageModel*>(&stage))
+    return forward->measurement().tau + w.tail(nv);
+  return dynamic_cast<const InverseDynamicsStageModel&>(stage).measurement().tau +
+         w.segment(2 * nv, nv);
+}
+
+// The rigid contact set of a running stage of either formulation (null: none).
+const dynamics::ContactDynamicsModel* contactOf(const StageModel& stage) {
+  if (const auto* forward = dynamic_cast<const MultibodyStageModel*>(&stage))
+    return forward->contact();
+  return dynamic_cast<const InverseDynamicsStageModel&>(stage).contact();
+}
+
+}  // namespace
 
 io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, const LogProblem& lp,
                       const std::vector<Eigen::VectorXd>& xs,
@@ -39,8 +59,7 @@ io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, cons
     // the torque over [t_k, t_k + dt): the input plus the estimated generalized-force noise; the
     // last knot has no stage after it and keeps the previous one
     const int stage = std::min(k, N - 1);
-    const auto* model = dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(stage));
-    const Eigen::VectorXd tau = model->measurement().tau + ws[stage].tail(pin.nv);
+    const Eigen::VectorXd tau = appliedTorque(lp.problem->running(stage), ws[stage], pin.nv);
     for (int i = 0; i < nj; ++i) {
       const auto& jm = pin.joints[encoders[i]];
       j.q(k, i) = x(jm.idx_q());
@@ -56,9 +75,9 @@ io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, cons
   if (floating) {
     std::vector<std::string> names = robot.contactFrames();
     for (int k = 0; k < N; ++k) {
-      const auto* model = dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(k));
-      if (!model->contact()) continue;
-      for (const auto& spec : model->contact()->contacts())
+      const dynamics::ContactDynamicsModel* contact = contactOf(lp.problem->running(k));
+      if (!contact) continue;
+      for (const auto& spec : contact->contacts())
         if (std::find(names.begin(), names.end(), spec.frame) == names.end())
           names.push_back(spec.frame);
     }
@@ -68,10 +87,10 @@ io::Log trajectoryLog(const model::RobotModel& robot, const io::Log& input, cons
       c.names = names;
       c.flags = io::FlagMatrix::Zero(N + 1, names.size());
       for (int k = 0; k <= N; ++k) {
-        const auto* model =
-            dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(std::min(k, N - 1)));
-        if (!model->contact()) continue;
-        for (const auto& spec : model->contact()->contacts()) {
+        const dynamics::ContactDynamicsModel* contact =
+            contactOf(lp.problem->running(std::min(k, N - 1)));
+        if (!contact) continue;
+        for (const auto& spec : contact->contacts()) {
           const auto it = std::find(names.begin(), names.end(), spec.frame);
           c.flags(k, it - names.begin()) = 1;
         }
@@ -96,9 +115,9 @@ ContactForces reconstructContactForces(const LogProblem& lp, const std::vector<E
     }
   } else {
     for (int k = 0; k < N; ++k) {
-      const auto& stage = dynamic_cast<const MultibodyStageModel&>(lp.problem->running(k));
-      if (!stage.contact()) continue;
-      for (const auto& spec : stage.contact()->contacts())
+      const dynamics::ContactDynamicsModel* contact = contactOf(lp.problem->running(k));
+      if (!contact) continue;
+      for (const auto& spec : contact->contacts())
         if (std::find(out.names.begin(), out.names.end(), spec.frame) == out.names.end()) {
           out.names.push_back(spec.frame);
           out.frames.push_back(spec.frame);
@@ -111,8 +130,27 @@ ContactForces reconstructContactForces(const LogProblem& lp, const std::vector<E
   out.moment.setZero(N + 1, 3 * P);
   // each stage's own calc at the solution: the forces its dynamics applied over the step
   StageWorkspace workspace;
+  const pinocchio::Model& model = *lp.model;
+  pinocchio::Data kinematics(model);
   for (int k = 0; k < N; ++k) {
-    const auto& stage = dynamic_cast<const MultibodyStageModel&>(lp.problem->running(k));
+    const auto* forward = dynamic_cast<const MultibodyStageModel*>(&lp.problem->running(k));
+    if (!forward) {  // inverse dynamics: the forces are decisions, in their frames' axes
+      const auto& inverse = dynamic_cast<const InverseDynamicsStageModel&>(lp.problem->running(k));
+      if (!inverse.contact()) continue;
+      pinocchio::framesForwardKinematics(model, kinematics, xs[k].head(model.nq));
+      int col = 3 * model.nv;
+      for (const auto& spec : inverse.contact()->contacts()) {
+        const auto i =
+            std::find(out.names.begin(), out.names.end(), spec.frame) - out.names.begin();
+        const Eigen::Matrix3d R = kinematics.oMf[model.getFrameId(spec.frame)].rotation();
+        out.force.row(k).segment<3>(3 * i) = (R * ws[k].segment<3>(col)).transpose();
+        if (spec.dimension() == 6)
+          out.moment.row(k).segment<3>(3 * i) = (R * ws[k].segment<3>(col + 3)).transpose();
+        col += spec.dimension();
+      }
+      continue;
+    }
+    const MultibodyStageModel& stage = *forward;
     const auto data = stage.createDataSharing(workspace);
     stage.calc(*data, xs[k], ws[k], theta);
     const auto& d = static_cast<const MultibodyStageData&>(*data);

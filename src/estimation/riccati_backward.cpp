@@ -64,7 +64,8 @@ bool RiccatiSolver::Impl::differentiateKnot(int k) {
   auto finite = [](const auto& m) { return std::isfinite(m.sum()); };
   return finite(d.r) && finite(d.R_x) && finite(d.R_w) && finite(d.R_theta) && finite(d.F_x) &&
          finite(d.F_w) && finite(d.F_theta) && finite(d.xnext) &&
-         (!structured_[k] || (finite(d.A_q) && finite(d.B_q) && finite(d.S_q)));
+         (!structured_[k] || (finite(d.A_q) && finite(d.B_q) && finite(d.S_q))) &&
+         (!constrained_[k] || (finite(d.h) && finite(d.H_x) && finite(d.H_w) && finite(d.H_theta)));
 }
 
 // Knot k's derivatives right before its backward step, from the last knot to the first: the
@@ -209,11 +210,15 @@ bool RiccatiSolver::Impl::backwardStep(int k) {
     Qt_ += Vt_next_;
     Qt_.noalias() += d.F_theta.transpose() * vx_plus_;
     Qww.diagonal().array() += mu_;
-    policy.middleCols(nw, ndx_) = Qxw.transpose();
-    policy.middleCols(nw + ndx_, np_) = Qwt;
-    policy.col(nw + ndx_ + np_) = Qw;
-    policy.leftCols(nw).triangularView<Eigen::Lower>() = Qww;
-    if (!eliminate(policy, 0, nw, Qxx_, Qxt_, Qtt_, Qx_, Qt_)) return false;
+    if (constrained_[k]) {
+      if (!eliminateEqualities(k, nw)) return false;
+    } else {
+      policy.middleCols(nw, ndx_) = Qxw.transpose();
+      policy.middleCols(nw + ndx_, np_) = Qwt;
+      policy.col(nw + ndx_ + np_) = Qw;
+      policy.leftCols(nw).triangularView<Eigen::Lower>() = Qww;
+      if (!eliminate(policy, 0, nw, Qxx_, Qxt_, Qtt_, Qx_, Qt_)) return false;
+    }
   }
   // The V's are symmetric by construction only in exact arithmetic: the lower triangles are
   // copied into the upper ones. Without that, a slightly asymmetric V_xx grows through
@@ -228,6 +233,88 @@ bool RiccatiSolver::Impl::backwardStep(int k) {
   Qx_.swap(Vx_next_);
   Qt_.swap(Vt_next_);
   return true;
+}
+
+// The equality rows H_x dx + H_w dw + H_t dtheta + h = 0 (bayesian-sysid eqs. 74-79) on the
+// nullspace of H_w: with H_w^T = [Y Z] [R; 0] (QR), dw = Y dw_y + Z dz and R^T dw_y = -(h + H_x dx
+// + H_t dtheta), so dw = c + C_x dx + C_t dtheta + Z dz with [C_x C_t c] = -Y R^{-T} [H_x H_t h].
+// Substituted into Q (Q_ww full, T = Q_ww [C_x C_t c]):
+//   Q_xx += Q_xw C_x + C_x^T Q_xw^T + C_x^T T_x,   Q_xt += Q_xw C_t + C_x^T Q_wt + C_x^T T_t,
+//   Q_tt += Q_wt^T C_t + C_t^T Q_wt + C_t^T T_t,   Q_x += C_x^T Q_w + Q_xw c + C_x^T T_c,
+//   Q_t += C_t^T Q_w + Q_wt^T c + C_t^T T_c,
+// and dz's terms H_zz = Z^T Q_ww Z, H_xz^T = Z^T (Q_xw^T + T_x), H_zt = Z^T (Q_wt + T_t),
+// g_z = Z^T (Q_w + T_c) go to eliminate(). The paper's Schur-complement alternative (eq. 76) would
+// grow the factorized system by nh; this one shrinks it to nw - nh.
+bool RiccatiSolver::Impl::eliminateEqualities(int k, int nw) {
+  const StageData& d = *datas_[k];
+  const int nh = static_cast<int>(d.h.size()), nz = nw - nh, nc = ndx_ + np_ + 1;
+  Eigen::MatrixXd& map = eq_map_[k];
+  Eigen::MatrixXd& policy = policy_[k];
+  auto Qxw = Qxw_.leftCols(nw);
+  auto Qww = Qww_.topLeftCorner(nw, nw);
+  auto Qwt = Qwt_.topRows(nw);
+  auto Qw = Qw_.head(nw);
+  auto HwT = eq_HwT_.topLeftCorner(nw, nh);
+  HwT = d.H_w.transpose();
+  eq_qr_.compute(HwT);
+  const auto R = eq_qr_.matrixQR().topLeftCorner(nh, nh);
+  const double largest = R.diagonal().cwiseAbs().maxCoeff();
+  if (!(R.diagonal().cwiseAbs().minCoeff() > 1e-12 * largest)) return false;  // rank-deficient
+  auto Q = eq_Q_.topLeftCorner(nw, nw);
+  Q.setIdentity();
+  // with a workspace of the solver's: the reflectors applied one by one, without allocating
+  // (below Eigen's block size of 48 rows of H_w)
+  eq_qr_.householderQ().applyThisOnTheLeft(Q, eq_work_, true);
+  auto W = eq_W_.topRows(nh);  // R^{-T} [H_x H_t h]
+  W.leftCols(ndx_) = d.H_x;
+  W.middleCols(ndx_, np_) = d.H_theta;
+  W.col(ndx_ + np_) = d.h;
+  R.triangularView<Eigen::Upper>().transpose().solveInPlace(W);
+  map.leftCols(nz) = Q.rightCols(nz);
+  auto C = map.rightCols(nc);
+  C.noalias() = -Q.leftCols(nh) * W;
+  const auto Cx = C.leftCols(ndx_);
+  const auto Ct = C.middleCols(ndx_, np_);
+  const auto c = C.col(ndx_ + np_);
+  for (Eigen::Index j = 0; j < nw; ++j)  // Q_ww's upper triangle from its lower one
+    for (Eigen::Index i = 0; i < j; ++i) Qww(i, j) = Qww(j, i);
+  auto T = eq_T_.topRows(nw);
+  T.noalias() = Qww * C;
+  const auto Tx = T.leftCols(ndx_);
+  const auto Tt = T.middleCols(ndx_, np_);
+  const auto Tc = T.col(ndx_ + np_);
+  // dz's terms from the unchanged Q_xw, Q_wt, Q_w.
+  auto Z = map.leftCols(nz);
+  auto QwwZ = eq_QwwZ_.topLeftCorner(nw, nz);
+  QwwZ.noalias() = Qww * Z;
+  policy.leftCols(nz).triangularView<Eigen::Lower>() = Z.transpose() * QwwZ;
+  auto Yb = policy.middleCols(nz, ndx_);
+  Yb.noalias() = Z.transpose() * Qxw.transpose();
+  Yb.noalias() += Z.transpose() * Tx;
+  auto Ytb = policy.middleCols(nz + ndx_, np_);
+  Ytb.noalias() = Z.transpose() * Qwt;
+  Ytb.noalias() += Z.transpose() * Tt;
+  auto yb = policy.col(nz + ndx_ + np_);
+  yb.noalias() = Z.transpose() * Qw;
+  yb.noalias() += Z.transpose() * Tc;
+  // The substitution into the x and theta blocks (Q_xx: the lower triangle is what is read).
+  Qxx_.noalias() += Qxw * Cx;
+  Qxx_.noalias() += Cx.transpose() * Qxw.transpose();
+  Qxx_.noalias() += Cx.transpose() * Tx;
+  Qxt_.noalias() += Qxw * Ct;
+  Qxt_.noalias() += Cx.transpose() * Qwt;
+  Qxt_.noalias() += Cx.transpose() * Tt;
+  Qtt_.noalias() += Qwt.transpose() * Ct;
+  Qtt_.noalias() += Ct.transpose() * Qwt;
+  Qtt_.noalias() += Ct.transpose() * Tt;
+  Qx_.noalias() += Cx.transpose() * Qw;
+  Qx_.noalias() += Qxw * c;
+  Qx_.noalias() += Cx.transpose() * Tc;
+  Qt_.noalias() += Ct.transpose() * Qw;
+  Qt_.noalias() += Qwt.transpose() * c;
+  Qt_.noalias() += Ct.transpose() * Tc;
+  if (nz == 0) return true;
+  return eliminate(policy, 0, nz, Qxx_, Qxt_, Qtt_, Qx_, Qt_);
 }
 
 // H_uu = L L^T (its lower triangle in the policy's L block on entry), and with Y = L^{-1} H_xu^T,

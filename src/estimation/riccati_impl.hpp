@@ -13,6 +13,7 @@
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
 #include <Eigen/LU>
+#include <Eigen/QR>
 
 #include "heft/common/dense_qp.hpp"
 #include "heft/estimation/riccati_solver.hpp"
@@ -60,13 +61,16 @@ struct RiccatiSolver::Impl {
     Eigen::VectorXd theta;
     double cost = 0, gap_norm1 = 0, max_gap = 0;
     double constraint_norm1 = 0, constraint_max = 0;  ///< parameter constraints' violation
+    double equality_norm1 = 0, equality_max = 0;      ///< the stages' equality rows' violation
   };
-  /// The merit's infeasibility: sum |gap|_1 (none under single shooting) + the parameter
-  /// constraints' violation.
+  /// The merit's infeasibility: sum |gap|_1 (none under single shooting) + the stages' equality
+  /// rows' sum |h|_1 + the parameter constraints' violation.
   double infeasibility(const Trajectory& traj) const;
   void resizeTrajectory(Trajectory& traj) const;
   void closeGaps(Trajectory& traj);  // x_{k+1} = f(x_k, w_k; theta) from x_0
   void evaluate(Trajectory& traj);   // calc everywhere: gaps and cost
+  /// traj's equality sums += knot k's |h| (its data at traj).
+  void addEqualityViolation(int k, Trajectory& traj) const;
   // Derivatives: calc where the datas are not at cur_, the terminal stage, the arrival Jacobian
   // (prepareDerivatives), and calcDiff with the gap's linearization per knot; false on NaN.
   bool prepareDerivatives();
@@ -143,6 +147,19 @@ struct RiccatiSolver::Impl {
   bool eliminate(Eigen::MatrixXd& policy, int first, int size, Eigen::MatrixXd& Hxx,
                  Eigen::MatrixXd& Hxt, Eigen::MatrixXd& Htt, Eigen::VectorXd& gx,
                  Eigen::VectorXd& gt) const;
+  /// Knot k's equality rows eliminated on the nullspace of H_w (bayesian-sysid eqs. 76-79) from
+  /// its dense Q (Q_ww's lower triangle, mu added): dw = c + C_x dx + C_t dtheta + Z dz with
+  /// H_w Z = 0 and H_w (c + C_x dx + C_t dtheta) = -(h + H_x dx + H_t dtheta); the change of
+  /// variables is applied to Q and the policy of dz (nz = nw - nh rows) is formed in policy_[k];
+  /// eq_map_[k] = [Z | C_x | C_t | c]. False if H_w has not full row rank or the reduced Hessian
+  /// is not positive definite.
+  bool eliminateEqualities(int k, int nw);
+  std::vector<char> constrained_;        ///< running stages with equality rows
+  std::vector<Eigen::MatrixXd> eq_map_;  ///< nw x (nz + ndx + np + 1) per constrained knot
+  Eigen::HouseholderQR<Eigen::MatrixXd> eq_qr_;
+  Eigen::MatrixXd eq_HwT_, eq_Q_, eq_W_, eq_T_, eq_QwwZ_;
+  Eigen::VectorXd eq_z_;
+  Eigen::RowVectorXd eq_work_;  ///< the Householder reflectors' workspace (nw)
   /// w_q eliminated from the next value function (a structured knot's first policy).
   bool eliminateConfigurationNoise(const StageData& d, Eigen::MatrixXd& policy);
   // Semi-implicit structure (StageData::semi_implicit), per running stage whether the backward

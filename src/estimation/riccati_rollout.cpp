@@ -18,7 +18,8 @@ void RiccatiSolver::Impl::closeGaps(Trajectory& traj) {
 }
 
 double RiccatiSolver::Impl::infeasibility(const Trajectory& traj) const {
-  return (options_.rollout == Rollout::SingleShooting ? 0 : traj.gap_norm1) + traj.constraint_norm1;
+  return (options_.rollout == Rollout::SingleShooting ? 0 : traj.gap_norm1) + traj.equality_norm1 +
+         traj.constraint_norm1;
 }
 
 double RiccatiSolver::Impl::arrivalCost(Trajectory& traj) {
@@ -31,12 +32,21 @@ double RiccatiSolver::Impl::arrivalCost(Trajectory& traj) {
   return 0.5 * arrival_r_.squaredNorm() + 0.5 * prior_r_.squaredNorm();
 }
 
+void RiccatiSolver::Impl::addEqualityViolation(int k, Trajectory& traj) const {
+  if (!constrained_[k]) return;
+  const Eigen::VectorXd& h = datas_[k]->h;
+  traj.equality_norm1 += h.lpNorm<1>();
+  traj.equality_max = std::max(traj.equality_max, h.lpNorm<Eigen::Infinity>());
+}
+
 void RiccatiSolver::Impl::evaluate(Trajectory& traj) {
   double cost = arrivalCost(traj);
   double norm1 = 0, max_gap = 0;
+  traj.equality_norm1 = traj.equality_max = 0;
   for (int k = 0; k < N_; ++k) {
     problem_->running(k).calc(*datas_[k], traj.xs[k], traj.ws[k], traj.theta);
     cost += datas_[k]->cost;
+    addEqualityViolation(k, traj);
     problem_->state().difference(traj.xs[k + 1], datas_[k]->xnext, traj.gaps[k + 1]);
     norm1 += traj.gaps[k + 1].lpNorm<1>();
     max_gap = std::max(max_gap, traj.gaps[k + 1].lpNorm<Eigen::Infinity>());
@@ -61,6 +71,19 @@ void RiccatiSolver::Impl::applyPolicy(const Eigen::MatrixXd& policy, int first, 
 
 void RiccatiSolver::Impl::policyCorrection(int k, double scale, const Eigen::VectorXd& dx) {
   const Eigen::MatrixXd& policy = policy_[k];
+  if (constrained_[k]) {
+    // dw = scale c + C_x dx + scale C_t dtheta + Z dz, dz from the nullspace coordinates' policy.
+    const Eigen::MatrixXd& map = eq_map_[k];  // [Z | C_x | C_t | c]
+    const int nw = static_cast<int>(map.rows()), nz = static_cast<int>(policy.rows());
+    auto minus_dz = eq_z_.head(nz);
+    applyPolicy(policy, 0, nz, scale, dx, minus_dz);
+    auto e = policy_tmp_.head(nw);
+    e.noalias() = -scale * map.col(nz + ndx_ + np_);
+    e.noalias() -= map.middleCols(nz, ndx_) * dx;
+    if (np_ > 0) e.noalias() -= scale * (map.middleCols(nz + ndx_, np_) * dtheta_);
+    e.noalias() += map.leftCols(nz) * minus_dz;
+    return;
+  }
   const int nw = static_cast<int>(policy.rows());
   if (!structured_[k]) {
     applyPolicy(policy, 0, nw, scale, dx, policy_tmp_.head(nw));
@@ -146,6 +169,7 @@ void RiccatiSolver::Impl::rolloutTrial(double alpha, Trajectory& out) {
   state.integrate(cur_.xs[0], tangent_, out.xs[0]);
   double cost = arrivalCost(out);
   double norm1 = 0, max_gap = 0;
+  out.equality_norm1 = out.equality_max = 0;
   const double keep = options_.rollout == Rollout::FeasibilityDriven ? 1 - alpha : 0;
   for (int k = 0; k < N_; ++k) {
     state.difference(cur_.xs[k], out.xs[k], tangent_);
@@ -153,6 +177,7 @@ void RiccatiSolver::Impl::rolloutTrial(double alpha, Trajectory& out) {
     out.ws[k] = cur_.ws[k] - policy_tmp_.head(cur_.ws[k].size());
     problem_->running(k).calc(*datas_[k], out.xs[k], out.ws[k], out.theta);
     cost += datas_[k]->cost;
+    addEqualityViolation(k, out);
     if (keep > 0) {
       tangent_ = -keep * cur_.gaps[k + 1];
       state.integrate(datas_[k]->xnext, tangent_, out.xs[k + 1]);

@@ -68,6 +68,8 @@ void RiccatiOptions::validate() const {
   require(max_iterations >= 0, "max_iterations", ">= 0", std::to_string(max_iterations));
   requirePositive(tolerance, "tolerance");
   requirePositive(gap_tolerance, "gap_tolerance");
+  requirePositive(constraint_tolerance, "constraint_tolerance");
+  requirePositive(equality_tolerance, "equality_tolerance");
   require(armijo > 0 && armijo < 1, "armijo", "in (0, 1)", std::to_string(armijo));
   require(nonmonotone_memory >= 0, "nonmonotone_memory", ">= 0",
           std::to_string(nonmonotone_memory));
@@ -104,6 +106,8 @@ std::string RiccatiSummary::report() const {
   if (max_constraint_violation > 0 || constraint_qp_failures > 0)
     out << "\n  parameter constraints: largest violation " << max_constraint_violation
         << ", iterations whose QP failed " << constraint_qp_failures;
+  if (max_equality_violation > 0)
+    out << "\n  stage equality rows: largest violation " << max_equality_violation;
   out << "\n  time " << total_seconds << " s (derivatives " << derivative_seconds << ", backward "
       << backward_seconds << ", forward " << forward_seconds << ")\n";
   return out.str();
@@ -168,12 +172,32 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
 
   policy_.resize(N_);
   dws_.resize(N_);
+  constrained_.assign(N_, 0);
+  eq_map_.resize(N_);
+  int nh_max = 0;
   for (int k = 0; k < N_; ++k) {
-    const int nw = problem_->running(k).nw();
-    policy_[k] = Eigen::MatrixXd::Zero(nw, nw + ndx_ + np_ + 1);
-    policy_[k].leftCols(nw).setIdentity();
+    const int nw = problem_->running(k).nw(), nh = problem_->running(k).nh();
+    // A knot with equality rows keeps the policy of the nullspace coordinates dz (nw - nh).
+    const int nu = nw - nh;
+    policy_[k] = Eigen::MatrixXd::Zero(nu, nu + ndx_ + np_ + 1);
+    policy_[k].leftCols(nu).setIdentity();
+    if (nh > 0) {
+      constrained_[k] = 1;
+      eq_map_[k] = Eigen::MatrixXd::Zero(nw, nu + ndx_ + np_ + 1);
+      nh_max = std::max(nh_max, nh);
+    }
     dws_[k] = Eigen::VectorXd::Zero(nw);
   }
+  if (nh_max > 0) {
+    eq_qr_ = Eigen::HouseholderQR<Eigen::MatrixXd>(nw_max_, nh_max);
+    eq_HwT_.setZero(nw_max_, nh_max);
+    eq_Q_.setZero(nw_max_, nw_max_);
+    eq_W_.setZero(nh_max, ndx_ + np_ + 1);
+    eq_T_.setZero(nw_max_, ndx_ + np_ + 1);
+    eq_QwwZ_.setZero(nw_max_, nw_max_);
+    eq_work_.setZero(nw_max_);
+  }
+  eq_z_.setZero(nw_max_);
   policy_tmp_.setZero(nw_max_);
   dxs_.assign(N_ + 1, Eigen::VectorXd::Zero(ndx_));
   saved_dxs_ = dxs_;  // sized once: a probe's direction is computed in dxs_, dws_
@@ -211,7 +235,7 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
       const StageData& d = *datas_[k];
       auto square = [&](const Eigen::MatrixXd& m) { return m.rows() == nv_ && m.cols() == nv_; };
       structured_[k] = d.semi_implicit && square(d.A_q) && square(d.B_q) && square(d.S_q) &&
-                       problem_->running(k).nw() >= nv_;
+                       problem_->running(k).nw() >= nv_ && !constrained_[k];
     }
     Z_.setZero(ndx_, nv_);
     FxVS_.setZero(ndx_, nv_);
@@ -371,7 +395,8 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     // tests/reference_test.cpp).
     if (std::abs(d1_) <= options_.tolerance * (1 + cur_.cost) &&
         cur_.max_gap <= options_.gap_tolerance &&
-        cur_.constraint_max <= options_.constraint_tolerance && !theta_at_boundary_) {
+        cur_.constraint_max <= options_.constraint_tolerance &&
+        cur_.equality_max <= options_.equality_tolerance && !theta_at_boundary_) {
       summary_.status = RiccatiSummary::Status::Converged;
       printProgress(iteration, 0);
       break;
@@ -452,6 +477,8 @@ void RiccatiSolver::Impl::acceptTrial(double accepted, double cost_before, doubl
   cur_.max_gap = trial_.max_gap;
   cur_.constraint_norm1 = trial_.constraint_norm1;
   cur_.constraint_max = trial_.constraint_max;
+  cur_.equality_norm1 = trial_.equality_norm1;
+  cur_.equality_max = trial_.equality_max;
   datas_at_current_ = datas_at_trial_;  // unless a probe was evaluated after the accepted trial
   if (options_.nonmonotone_memory > 0) {
     if (static_cast<int>(merit_memory_.size()) == options_.nonmonotone_memory)
@@ -497,6 +524,7 @@ void RiccatiSolver::Impl::finishSolve(bool direction_at_current,
   summary_.nullspace_dimension = nullity_;
   summary_.max_constraint_violation = cur_.constraint_max;
   summary_.constraint_qp_failures = qp_failures_;
+  summary_.max_equality_violation = cur_.equality_max;
   summary_.total_seconds = secondsSince(start);
   if (summary_.status == RiccatiSummary::Status::MaxIterations)
     summary_.message =

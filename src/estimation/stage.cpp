@@ -6,24 +6,31 @@
 
 namespace heft::estimation {
 
-StageData::StageData(int nx, int ndx, int nw, int nr, int np, bool has_dynamics)
+StageData::StageData(int nx, int ndx, int nw, int nr, int np, bool has_dynamics, int nh)
     : r(Eigen::VectorXd::Zero(nr)),
       xnext(Eigen::VectorXd::Zero(has_dynamics ? nx : 0)),
+      h(Eigen::VectorXd::Zero(nh)),
       R_x(Eigen::MatrixXd::Zero(nr, ndx)),
       R_w(Eigen::MatrixXd::Zero(nr, nw)),
       R_theta(Eigen::MatrixXd::Zero(nr, np)),
       F_x(Eigen::MatrixXd::Zero(has_dynamics ? ndx : 0, ndx)),
       F_w(Eigen::MatrixXd::Zero(has_dynamics ? ndx : 0, nw)),
-      F_theta(Eigen::MatrixXd::Zero(has_dynamics ? ndx : 0, np)) {}
+      F_theta(Eigen::MatrixXd::Zero(has_dynamics ? ndx : 0, np)),
+      H_x(Eigen::MatrixXd::Zero(nh, ndx)),
+      H_w(Eigen::MatrixXd::Zero(nh, nw)),
+      H_theta(Eigen::MatrixXd::Zero(nh, np)) {}
 
-StageModel::StageModel(int nx, int ndx, int nw, int nr, int np, bool has_dynamics)
-    : nx_(nx), ndx_(ndx), nw_(nw), nr_(nr), np_(np), has_dynamics_(has_dynamics) {
+StageModel::StageModel(int nx, int ndx, int nw, int nr, int np, bool has_dynamics, int nh)
+    : nx_(nx), ndx_(ndx), nw_(nw), nr_(nr), np_(np), nh_(nh), has_dynamics_(has_dynamics) {
   require(nx > 0 && ndx > 0, "stage state dimensions (nx, ndx)", "> 0",
           std::to_string(nx) + ", " + std::to_string(ndx));
   require(nr >= 0 && np >= 0, "stage residual / parameter dimensions", ">= 0",
           std::to_string(nr) + ", " + std::to_string(np));
   require(has_dynamics ? nw > 0 : nw == 0, "stage decision dimension nw",
           has_dynamics ? "> 0 for a running stage" : "0 for a terminal stage", std::to_string(nw));
+  require(nh >= 0 && nh <= nw, "stage equality rows nh",
+          "in [0, nw]: no more rows than decisions to satisfy them (" + std::to_string(nw) + ")",
+          std::to_string(nh));
 }
 
 std::unique_ptr<StageData> StageModel::createDataSharing(StageWorkspace&) const {

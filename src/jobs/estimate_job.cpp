@@ -117,6 +117,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     if (p.identified_bodies.empty()) s.fail(n, "estimate.bodies", "expected at least one body");
     if (s.has("parametrization"))
       p.parametrization = located(s, "parametrization", inertia::parseParametrization);
+    if (s.has("dynamics")) p.dynamics = located(s, "dynamics", parseDynamicsFormulation);
     s.read("prior_std", p.theta_prior_std, [](double x) {
       if (!(x > 0))
         throw InputError("expected a value > 0 (.inf: no prior), got " + formatNumber(x));
@@ -218,6 +219,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     s.read("tolerance", o.tolerance, yaml::positive);
     s.read("gap_tolerance", o.gap_tolerance, yaml::positive);
     s.read("constraint_tolerance", o.constraint_tolerance, yaml::positive);
+    s.read("equality_tolerance", o.equality_tolerance, yaml::positive);
     s.read("regularization", o.regularization, yaml::nonNegative);
     s.read("theta_trust_radius", o.theta_trust_radius, yaml::positive);
     if (s.has("theta_trust_update"))
@@ -817,7 +819,8 @@ std::string constraintsText(const LogProblemOptions& p) {
 
 std::string EstimateJob::Result::report() const {
   std::ostringstream s;
-  s << "method    riccati-map (" << parametrization << ")\n"
+  s << "method    riccati-map (" << parametrization << ", " << toString(config.problem.dynamics)
+    << " dynamics)\n"
     << "status    " << toString(summary.status)
     << (summary.message.empty() ? "" : ": " + summary.message) << "\n"
     << windowsReport(*this);
@@ -881,6 +884,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
   if (data_quality) j["data_quality"] = results::dataQualityJson(*data_quality);
   nlohmann::json est;
   est["parametrization"] = parametrization;
+  est["dynamics"] = toString(config.problem.dynamics);
   est["window"] = windowJson(windows.front(), stride, dt, false);
   est["windows"] = nlohmann::json::array();
   for (const Window& w : windows) est["windows"].push_back(windowJson(w, stride, dt, true));
@@ -889,6 +893,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
   est["solver"] = {{"cost", summary.cost},
                    {"max_gap", summary.max_gap},
                    {"nullspace_dimension", summary.nullspace_dimension},
+                   {"max_equality_violation", summary.max_equality_violation},
                    {"cost_history", summary.cost_history},
                    {"gap_history", summary.gap_history},
                    {"step_history", summary.step_history},

@@ -41,6 +41,17 @@ std::string toString(ContactSource source);
 /// "auto" / "flags" / "kinematic" / "implicit"; throws InputError naming the accepted values.
 ContactSource parseContactSource(const std::string& name);
 
+/// How a running stage models the dynamics (docs/estimation.md, "Inverse dynamics").
+enum class DynamicsFormulation {
+  Forward,  ///< a = FD(q, v, tau + w_tau; theta) inside the step (MultibodyStageModel)
+  /// a is a decision, RNEA(q, v, a; theta) - tau_eff - e = 0 an equality row of the stage
+  /// (InverseDynamicsStageModel; bayesian-sysid sec. VIII): knots without contacts only.
+  Inverse,
+};
+std::string toString(DynamicsFormulation formulation);
+/// "forward" / "inverse"; throws InputError naming the accepted values.
+DynamicsFormulation parseDynamicsFormulation(const std::string& name);
+
 struct LogProblemOptions {
   std::vector<std::string> identified_bodies;  ///< body names (model::RobotModel::bodyIndex)
   /// Exponential eigenvalue by default: it separates the mass and first moment, which the data
@@ -48,6 +59,9 @@ struct LogProblemOptions {
   /// log-Cholesky (whose coordinates mix the two) Gauss-Newton crawled along a curved valley and
   /// stopped at the iteration cap on every go2 log (docs/estimation.md, "Parametrization").
   inertia::Parametrization parametrization = inertia::Parametrization::ExponentialEigenvalue;
+  /// Forward dynamics in the step, or inverse dynamics as the stages' equality rows (same MAP
+  /// problem, another solver path).
+  DynamicsFormulation dynamics = DynamicsFormulation::Forward;
   int first_sample = 0;      ///< joint sample of knot 0
   int knots = 1000;          ///< N: running stages (N + 1 knots)
   int stride = 1;            ///< samples per step: dt = stride * the log's period
@@ -162,7 +176,9 @@ struct LogProblem {
   /// Contact-implicit: the smoothed contact model every running stage steps with (null otherwise).
   std::shared_ptr<const dynamics::SmoothedContactModel> smoothed;
   // Initial guess: encoders (and the motion capture for the base), central-difference
-  // velocities, w = 0, nominal theta_S and the actuator terms' prior mean.
+  // velocities, w = 0, nominal theta_S and the actuator terms' prior mean. With inverse dynamics
+  // w = (0, a, e): a the velocities' forward differences, e the torque balance's remainder (the
+  // equality rows hold at the guess).
   std::vector<Eigen::VectorXd> xs, ws;
   Eigen::VectorXd theta;
 };

@@ -13,7 +13,10 @@
 ///     policy kept as L, Y (K = -L^{-T} Y) (docs/estimation.md, "Speed and memory"); where the
 ///     structure holds, the configuration noise w_q is eliminated first, from the next value
 ///     function, and then w_v: two eliminations of nv instead of one of 2 nv (exact: the same
-///     minimizer);
+///     minimizer). Running stages with equality rows (StageModel::nh, the bayesian-sysid
+///     paper's eq. 72) take the dense path: the rows are eliminated on the nullspace of H_w (its
+///     eqs. 76-79) before the decision's own elimination, and their violation joins the gaps in
+///     the merit;
 ///  3. arrival node: the arrival prior and the parameter prior are added to V at k = 0 and the
 ///     system of eq. 28 is solved by eliminating dx_0 first; its Schur complement S in theta is the
 ///     information of theta given the data (its inverse is the posterior covariance). Directions
@@ -81,6 +84,9 @@ struct RiccatiOptions {
   /// With parameter constraints (Problem::parameterConstraints): also every constraint within this
   /// (absolute, in pi's units: kg, kg m, kg m^2).
   double constraint_tolerance = 1e-8;
+  /// With stages that have equality rows (StageModel::nh): also every row within this (absolute,
+  /// in the rows' own units, e.g. N m for an inverse-dynamics balance).
+  double equality_tolerance = 1e-8;
   double armijo = 1e-4;  ///< sufficient-decrease fraction c1 in (0, 1)
   /// Nonmonotone Armijo: a trial is compared with the largest merit among the current iterate
   /// and the last this-many accepted ones; 0: monotone. Default 2: a memory of 4 let full steps
@@ -150,6 +156,8 @@ struct RiccatiSummary {
   /// whose QP failed (the linearized constraints had no common point; the step ignored them).
   double max_constraint_violation = 0;
   int constraint_qp_failures = 0;
+  /// The stages' equality rows (StageModel::nh): the largest |h| at the returned iterate.
+  double max_equality_violation = 0;
   double derivative_seconds = 0, backward_seconds = 0, forward_seconds = 0, total_seconds = 0;
   bool ok() const { return status == Status::Converged; }
   std::string report() const;

@@ -8,6 +8,11 @@
 ///   x_{k+1} = f_k(x_k, w_k; theta).
 /// The solvers are Gauss-Newton: they need r and its Jacobians, never second derivatives.
 ///
+/// A running stage may also carry nh equality rows h_k(x_k, w_k; theta) = 0 (the bayesian-sysid
+/// paper's eq. 72: implicit dynamics such as an inverse-dynamics balance). The solver eliminates
+/// them inside its backward pass on the nullspace of H_w (eqs. 76-79), which must have full row
+/// rank nh <= nw.
+///
 /// Jacobian conventions: R_x, F_x w.r.t. x in the tangent space at x (column i: d/d eps of
 /// g(x ⊕ eps e_i)); F_* in the tangent space at f (row space: f(x ⊕ dx) ⊖ f(x)).
 #include <map>
@@ -22,17 +27,19 @@ namespace heft::estimation {
 
 /// Outputs of one stage's calc / calcDiff; models derive from it for their workspaces.
 struct StageData {
-  StageData(int nx, int ndx, int nw, int nr, int np, bool has_dynamics);
+  StageData(int nx, int ndx, int nw, int nr, int np, bool has_dynamics, int nh = 0);
   virtual ~StageData() = default;
 
   // ---- calc ----
   Eigen::VectorXd r;      ///< nr whitened residual
   double cost = 0;        ///< 0.5 |r|^2
   Eigen::VectorXd xnext;  ///< nx: f(x, w; theta) (running stages)
+  Eigen::VectorXd h;      ///< nh: the equality rows' values (0 at a feasible point)
 
   // ---- calcDiff ----
   Eigen::MatrixXd R_x, R_w, R_theta;  ///< nr x ndx, nr x nw, nr x np
   Eigen::MatrixXd F_x, F_w, F_theta;  ///< ndx x ndx, ndx x nw, ndx x np (running stages)
+  Eigen::MatrixXd H_x, H_w, H_theta;  ///< nh x ndx, nh x nw, nh x np (equality rows)
 
   /// Optional structure of F that a solver may use to skip products (F stays complete). A
   /// semi-implicit step of x = (q, v), ndx = 2 nv, with w = (w_q, w_v), w_q of size nv and
@@ -80,7 +87,8 @@ class StageWorkspace {
 class StageModel {
  public:
   /// \param nw 0 for a terminal stage (has_dynamics false).
-  StageModel(int nx, int ndx, int nw, int nr, int np, bool has_dynamics);
+  /// \param nh equality rows (running stages only), at most nw.
+  StageModel(int nx, int ndx, int nw, int nr, int np, bool has_dynamics, int nh = 0);
   virtual ~StageModel() = default;
 
   int nx() const { return nx_; }
@@ -88,6 +96,7 @@ class StageModel {
   int nw() const { return nw_; }
   int nr() const { return nr_; }
   int np() const { return np_; }
+  int nh() const { return nh_; }
   bool hasDynamics() const { return has_dynamics_; }
 
   /// A data with workspaces of its own: independent of every other data.
@@ -118,7 +127,7 @@ class StageModel {
                               Eigen::Ref<Eigen::VectorXd> e) const;
 
  private:
-  int nx_, ndx_, nw_, nr_, np_;
+  int nx_, ndx_, nw_, nr_, np_, nh_;
   bool has_dynamics_;
 };
 

@@ -1,0 +1,160 @@
+#pragma once
+/// \file The inverse-dynamics stage (bayesian-sysid paper, secs. V and VIII): the acceleration is a
+/// decision and the dynamics an equality row of the stage, eliminated by the solver on the
+/// nullspace of its decision Jacobian (eqs. 72-79), instead of the forward dynamics'
+/// a = FD(q, v, tau; theta) inside the step.
+///
+///   w   = (w_q, a, e, lambda)                           (nv each; lambda: nc contact forces)
+///   v'  = v + dt a,   q' = q ⊕ dt v',   x_{k+1} = (q' ⊕ w_q, v')
+///   h   = [ RNEA(q, v, a; theta) - J_c^T lambda - tau_eff(v; theta_act) - e     (nv rows, N m)
+///           a_c(q, v, a) + K_d v_c(q, v) ]                                      (nc rows)
+///   tau_eff = tau_k - E (b + f_v v + f_c tanh(r v))    (ActuatorTermsModel; armature in the RNEA)
+///   r   = [ w_q / s_q ; e / s_tau ; the knot's sensor rows ]
+///
+/// The accelerometer of an IMU on the floating base reads the base's acceleration directly from
+/// the decision a (its specific force at the IMU, as MultibodyStageModel's rows):
+///   (R_bi^T (acc_b - R_wb^T g) - z_acc) / s,  acc_b = a_lin + alpha x p + omega x (v_lin + omega x
+///   p).
+///
+/// Contacts (a rigid contact set, dynamics::ContactDynamicsModel's specs and Baumgarte K_d): lambda
+/// is each contact's force (and moment, 6D) in its frame's own axes (LOCAL), so that the RNEA with
+/// these external forces and its derivatives (which hold forces fixed in the joints' frames)
+/// give dh/dq exactly (the bayesian-sysid paper's eqs. 29-32: no geometric-stiffness term for
+/// local wrenches); a_c is a point contact's classical acceleration, a flat contact's spatial
+/// acceleration, and v_c its velocity, all in the contact frame (Pinocchio's LOCAL frame
+/// derivatives, eqs. 27-28 for a bilateral contact). A point contact's row is the forward
+/// stage's (Pinocchio's LOCAL_WORLD_ALIGNED classical acceleration, rotated); a flat one's differs
+/// from it by velocity products that vanish when the sole does not move. Impulses at touchdown
+/// are not modelled.
+///
+/// e is the generalized-force noise of the forward-dynamics stage (MultibodyStageModel's w_tau):
+/// on the same knots, priors and sensors the two formulations describe the same trajectories with
+/// the same cost, so their MAP estimates coincide; they differ in the path of the solver. Here the
+/// step is linear in the decisions and the nonlinearity sits in h: an initial guess from the
+/// encoders' differences satisfies the dynamics exactly (e = the torque the guess needs), and
+/// theta enters through the RNEA's regressor, linear in the inertias, instead of through M^{-1}.
+///
+/// The sensor rows are those of MultibodyStageModel's terminal form at the same knot (encoders,
+/// joint velocities, an IMU's gyro and orientation, motion capture, a robust loss), with the
+/// accelerometer's rows above in their place. Energy observations are not supported here: an
+/// InputError names them.
+#include <memory>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "heft/dynamics/contact_dynamics.hpp"
+#include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/estimation/actuator_terms.hpp"
+#include "heft/estimation/multibody_stage.hpp"
+#include "heft/estimation/stage.hpp"
+#include "heft/estimation/state.hpp"
+
+namespace heft::estimation {
+
+struct InverseDynamicsStageData;
+
+class InverseDynamicsStageModel final : public StageModel {
+ public:
+  /// Arguments as MultibodyStageModel's running stage: `noise`'s generalized_force is the std of
+  /// e, its configuration that of w_q; `contact` the knot's rigid contact set (its specs and
+  /// Baumgarte K_d; K_p must be 0) or null.
+  /// \throws InputError naming the field on a size or value that does not fit, or on energy
+  ///         observations (not carried by this formulation).
+  InverseDynamicsStageModel(
+      std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+      std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
+      const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
+      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
+      std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr);
+
+  std::unique_ptr<StageData> createData() const override;
+  /// The RNEA workspace (parametrized model, Pinocchio data, regressor) comes from `workspace`,
+  /// keyed by the dynamics model, as MultibodyStageModel's.
+  std::unique_ptr<StageData> createDataSharing(StageWorkspace& workspace) const override;
+  void calc(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
+            const Eigen::Ref<const Eigen::VectorXd>& w,
+            const Eigen::Ref<const Eigen::VectorXd>& theta) const override;
+  void calcDiff(StageData& data, const Eigen::Ref<const Eigen::VectorXd>& x,
+                const Eigen::Ref<const Eigen::VectorXd>& w,
+                const Eigen::Ref<const Eigen::VectorXd>& theta) const override;
+  /// The process-noise rows are diagonal in w; the sensor rows' terms are the sensor stage's.
+  void gaussNewton(const StageData& data, GaussNewtonTerms& out) const override;
+  void linearResidual(const StageData& data, const Eigen::Ref<const Eigen::VectorXd>& dx,
+                      const Eigen::Ref<const Eigen::VectorXd>& dw,
+                      const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                      Eigen::Ref<Eigen::VectorXd> e) const override;
+
+  const MultibodyMeasurement& measurement() const { return sensors_stage_->measurement(); }
+  double dt() const { return dt_; }
+  const ActuatorTermsModel* actuators() const { return actuators_.get(); }
+  const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
+  int nc() const { return nc_; }  ///< contact force coordinates (the tail of w)
+
+ private:
+  InverseDynamicsStageModel(std::shared_ptr<const MultibodyStageModel> sensor_stage,
+                            std::shared_ptr<const MultibodySensors> sensors,
+                            std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+                            const std::shared_ptr<const MultibodyState>& state,
+                            const MultibodyNoise& noise, Eigen::VectorXd tau, double dt,
+                            std::shared_ptr<const ActuatorTermsModel> actuators,
+                            std::shared_ptr<const dynamics::ContactDynamicsModel> contact);
+  friend struct InverseDynamicsStageData;
+  // The contact rows a_c + K_d v_c into d.h (calc) or their Jacobians into d.H_x, d.H_w (calcDiff,
+  // after the RNEA's derivatives: Pinocchio's data then holds the kinematics at (q, v, a)).
+  void contactRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                   const Eigen::Ref<const Eigen::VectorXd>& v,
+                   const Eigen::Ref<const Eigen::VectorXd>& a) const;
+  void contactJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                        const Eigen::Ref<const Eigen::VectorXd>& v,
+                        const Eigen::Ref<const Eigen::VectorXd>& a) const;
+  // The accelerometer's rows (calc) and Jacobians (calcDiff), robust loss included.
+  void accelerometerRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                         const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  void accelerometerJacobians(InverseDynamicsStageData& d,
+                              const Eigen::Ref<const Eigen::VectorXd>& x) const;
+  // fext of the contact forces lambda (the tail of w) on their joints, in the joints' frames.
+  void contactForces(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
+
+  std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
+  std::shared_ptr<const ActuatorTermsModel> actuators_;
+  /// The knot's sensor rows: MultibodyStageModel in its terminal form.
+  std::shared_ptr<const MultibodyStageModel> sensors_stage_;
+  std::shared_ptr<const MultibodySensors> sensors_;
+  int accel_row_ = -1;     ///< first accelerometer row of r (-1: none)
+  double accel_info_ = 0;  ///< 1 / sigma, 0 without a sample at this knot
+  double loss_scale_ = 1;  ///< the robust loss's k on the accelerometer rows
+  std::shared_ptr<const dynamics::ContactDynamicsModel> contact_;
+  struct ContactFrame {
+    pinocchio::FrameIndex frame;
+    pinocchio::JointIndex joint;
+    pinocchio::SE3 placement;  ///< the frame in its joint
+    int dimension;             ///< 3: point, 6: flat
+  };
+  std::vector<ContactFrame> contact_frames_;
+  double damping_ = 0;  ///< K_d [1/s]
+  int nc_ = 0;
+  Eigen::VectorXd tau_;           ///< nv: the logged generalized force over the step
+  Eigen::VectorXd process_info_;  ///< 2 nv: 1 / sigma of w_q and e
+  double dt_ = 0;
+  int num_inertial_ = 0;
+};
+
+struct InverseDynamicsStageData final : StageData {
+  InverseDynamicsStageData(const InverseDynamicsStageModel& model,
+                           const dynamics::ForwardDynamicsModel& dynamics,
+                           StageWorkspace* workspace, std::unique_ptr<StageData> sensors);
+  std::unique_ptr<StageData> sensors;  ///< the sensor stage's data (rows after the process rows)
+  /// Parametrized model, Pinocchio data and regressor, possibly shared with other stages.
+  std::shared_ptr<dynamics::ForwardDynamicsData> work;
+  Eigen::VectorXd tau_eff, v_next, q_next, dq;
+  Eigen::MatrixXd A1, B1, A2, B2;
+  Eigen::MatrixXd minus_identity;  ///< -I: ActuatorTermsModel's derivatives at K = -I are dh's
+  /// Contacts: the forces on the joints (njoints), one contact frame's velocity and acceleration
+  /// derivatives (6 x nv, LOCAL).
+  std::vector<pinocchio::Force> fext;
+  Eigen::MatrixXd v_dq, a_dq, a_dv, a_da;
+  Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
+};
+
+}  // namespace heft::estimation

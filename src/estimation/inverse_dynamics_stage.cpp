@@ -1,0 +1,415 @@
+#include "heft/estimation/inverse_dynamics_stage.hpp"
+
+#include <string>
+
+#include <pinocchio/algorithm/frames-derivatives.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics-derivatives.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/rnea-derivatives.hpp>
+#include <pinocchio/algorithm/rnea.hpp>
+#include <pinocchio/spatial/skew.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/common/robust_loss.hpp"
+
+namespace heft::estimation {
+namespace {
+
+std::shared_ptr<const MultibodyStageModel> makeSensorStage(
+    const std::shared_ptr<const dynamics::ForwardDynamicsModel>& dynamics,
+    const std::shared_ptr<const MultibodyState>& state,
+    const std::shared_ptr<const MultibodySensors>& sensors, const MultibodyNoise& noise,
+    MultibodyMeasurement measurement, const std::shared_ptr<const ActuatorTermsModel>& actuators) {
+  require(dynamics && state && sensors, "inverse-dynamics stage dynamics, state and sensors",
+          "non-null", "null");
+  require(!sensors->energy, "inverse-dynamics stage energy observations",
+          "no energy rows (the forward-dynamics stage carries them)", "energy on");
+  return std::make_shared<MultibodyStageModel>(dynamics, nullptr, state, sensors, noise,
+                                               std::move(measurement), 0.0, true, nullptr,
+                                               actuators);
+}
+
+}  // namespace
+
+InverseDynamicsStageModel::InverseDynamicsStageModel(
+    std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+    std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
+    const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
+    std::shared_ptr<const ActuatorTermsModel> actuators,
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact)
+    : InverseDynamicsStageModel(
+          makeSensorStage(dynamics, state, sensors, noise, measurement, actuators), sensors,
+          dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact)) {}
+
+InverseDynamicsStageModel::InverseDynamicsStageModel(
+    std::shared_ptr<const MultibodyStageModel> sensor_stage,
+    std::shared_ptr<const MultibodySensors> sensors,
+    std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+    const std::shared_ptr<const MultibodyState>& state, const MultibodyNoise& noise,
+    Eigen::VectorXd tau, double dt, std::shared_ptr<const ActuatorTermsModel> actuators,
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact)
+    : StageModel(state->nx(), state->ndx(), 3 * state->nv() + (contact ? contact->nc() : 0),
+                 2 * state->nv() + sensor_stage->nr(),
+                 dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
+                 state->nv() + (contact ? contact->nc() : 0)),
+      dynamics_(std::move(dynamics)),
+      actuators_(std::move(actuators)),
+      sensors_stage_(std::move(sensor_stage)),
+      sensors_(std::move(sensors)),
+      contact_(std::move(contact)),
+      tau_(std::move(tau)),
+      dt_(dt) {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nv = model.nv;
+  require(state->nq() == model.nq && state->nv() == nv, "inverse-dynamics stage state",
+          "the dynamics model's nq, nv",
+          std::to_string(state->nq()) + ", " + std::to_string(state->nv()));
+  requirePositive(dt_, "stage dt", " [s]");
+  require(tau_.size() == nv, "stage tau", std::to_string(nv) + " (nv)",
+          std::to_string(tau_.size()));
+  require(tau_.allFinite(), "stage tau", "finite values", "NaN or infinity");
+  num_inertial_ = dynamics_->numParameters();
+  if (contact_) {
+    require(contact_->nq() == model.nq && contact_->nv() == nv,
+            "inverse-dynamics stage contact set", "the dynamics model's robot",
+            "nq, nv = " + std::to_string(contact_->nq()) + ", " + std::to_string(contact_->nv()));
+    require(contact_->options().baumgarte_kp == 0,
+            "inverse-dynamics stage contact set's Baumgarte kp", "0 (no anchors)",
+            std::to_string(contact_->options().baumgarte_kp));
+    damping_ = contact_->options().baumgarte_kd;
+    nc_ = contact_->nc();
+    for (const dynamics::ContactSpec& spec : contact_->contacts()) {
+      const pinocchio::FrameIndex f = model.getFrameId(spec.frame);
+      contact_frames_.push_back(
+          {f, model.frames[f].parentJoint, model.frames[f].placement, spec.dimension()});
+    }
+  }
+  const MultibodySensors& s = *sensors_;
+  if (s.imu_frame > 0 && s.accelerometer) {  // the sensor stage validated the IMU's frame
+    const int nj = static_cast<int>(s.encoders.size());
+    accel_row_ = 2 * nv + nj + (s.joint_velocities ? nj : 0) + 6;  // after encoders, gyro, IMU
+    accel_info_ = sensors_stage_->measurement().has_accel ? 1 / s.accelerometer_std : 0;
+    loss_scale_ = s.loss_scale > 0 ? s.loss_scale : defaultLossScale(s.loss);
+  }
+  process_info_.resize(2 * nv);
+  process_info_ << noise.configuration.cwiseInverse(), noise.generalized_force.cwiseInverse();
+}
+
+InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageModel& model,
+                                                   const dynamics::ForwardDynamicsModel& dynamics,
+                                                   StageWorkspace* workspace,
+                                                   std::unique_ptr<StageData> sensor_data)
+    : StageData(model.nx(), model.ndx(), model.nw(), model.nr(), model.np(), true, model.nh()),
+      sensors(std::move(sensor_data)) {
+  auto create = [&dynamics] { return new dynamics::ForwardDynamicsData(dynamics); };
+  work = workspace ? workspace->get<dynamics::ForwardDynamicsData>(&dynamics, create)
+                   : std::shared_ptr<dynamics::ForwardDynamicsData>(create());
+  const int nv = dynamics.nv();
+  tau_eff.setZero(nv);
+  v_next.setZero(nv);
+  q_next.setZero(dynamics.nq());
+  dq.setZero(nv);
+  for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
+  minus_identity = -Eigen::MatrixXd::Identity(nv, nv);
+  // Constant blocks: dv'/dv = I, dv'/da = dt I, dh/de = -I.
+  F_x.bottomRightCorner(nv, nv).setIdentity();
+  F_w.block(nv, nv, nv, nv).diagonal().setConstant(model.dt());
+  H_w.block(0, 2 * nv, nv, nv) = minus_identity;
+  fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
+  for (Eigen::MatrixXd* m : {&v_dq, &a_dq, &a_dv, &a_da}) m->setZero(6, nv);
+}
+
+std::unique_ptr<StageData> InverseDynamicsStageModel::createData() const {
+  return std::make_unique<InverseDynamicsStageData>(*this, *dynamics_, nullptr,
+                                                    sensors_stage_->createData());
+}
+
+std::unique_ptr<StageData> InverseDynamicsStageModel::createDataSharing(
+    StageWorkspace& workspace) const {
+  return std::make_unique<InverseDynamicsStageData>(*this, *dynamics_, &workspace,
+                                                    sensors_stage_->createDataSharing(workspace));
+}
+
+void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eigen::VectorXd>& x,
+                                     const Eigen::Ref<const Eigen::VectorXd>& w,
+                                     const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  auto& d = static_cast<InverseDynamicsStageData&>(base);
+  const pinocchio::Model& model = dynamics_->model();
+  const int nq = model.nq, nv = model.nv;
+  const auto q = x.head(nq);
+  const auto v = x.tail(nv);
+  const auto a = w.segment(nv, nv);
+  dynamics::ForwardDynamicsData& work = *d.work;
+  work.inertias.update(dynamics_->regressor(), dynamics_->parametrization(),
+                       theta.head(num_inertial_));
+  d.tau_eff = tau_;
+  if (actuators_) {
+    const auto theta_act = theta.tail(actuators_->numParameters());
+    actuators_->applyArmature(theta_act, work.inertias.model);
+    actuators_->subtractFrom(theta_act, v, d.tau_eff);
+  }
+  if (contact_) {
+    contactForces(d, w);
+    pinocchio::rnea(work.inertias.model, work.pin, q, v, a, d.fext);  // - J_c^T lambda
+  } else {
+    pinocchio::rnea(work.inertias.model, work.pin, q, v, a);
+  }
+  d.h.head(nv) = work.pin.tau - d.tau_eff - w.segment(2 * nv, nv);
+  if (contact_) contactRows(d, q, v, a);
+  // x_{k+1} = ((q ⊕ dt v') ⊕ w_q, v')
+  d.v_next = v + dt_ * a;
+  d.dq = dt_ * d.v_next;
+  pinocchio::integrate(model, q, d.dq, d.q_next);
+  pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
+  d.xnext.tail(nv) = d.v_next;
+  // Rows: w_q, e, the sensors'.
+  d.r.head(nv) = process_info_.head(nv).cwiseProduct(w.head(nv));
+  d.r.segment(nv, nv) = process_info_.tail(nv).cwiseProduct(w.segment(2 * nv, nv));
+  sensors_stage_->calc(*d.sensors, x, Eigen::VectorXd(), theta);
+  d.r.tail(d.sensors->r.size()) = d.sensors->r;
+  if (accel_row_ >= 0) accelerometerRows(d, x, w);
+  d.cost = 0.5 * d.r.squaredNorm();
+}
+
+void InverseDynamicsStageModel::calcDiff(StageData& base,
+                                         const Eigen::Ref<const Eigen::VectorXd>& x,
+                                         const Eigen::Ref<const Eigen::VectorXd>& w,
+                                         const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  auto& d = static_cast<InverseDynamicsStageData&>(base);
+  const pinocchio::Model& model = dynamics_->model();
+  const int nq = model.nq, nv = model.nv, ns = num_inertial_;
+  const auto q = x.head(nq);
+  const auto v = x.tail(nv);
+  const auto a = w.segment(nv, nv);
+  dynamics::ForwardDynamicsData& work = *d.work;
+  const auto theta_S = theta.head(ns);
+  work.inertias.update(dynamics_->regressor(), dynamics_->parametrization(), theta_S);
+  if (actuators_)
+    actuators_->applyArmature(theta.tail(actuators_->numParameters()), work.inertias.model);
+  // dh/dq, dh/dv, dh/da = M (armature included; Pinocchio fills its upper triangle); with contacts
+  // the forces are held in the joints' frames, as the RNEA derivatives assume
+  if (contact_) {
+    contactForces(d, w);
+    pinocchio::computeRNEADerivatives(work.inertias.model, work.pin, q, v, a, d.fext);
+  } else {
+    pinocchio::computeRNEADerivatives(work.inertias.model, work.pin, q, v, a);
+  }
+  auto dyn_x = d.H_x.topRows(nv);
+  dyn_x.leftCols(nv) = work.pin.dtau_dq;
+  dyn_x.rightCols(nv) = work.pin.dtau_dv;
+  auto M = d.H_w.block(0, nv, nv, nv);
+  M.triangularView<Eigen::Upper>() = work.pin.M;
+  M.triangularView<Eigen::StrictlyLower>() = work.pin.M.transpose();
+  // dh/dtheta_S = Y_S(q, v, a) dpi/dtheta_S (the armature is not in Y_S)
+  dynamics::computeRestrictedRegressor(dynamics_->regressor(), work.regressor, q, v, a);
+  d.H_theta.topLeftCorner(nv, ns) = dynamics::computeParameterJacobian(
+      dynamics_->regressor(), work.regressor, dynamics_->parametrization(), theta_S);
+  if (actuators_) {
+    // h = ... + E(b + f_v v + f_c tanh(r v)) + (I_a a)_E: the acceleration's derivatives of the
+    // forward stage at K = -I are exactly these (ActuatorTermsModel::accelerationDerivatives).
+    const int na = actuators_->numParameters();
+    actuators_->accelerationDerivatives(theta.tail(na), v, a, d.minus_identity,
+                                        d.H_theta.topRightCorner(nv, na),
+                                        d.H_x.topRightCorner(nv, nv));
+  }
+  if (contact_) contactJacobians(d, q, v, a);
+  // F: q' = q ⊕ dt v', v' = v + dt a, x_{k+1} = (q' ⊕ w_q, v')
+  pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
+  pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
+  pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.A2, pinocchio::ARG0);
+  pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.B2, pinocchio::ARG1);
+  d.F_x.topLeftCorner(nv, nv).noalias() = d.A2 * d.A1;
+  d.F_x.topRightCorner(nv, nv).noalias() = dt_ * (d.A2 * d.B1);
+  d.F_w.topLeftCorner(nv, nv) = d.B2;
+  d.F_w.block(0, nv, nv, nv).noalias() = dt_ * d.F_x.topRightCorner(nv, nv);
+  // Rows: the process rows are constant, the sensors' from the sensor stage.
+  sensors_stage_->calcDiff(*d.sensors, x, Eigen::VectorXd(), theta);
+  const int ns_rows = static_cast<int>(d.sensors->r.size());
+  d.R_w.setZero();
+  d.R_w.topLeftCorner(nv, nv).diagonal() = process_info_.head(nv);
+  d.R_w.block(nv, 2 * nv, nv, nv).diagonal() = process_info_.tail(nv);
+  d.R_x.bottomRows(ns_rows) = d.sensors->R_x;
+  d.R_theta.bottomRows(ns_rows) = d.sensors->R_theta;
+  if (accel_row_ >= 0) accelerometerJacobians(d, x);
+}
+
+void InverseDynamicsStageModel::gaussNewton(const StageData& base, GaussNewtonTerms& out) const {
+  const auto& d = static_cast<const InverseDynamicsStageData&>(base);
+  const int nv = static_cast<int>(process_info_.size()) / 2;
+  auto no_xw = out.xw.leftCols(0);  // the sensor stage is a terminal one: no w
+  auto no_ww = out.ww.topLeftCorner(0, 0);
+  auto no_wt = out.wt.topRows(0);
+  auto no_w = out.w.head(0);
+  GaussNewtonTerms sensor{out.xx, no_xw, no_ww, out.xt, no_wt, out.tt, out.x, no_w, out.t};
+  sensors_stage_->gaussNewton(*d.sensors, sensor);
+  out.xw.setZero();
+  out.ww.setZero();
+  out.wt.setZero();
+  out.ww.diagonal().head(nv) = process_info_.head(nv).cwiseAbs2();
+  out.ww.diagonal().segment(2 * nv, nv) = process_info_.tail(nv).cwiseAbs2();
+  out.w.setZero();
+  out.w.head(nv) = process_info_.head(nv).cwiseProduct(d.r.head(nv));
+  out.w.segment(2 * nv, nv) = process_info_.tail(nv).cwiseProduct(d.r.segment(nv, nv));
+  if (accel_row_ < 0) return;
+  // the accelerometer's three rows (the sensor stage's are zero: a terminal form has no step)
+  const auto Ax = d.R_x.middleRows<3>(accel_row_);
+  const auto Aw = d.R_w.middleRows<3>(accel_row_);
+  const auto ra = d.r.segment<3>(accel_row_);
+  out.xx.noalias() += Ax.transpose() * Ax;
+  out.xw.noalias() += Ax.transpose() * Aw;
+  out.ww.noalias() += Aw.transpose() * Aw;
+  out.x.noalias() += Ax.transpose() * ra;
+  out.w.noalias() += Aw.transpose() * ra;
+}
+
+void InverseDynamicsStageModel::linearResidual(const StageData& base,
+                                               const Eigen::Ref<const Eigen::VectorXd>& dx,
+                                               const Eigen::Ref<const Eigen::VectorXd>& dw,
+                                               const Eigen::Ref<const Eigen::VectorXd>& dtheta,
+                                               Eigen::Ref<Eigen::VectorXd> e) const {
+  const auto& d = static_cast<const InverseDynamicsStageData&>(base);
+  const int nv = static_cast<int>(process_info_.size()) / 2;
+  e.head(nv) = process_info_.head(nv).cwiseProduct(dw.head(nv));
+  e.segment(nv, nv) = process_info_.tail(nv).cwiseProduct(dw.segment(2 * nv, nv));
+  sensors_stage_->linearResidual(*d.sensors, dx, dw.head(0), dtheta, e.tail(d.sensors->r.size()));
+  if (accel_row_ >= 0) {
+    e.segment<3>(accel_row_).noalias() = d.R_x.middleRows<3>(accel_row_) * dx;
+    e.segment<3>(accel_row_).noalias() += d.R_w.middleRows<3>(accel_row_) * dw;
+  }
+}
+
+// The base's spatial acceleration is the decision's a.head(6), its twist x's v.head(6): the IMU's
+// specific force and its derivatives as MultibodyStageModel::accelerometerJacobians, with
+// d acc / d a = [I, -[p]x] on a's base columns directly.
+void InverseDynamicsStageModel::accelerometerRows(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nq = model.nq, nv = model.nv;
+  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
+  const Eigen::Vector3d& p = bMi.translation();
+  const Eigen::Vector3d v_lin = x.segment<3>(nq), omega = x.segment<3>(nq + 3);
+  const Eigen::Vector3d a_lin = w.segment<3>(nv), alpha = w.segment<3>(nv + 3);
+  const Eigen::Vector3d acc_b = a_lin + alpha.cross(p) + omega.cross(v_lin + omega.cross(p));
+  const Eigen::Quaterniond R_wb(x(6), x(3), x(4), x(5));
+  const Eigen::Vector3d g_b =
+      R_wb.normalized().toRotationMatrix().transpose() * model.gravity.linear();
+  const Eigen::Vector3d white = accel_info_ * (bMi.rotation().transpose() * (acc_b - g_b) -
+                                               sensors_stage_->measurement().accel);
+  for (int i = 0; i < 3; ++i)
+    d.r(accel_row_ + i) =
+        sensors_->loss == RobustLoss::None
+            ? white(i)
+            : robustResidual(sensors_->loss, loss_scale_, white(i), &d.accel_slope(i));
+}
+
+void InverseDynamicsStageModel::accelerometerJacobians(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const {
+  const pinocchio::Model& model = dynamics_->model();
+  const int nq = model.nq, nv = model.nv;
+  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
+  const Eigen::Vector3d& p = bMi.translation();
+  const Eigen::Vector3d v_lin = x.segment<3>(nq), omega = x.segment<3>(nq + 3);
+  const Eigen::Matrix3d S = accel_info_ * bMi.rotation().transpose();
+  auto R_x = d.R_x.middleRows<3>(accel_row_);
+  auto R_w = d.R_w.middleRows<3>(accel_row_);
+  R_x.setZero();
+  R_w.setZero();
+  // -R^T g under R' = R Exp(dtheta): d(R^T g) = [R^T g]x dtheta
+  const Eigen::Quaterniond R_wb(x(6), x(3), x(4), x(5));
+  const Eigen::Vector3d g_b =
+      R_wb.normalized().toRotationMatrix().transpose() * model.gravity.linear();
+  R_x.middleCols<3>(3) = -S * pinocchio::skew(g_b);
+  R_x.middleCols<3>(nv) = S * pinocchio::skew(omega);
+  R_x.middleCols<3>(nv + 3) = -S * (pinocchio::skew(v_lin) + pinocchio::skew(omega.cross(p)) +
+                                    pinocchio::skew(omega) * pinocchio::skew(p));
+  R_w.middleCols<3>(nv) = S;
+  R_w.middleCols<3>(nv + 3) = -S * pinocchio::skew(p);
+  if (sensors_->loss == RobustLoss::None) return;
+  for (int i = 0; i < 3; ++i) {
+    R_x.row(i) *= d.accel_slope(i);
+    R_w.row(i) *= d.accel_slope(i);
+  }
+}
+
+void InverseDynamicsStageModel::contactForces(InverseDynamicsStageData& d,
+                                              const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  for (pinocchio::Force& f : d.fext) f.setZero();
+  int col = 3 * dynamics_->nv();  // lambda's first coordinate in w
+  for (const ContactFrame& c : contact_frames_) {
+    const Eigen::Vector3d moment =
+        c.dimension == 6 ? Eigen::Vector3d(w.segment<3>(col + 3)) : Eigen::Vector3d::Zero();
+    d.fext[c.joint] += c.placement.act(pinocchio::Force(w.segment<3>(col), moment));
+    col += c.dimension;
+  }
+}
+
+void InverseDynamicsStageModel::contactRows(InverseDynamicsStageData& d,
+                                            const Eigen::Ref<const Eigen::VectorXd>& q,
+                                            const Eigen::Ref<const Eigen::VectorXd>& v,
+                                            const Eigen::Ref<const Eigen::VectorXd>& a) const {
+  const pinocchio::Model& model = d.work->inertias.model;
+  pinocchio::Data& pin = d.work->pin;
+  pinocchio::forwardKinematics(model, pin, q, v, a);
+  int row = dynamics_->nv();
+  for (const ContactFrame& c : contact_frames_) {
+    const pinocchio::Motion vel =
+        pinocchio::getFrameVelocity(model, pin, c.frame, pinocchio::LOCAL);
+    if (c.dimension == 3) {
+      const pinocchio::Motion acc =
+          pinocchio::getFrameClassicalAcceleration(model, pin, c.frame, pinocchio::LOCAL);
+      d.h.segment<3>(row) = acc.linear() + damping_ * vel.linear();
+    } else {
+      const pinocchio::Motion acc =
+          pinocchio::getFrameAcceleration(model, pin, c.frame, pinocchio::LOCAL);
+      d.h.segment<6>(row) = acc.toVector() + damping_ * vel.toVector();
+    }
+    row += c.dimension;
+  }
+}
+
+// A point's classical acceleration a_lin + omega x v_lin: its derivatives add
+// [omega]x d v_lin - [v_lin]x d omega to the spatial acceleration's linear rows (eq. 27-28's
+// cross-product terms, LOCAL frame); the frame Jacobian J is d a / d a (and d v / d v).
+void InverseDynamicsStageModel::contactJacobians(InverseDynamicsStageData& d,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& q,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& v,
+                                                 const Eigen::Ref<const Eigen::VectorXd>& a) const {
+  const pinocchio::Model& model = d.work->inertias.model;
+  pinocchio::Data& pin = d.work->pin;
+  const int nv = dynamics_->nv();
+  pinocchio::computeForwardKinematicsDerivatives(model, pin, q, v, a);
+  int row = nv, col = 3 * nv;
+  for (const ContactFrame& c : contact_frames_) {
+    for (Eigen::MatrixXd* m : {&d.v_dq, &d.a_dq, &d.a_dv, &d.a_da}) m->setZero();
+    pinocchio::getFrameAccelerationDerivatives(model, pin, c.frame, pinocchio::LOCAL, d.v_dq,
+                                               d.a_dq, d.a_dv, d.a_da);
+    const Eigen::MatrixXd& J = d.a_da;
+    d.H_w.block(0, col, nv, c.dimension) = -J.topRows(c.dimension).transpose();
+    if (c.dimension == 3) {
+      const pinocchio::Motion vel =
+          pinocchio::getFrameVelocity(model, pin, c.frame, pinocchio::LOCAL);
+      const Eigen::Matrix3d omega = pinocchio::skew(vel.angular());
+      const Eigen::Matrix3d v_lin = pinocchio::skew(vel.linear());
+      auto rows_q = d.H_x.block(row, 0, 3, nv);
+      auto rows_v = d.H_x.block(row, nv, 3, nv);
+      rows_q = d.a_dq.topRows<3>() + damping_ * d.v_dq.topRows<3>();
+      rows_q.noalias() += omega * d.v_dq.topRows<3>();
+      rows_q.noalias() -= v_lin * d.v_dq.bottomRows<3>();
+      rows_v = d.a_dv.topRows<3>() + damping_ * J.topRows<3>();
+      rows_v.noalias() += omega * J.topRows<3>();
+      rows_v.noalias() -= v_lin * J.bottomRows<3>();
+      d.H_w.block(row, nv, 3, nv) = J.topRows<3>();
+    } else {
+      d.H_x.block(row, 0, 6, nv) = d.a_dq + damping_ * d.v_dq;
+      d.H_x.block(row, nv, 6, nv) = d.a_dv + damping_ * J;
+      d.H_w.block(row, nv, 6, nv) = J;
+    }
+    row += c.dimension;
+    col += c.dimension;
+  }
+}
+
+}  // namespace heft::estimation

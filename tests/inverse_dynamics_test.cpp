@@ -1,0 +1,473 @@
+// heft::estimation's inverse-dynamics formulation (bayesian-sysid secs. V, VIII): the stage's
+// Jacobians (residual, step and equality rows) against central differences on the manifold, the
+// Riccati step with the equality rows eliminated against the dense KKT system, iterations without
+// allocation, the MuJoCo pendulum estimated through both formulations, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+#include <pinocchio/algorithm/joint-configuration.hpp>
+
+#include "heft/common/error.hpp"
+#include "heft/dynamics/contact_dynamics.hpp"
+#include "heft/estimation/actuator_terms.hpp"
+#include "heft/estimation/inverse_dynamics_stage.hpp"
+#include "heft/estimation/log_problem.hpp"
+#include "heft/estimation/multibody_stage.hpp"
+#include "heft/estimation/riccati_solver.hpp"
+#include "heft/inertia/inertia.hpp"
+#include "heft/io/log_io.hpp"
+#include "heft/model/model.hpp"
+#include "heft/results/truth.hpp"
+#include "heft/sim/scenario.hpp"
+#include "support/dense_kkt.hpp"
+#include "support/finite_difference.hpp"
+#include "support/malloc_counter.hpp"
+#include "support/simulated_log.hpp"
+
+namespace heft {
+namespace {
+
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+using estimation::InverseDynamicsStageModel;
+using estimation::MultibodyMeasurement;
+using estimation::MultibodyNoise;
+using estimation::MultibodyStageModel;
+using estimation::MultibodyState;
+using estimation::Problem;
+using estimation::RiccatiOptions;
+using estimation::RiccatiSolver;
+using estimation::StageModel;
+
+// A horizon of inverse-dynamics stages with random readings (the derivative and KKT tests need
+// states, not physics): encoders with velocities, and on a floating base an IMU (gyro and
+// orientation) and motion capture on rotated, offset frames of the base; actuator terms on the
+// first two 1-dof joints when asked.
+struct InverseProblem {
+  std::shared_ptr<const pinocchio::Model> model;
+  std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics;
+  std::shared_ptr<const MultibodyState> state;
+  std::shared_ptr<const estimation::ActuatorTermsModel> actuators;
+  std::shared_ptr<const Problem> problem;
+};
+
+VectorXd randomState(const MultibodyState& state, std::mt19937& rng, double spread) {
+  std::normal_distribution<double> n(0, 1);
+  const pinocchio::Model& m = state.model();
+  const VectorXd dq = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
+  VectorXd x(state.nx());
+  pinocchio::integrate(m, pinocchio::neutral(m), dq, x.head(m.nq));
+  x.tail(m.nv) = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
+  return x;
+}
+
+// contact_dimension: 0 none; 3 or 6: every foot of the robot in contact at every stage, as point
+// or flat contacts, with Baumgarte damping (its K_d term in the rows).
+InverseProblem makeInverseProblem(const std::string& robot,
+                                  const std::vector<pinocchio::JointIndex>& S, int horizon,
+                                  double dt, std::mt19937& rng, bool with_actuators,
+                                  int contact_dimension = 0) {
+  InverseProblem p;
+  const model::RobotModel loaded = model::loadRobot(robot);
+  auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
+  std::normal_distribution<double> n(0, 1);
+  const bool floating = loaded.hasFreeFlyer();
+  if (floating) {
+    for (const char* name : {"test_imu", "test_marker"}) {
+      const Eigen::Vector3d w(0.5 * n(rng), 0.5 * n(rng), 0.5 * n(rng));
+      const pinocchio::SE3 placement(Eigen::AngleAxisd(w.norm(), w.normalized()).toRotationMatrix(),
+                                     Eigen::Vector3d(0.1, -0.05, 0.08));
+      model->addFrame(pinocchio::Frame(name, 1, placement, pinocchio::OP_FRAME));
+    }
+  }
+  p.model = model;
+  p.dynamics = std::make_shared<dynamics::ForwardDynamicsModel>(
+      *model, S, inertia::Parametrization::ExponentialEigenvalue);
+  p.state = std::make_shared<MultibodyState>(p.model);
+  auto sensors = std::make_shared<estimation::MultibodySensors>();
+  std::vector<std::string> one_dof;
+  for (pinocchio::JointIndex j = 1; j < model->joints.size(); ++j)
+    if (model->joints[j].nq() == 1) {
+      sensors->encoders.push_back(j);
+      one_dof.push_back(model->names[j]);
+    }
+  sensors->joint_velocities = true;
+  sensors->encoder_std = 0.01;
+  sensors->joint_velocity_std = 0.1;
+  if (floating) {
+    sensors->imu_frame = model->getFrameId("test_imu");
+    sensors->mocap_frame = model->getFrameId("test_marker");
+    sensors->accelerometer = true;
+    sensors->accelerometer_std = 0.5;
+  }
+  if (with_actuators) {
+    estimation::ActuatorTermsOptions terms;
+    terms.friction_joints = terms.armature_joints =
+        terms.torque_offset_joints = {one_dof[0], one_dof[1]};
+    p.actuators = std::make_shared<estimation::ActuatorTermsModel>(*model, terms);
+  }
+  std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
+  if (contact_dimension > 0) {
+    std::vector<dynamics::ContactSpec> feet;
+    for (const auto& frame : loaded.contactFrames())
+      feet.push_back({frame,
+                      contact_dimension == 3 ? dynamics::ContactSpec::Type::Point3D
+                                             : dynamics::ContactSpec::Type::Surface6D,
+                      pinocchio::LOCAL_WORLD_ALIGNED});
+    dynamics::ContactOptions contact_options;
+    contact_options.baumgarte_kd = 7;
+    contact = std::make_shared<dynamics::ContactDynamicsModel>(
+        *model, feet, S, inertia::Parametrization::ExponentialEigenvalue, contact_options);
+  }
+  const int nv = model->nv, nj = static_cast<int>(sensors->encoders.size());
+  MultibodyNoise noise;
+  noise.configuration = VectorXd::Constant(nv, 0.01);
+  noise.generalized_force = VectorXd::Constant(nv, 0.5);
+  std::vector<std::shared_ptr<const StageModel>> running;
+  std::shared_ptr<const StageModel> terminal;
+  for (int k = 0; k <= horizon; ++k) {
+    MultibodyMeasurement z;
+    z.tau = VectorXd::NullaryExpr(nv, [&] { return 0.5 * n(rng); });
+    z.joint_q = VectorXd::NullaryExpr(nj, [&] { return 0.3 * n(rng); });
+    z.joint_v = VectorXd::NullaryExpr(nj, [&] { return 0.3 * n(rng); });
+    if (floating) {
+      z.has_gyro = z.has_imu_orientation = true;
+      z.gyro = Eigen::Vector3d(n(rng), n(rng), n(rng)) * 0.3;
+      z.has_accel = k % 3 != 1;  // absent samples keep zero-weight rows
+      z.accel = Eigen::Vector3d(n(rng), n(rng), 9.81 + n(rng));
+      z.has_mocap = k % 2 == 0;
+      z.mocap_position = Eigen::Vector3d(n(rng), n(rng), n(rng)) * 0.1;
+    }
+    if (k < horizon)
+      running.push_back(std::make_shared<InverseDynamicsStageModel>(
+          p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact));
+    else
+      terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
+                                                       z, dt, true, nullptr, p.actuators);
+  }
+  estimation::ArrivalPrior arrival;
+  arrival.x_mean = randomState(*p.state, rng, 0.2);
+  arrival.x_sqrt_info = 10 * MatrixXd::Identity(2 * nv, 2 * nv);
+  const int ns = p.dynamics->numParameters(), na = p.actuators ? p.actuators->numParameters() : 0;
+  arrival.theta_mean.resize(ns + na);
+  arrival.theta_mean.head(ns) = p.dynamics->nominalTheta();
+  if (p.actuators) arrival.theta_mean.tail(na) = p.actuators->priorMean();
+  arrival.theta_sqrt_info = MatrixXd::Identity(ns + na, ns + na);
+  p.problem = std::make_shared<Problem>(p.state, running, terminal, arrival);
+  return p;
+}
+
+// A random point of a stage: w = (w_q, a, e, lambda).
+void randomPoint(const InverseProblem& p, std::mt19937& rng, VectorXd& x, VectorXd& w,
+                 VectorXd& theta) {
+  std::normal_distribution<double> n(0, 1);
+  const int nv = p.model->nv, nw = p.problem->running(0).nw();
+  x = randomState(*p.state, rng, 0.4);
+  w.resize(nw);
+  w.head(nv) = VectorXd::NullaryExpr(nv, [&] { return 0.02 * n(rng); });
+  w.segment(nv, nv) = VectorXd::NullaryExpr(nv, [&] { return 2.0 * n(rng); });
+  w.segment(2 * nv, nv) = VectorXd::NullaryExpr(nv, [&] { return 0.5 * n(rng); });
+  w.tail(nw - 3 * nv) = VectorXd::NullaryExpr(nw - 3 * nv, [&] { return 30.0 * n(rng); });
+  theta = p.problem->arrival().theta_mean;
+  theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
+}
+
+// Every Jacobian of the stage (R, F, H w.r.t. x on the manifold, w and theta) against central
+// differences, each output block with its own tolerance (tests/support/finite_difference.hpp).
+void checkStageJacobians(const InverseProblem& p, const std::string& name, unsigned seed) {
+  std::mt19937 rng(seed);
+  VectorXd x, w, theta;
+  randomPoint(p, rng, x, w, theta);
+  const StageModel& stage = p.problem->running(0);
+  const MultibodyState& state = *p.state;
+  const int ndx = stage.ndx(), nr = stage.nr(), nh = stage.nh();
+  auto data = stage.createData();
+  stage.calc(*data, x, w, theta);
+  const VectorXd f0 = data->xnext;
+  stage.calcDiff(*data, x, w, theta);
+  // [r; h; f ⊖ f0]
+  auto outputs = [&](const VectorXd& xx, const VectorXd& ww, const VectorXd& tt) {
+    auto d = stage.createData();
+    stage.calc(*d, xx, ww, tt);
+    VectorXd diff(ndx);
+    state.difference(f0, d->xnext, diff);
+    VectorXd out(nr + nh + ndx);
+    out << d->r, d->h, diff;
+    return out;
+  };
+  const auto dx = test::centralDifferences(
+      x, ndx,
+      [&](const VectorXd& at, const VectorXd& step) {
+        VectorXd out(at.size());
+        state.integrate(at, step, out);
+        return out;
+      },
+      [&](const VectorXd& xx) { return outputs(xx, w, theta); });
+  const auto dw = test::centralDifferencesInVectorSpace(
+      w, [&](const VectorXd& ww) { return outputs(x, ww, theta); });
+  const auto dt = test::centralDifferencesInVectorSpace(
+      theta, [&](const VectorXd& tt) { return outputs(x, w, tt); });
+  const struct {
+    const char* what;
+    const test::NumericalJacobian& numeric;
+    const MatrixXd &R, &H, &F;
+  } blocks[] = {{"x", dx, data->R_x, data->H_x, data->F_x},
+                {"w", dw, data->R_w, data->H_w, data->F_w},
+                {"theta", dt, data->R_theta, data->H_theta, data->F_theta}};
+  for (const auto& b : blocks) {
+    test::expectJacobianNear(b.R, b.numeric.rows(0, nr), name + " R_" + b.what);
+    test::expectJacobianNear(b.H, b.numeric.rows(nr, nh), name + " H_" + b.what);
+    // f ⊖ f0 is O(h) while its rounding is that of the states it is computed from
+    test::NumericalJacobian F = b.numeric.rows(nr + nh, ndx);
+    F.options.rounding_scale = f0.cwiseAbs().maxCoeff();
+    test::expectJacobianNear(b.F, F, name + " F_" + b.what);
+  }
+}
+
+TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
+  std::mt19937 rng(3);
+  checkStageJacobians(makeInverseProblem("double_pendulum", {1, 2}, 1, 0.01, rng, false),
+                      "double pendulum", 31);
+  checkStageJacobians(makeInverseProblem("double_pendulum", {2}, 1, 0.01, rng, true),
+                      "double pendulum, actuator terms", 32);
+  checkStageJacobians(makeInverseProblem("panda", {4, 7}, 1, 0.002, rng, true),
+                      "panda, actuator terms", 33);
+  // a floating base in flight: the free flyer's curved block in q, F and the RNEA's base rows
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true), "go2 in flight", 34);
+  // four feet in contact: the forces' generalized force J^T lambda and the contact rows a_c + K_d
+  // v_c, as points and as flat contacts
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true, 3),
+                      "go2, four point contacts", 35);
+  checkStageJacobians(makeInverseProblem("go2", {1}, 1, 0.005, rng, false, 6),
+                      "go2, four flat contacts", 36);
+}
+
+// The stage's Gauss-Newton terms and linear residual are its rows' dense products.
+TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
+  std::mt19937 rng(4);
+  const InverseProblem p = makeInverseProblem("go2", {1}, 1, 0.005, rng, true);
+  VectorXd x, w, theta;
+  randomPoint(p, rng, x, w, theta);
+  const StageModel& stage = p.problem->running(0);
+  auto d = stage.createData();
+  stage.calc(*d, x, w, theta);
+  stage.calcDiff(*d, x, w, theta);
+  const int ndx = stage.ndx(), nw = stage.nw(), np = stage.np();
+  MatrixXd xx(ndx, ndx), xw(ndx, nw), ww(nw, nw), xt(ndx, np), wt(nw, np), tt(np, np);
+  VectorXd gx(ndx), gw(nw), gt(np);
+  estimation::GaussNewtonTerms terms{xx, xw, ww, xt, wt, tt, gx, gw, gt};
+  stage.gaussNewton(*d, terms);
+  const double tol = 1e-10 * (1 + d->R_x.cwiseAbs().maxCoeff() + d->R_w.cwiseAbs().maxCoeff());
+  auto near = [&](const MatrixXd& a, const MatrixXd& b, const char* what) {
+    EXPECT_LE((a - b).cwiseAbs().maxCoeff(), tol * (1 + b.cwiseAbs().maxCoeff())) << what;
+  };
+  near(xx.selfadjointView<Eigen::Lower>(), d->R_x.transpose() * d->R_x, "xx");
+  near(xw, d->R_x.transpose() * d->R_w, "xw");
+  near(ww, d->R_w.transpose() * d->R_w, "ww");
+  near(xt, d->R_x.transpose() * d->R_theta, "xt");
+  near(wt, d->R_w.transpose() * d->R_theta, "wt");
+  near(tt, d->R_theta.transpose() * d->R_theta, "tt");
+  near(gx, d->R_x.transpose() * d->r, "x");
+  near(gw, d->R_w.transpose() * d->r, "w");
+  near(gt, d->R_theta.transpose() * d->r, "t");
+  std::normal_distribution<double> n(0, 1);
+  const VectorXd ex = VectorXd::NullaryExpr(ndx, [&] { return n(rng); });
+  const VectorXd ew = VectorXd::NullaryExpr(nw, [&] { return n(rng); });
+  const VectorXd et = VectorXd::NullaryExpr(np, [&] { return n(rng); });
+  VectorXd e(stage.nr());
+  stage.linearResidual(*d, ex, ew, et, e);
+  near(e, d->R_x * ex + d->R_w * ew + d->R_theta * et, "linear residual");
+}
+
+// The Riccati step with the equality rows eliminated on H_w's nullspace (eqs. 76-79) is the dense
+// KKT solution of the same linearization with the rows as constraints, at a guess with gaps and
+// violated rows; the rows hold along the linear rollout.
+TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
+  std::mt19937 rng(5);
+  for (int contact : {-1, 0, 3}) {  // the double pendulum; go2 in flight; go2 on four feet
+    SCOPED_TRACE(contact);
+    const InverseProblem p = contact < 0
+                                 ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
+                                 : makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, contact);
+    const int N = p.problem->horizon();
+    std::vector<VectorXd> xs, ws;
+    VectorXd theta;
+    for (int k = 0; k <= N; ++k) {
+      VectorXd x, w;
+      randomPoint(p, rng, x, w, theta);
+      xs.push_back(x);
+      if (k < N) ws.push_back(w);
+    }
+    const test::Direction dense = test::denseKktDirection(*p.problem, xs, ws, theta);
+    const test::DenseKkt kkt = test::denseKktSystem(*p.problem, xs, ws, theta);
+    double scale = 1 + dense.dtheta.cwiseAbs().maxCoeff();
+    for (const auto& v : dense.dx) scale = std::max(scale, v.cwiseAbs().maxCoeff());
+    for (const auto& v : dense.dw) scale = std::max(scale, v.cwiseAbs().maxCoeff());
+    const double tol = 1e-8 * scale;
+    RiccatiOptions options;
+    options.regularization = 0;
+    options.min_regularization = 0;
+    options.theta_trust_radius = options.max_theta_trust_radius;
+    RiccatiSolver solver(p.problem, options);
+    solver.setInitialGuess(xs, ws, theta);
+    ASSERT_TRUE(solver.computeDirection());
+    const test::Direction riccati{solver.directionX(), solver.directionW(),
+                                  solver.directionTheta()};
+    // Both solves are backward stable: the Riccati step solves a system within a few eps of this
+    // one (measured 5e-17 to 1.4e-16, the LU's 4e-19 to 2e-18).
+    const double backward_error = kkt.backwardError(riccati);
+    std::cout << "backward error: riccati " << backward_error << ", dense LU "
+              << kkt.backwardError(dense) << "\n";
+    EXPECT_LE(backward_error, 100 * std::numeric_limits<double>::epsilon());
+    // Their forward difference is that times the system's condition: within 1e-8 of the step's
+    // size without contacts. With four feet the rows mix N, m/s^2 and rad and the two solutions
+    // differ by up to 2.4e-8 of a 778 step (contact forces) at that backward error, so there the
+    // backward error is the comparison.
+    for (int k = 0; contact <= 0 && k <= N; ++k)
+      EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << "dx " << k;
+    if (contact <= 0)
+      EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
+    for (int k = 0; k < N; ++k) {
+      if (contact <= 0)
+        EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << "dw " << k;
+      auto d = p.problem->running(k).createData();
+      p.problem->running(k).calc(*d, xs[k], ws[k], theta);
+      p.problem->running(k).calcDiff(*d, xs[k], ws[k], theta);
+      const VectorXd linearized = d->h + d->H_x * solver.directionX()[k] +
+                                  d->H_w * solver.directionW()[k] +
+                                  d->H_theta * solver.directionTheta();
+      EXPECT_LE(linearized.cwiseAbs().maxCoeff(), 1e-8 * (1 + d->h.cwiseAbs().maxCoeff()))
+          << "linearized equality rows at knot " << k;
+    }
+  }
+}
+
+TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
+  std::mt19937 rng(6);
+  const InverseProblem p = makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true);
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  auto count = [&](int iterations) {
+    RiccatiOptions options;
+    options.tolerance = options.gap_tolerance = options.equality_tolerance = 1e-300;
+    options.max_iterations = iterations;
+    RiccatiSolver solver(p.problem, options);
+    solver.setInitialGuessFromRollout(p.problem->arrival().theta_mean);
+    const long allocations = test::countMallocs([&] { solver.solve(); });
+    EXPECT_EQ(solver.summary().iterations, iterations) << solver.summary().report();
+    return allocations;
+  };
+  EXPECT_EQ(count(1), count(4)) << "allocations grow with the number of iterations";
+#else
+  GTEST_SKIP() << "malloc counting needs glibc";
+#endif
+}
+
+// The MuJoCo double pendulum (link 2 +45 % mass) through both formulations: the same MAP problem,
+// so the same estimate, within what each solver's stopping rule leaves (|d1| <= tol (1 + cost):
+// a cost within that of the optimum, theta within sqrt(2 tol (1 + cost)) posterior stds).
+TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
+  const auto sim = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
+  ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
+  const model::RobotModel robot = model::loadRobot("double_pendulum");
+  estimation::LogProblemOptions options;
+  options.identified_bodies = {robot.body(2).name};
+  options.first_sample = 1000;  // after the excitation's 1 s ramp
+  options.knots = 2000;         // 2 s at 1 kHz (tests/estimation_test.cpp's window)
+  RiccatiOptions solver_options;
+  solver_options.max_iterations = 60;
+  struct Run {
+    VectorXd theta;
+    MatrixXd covariance;
+    estimation::RiccatiSummary summary;
+  };
+  auto run = [&](estimation::DynamicsFormulation formulation) {
+    estimation::LogProblemOptions o = options;
+    o.dynamics = formulation;
+    const estimation::LogProblem lp = estimation::buildLogProblem(robot, sim.log, o);
+    RiccatiSolver solver(lp.problem, solver_options);
+    solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+    Run r{VectorXd(), MatrixXd(), solver.solve()};
+    r.theta = solver.theta();
+    r.covariance = solver.thetaCovariance();
+    std::cout << estimation::toString(formulation) << ": " << r.summary.report();
+    return r;
+  };
+  const Run forward = run(estimation::DynamicsFormulation::Forward);
+  const Run inverse = run(estimation::DynamicsFormulation::Inverse);
+  ASSERT_TRUE(forward.summary.ok());
+  ASSERT_TRUE(inverse.summary.ok());
+  EXPECT_LE(inverse.summary.max_equality_violation, solver_options.equality_tolerance);
+  EXPECT_NEAR(inverse.summary.cost, forward.summary.cost, 1e-6 * (1 + forward.summary.cost));
+  const double cost = std::max(forward.summary.cost, inverse.summary.cost);
+  const double sigmas = 2 * std::sqrt(2 * solver_options.tolerance * (1 + cost));
+  const VectorXd difference = inverse.theta - forward.theta;
+  const VectorXd stds = forward.covariance.diagonal().cwiseSqrt();
+  for (int i = 0; i < difference.size(); ++i)
+    EXPECT_LE(std::abs(difference(i)), sigmas * stds(i))
+        << "theta " << i << ": forward " << forward.theta(i) << ", inverse " << inverse.theta(i);
+  const Vector10 pi_true = results::truthPi(robot, sim.log, 2);
+  const Vector10 pi = inertia::piFromTheta(options.parametrization, inverse.theta.head<10>());
+  std::cout << "mass " << pi(0) << " (truth " << pi_true(0) << "), iterations forward "
+            << forward.summary.iterations << ", inverse " << inverse.summary.iterations << "\n";
+}
+
+TEST(InverseDynamicsStage, RejectsBadInput) {
+  std::mt19937 rng(7);
+  const InverseProblem p = makeInverseProblem("go2", {1}, 1, 0.005, rng, false);
+  const int nv = p.model->nv;
+  MultibodyNoise noise;
+  noise.configuration = VectorXd::Constant(nv, 0.01);
+  noise.generalized_force = VectorXd::Constant(nv, 0.5);
+  MultibodyMeasurement z;
+  z.tau = VectorXd::Zero(nv);
+  z.joint_q = z.joint_v = VectorXd::Zero(12);
+  auto sensors = std::make_shared<estimation::MultibodySensors>();
+  for (pinocchio::JointIndex j = 2; j < p.model->joints.size(); ++j) sensors->encoders.push_back(j);
+  sensors->joint_velocities = true;
+  auto make = [&](const std::shared_ptr<estimation::MultibodySensors>& s, double dt) {
+    return InverseDynamicsStageModel(p.dynamics, p.state, s, noise, z, dt);
+  };
+  EXPECT_NO_THROW(make(sensors, 0.005));
+  EXPECT_THROW(make(sensors, 0), InputError);
+  auto with_accelerometer = std::make_shared<estimation::MultibodySensors>(*sensors);
+  with_accelerometer->imu_frame = p.model->getFrameId("test_imu");
+  with_accelerometer->accelerometer = true;
+  EXPECT_NO_THROW(make(with_accelerometer, 0.005));
+  // an accelerometer on a leg: its specific force would need the leg's acceleration
+  with_accelerometer->imu_frame = p.model->getFrameId("FL_thigh");
+  EXPECT_THROW(make(with_accelerometer, 0.005), InputError);
+  auto with_energy = std::make_shared<estimation::MultibodySensors>(*sensors);
+  with_energy->energy = true;
+  EXPECT_THROW(make(with_energy, 0.005), InputError);
+  z.tau = VectorXd::Zero(nv - 1);
+  EXPECT_THROW(make(sensors, 0.005), InputError);
+  EXPECT_THROW(estimation::parseDynamicsFormulation("implicit"), InputError);
+}
+
+// More equality rows than decisions cannot be satisfied: refused when the stage is made.
+TEST(StageModel, RefusesMoreEqualityRowsThanDecisions) {
+  struct Rows final : StageModel {
+    explicit Rows(int nh) : StageModel(2, 2, 2, 2, 0, true, nh) {}
+    std::unique_ptr<estimation::StageData> createData() const override { return nullptr; }
+    void calc(estimation::StageData&, const Eigen::Ref<const VectorXd>&,
+              const Eigen::Ref<const VectorXd>&, const Eigen::Ref<const VectorXd>&) const override {
+    }
+    void calcDiff(estimation::StageData&, const Eigen::Ref<const VectorXd>&,
+                  const Eigen::Ref<const VectorXd>&,
+                  const Eigen::Ref<const VectorXd>&) const override {}
+  };
+  EXPECT_NO_THROW(Rows(2));
+  EXPECT_THROW(Rows(3), InputError);
+  EXPECT_THROW(Rows(-1), InputError);
+}
+
+}  // namespace
+}  // namespace heft
