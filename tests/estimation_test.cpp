@@ -36,6 +36,7 @@
 #include "support/dense_kkt.hpp"
 #include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"
+#include "support/random_problem.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft {
@@ -56,6 +57,7 @@ using estimation::StageModel;
 using heft::RobustLoss;
 using test::denseKktDirection;
 using test::Direction;
+using test::randomState;
 
 // ---------------------------------------------------------------------------------------------
 // A robot problem with random data (the derivative and KKT tests need states, not physics).
@@ -67,17 +69,6 @@ struct RobotProblem {
   std::shared_ptr<const Problem> problem;
   std::vector<pinocchio::JointIndex> joints;  // measured
 };
-
-VectorXd randomState(const MultibodyState& state, std::mt19937& rng, double spread) {
-  std::normal_distribution<double> n(0, 1);
-  const pinocchio::Model& m = state.model();
-  VectorXd dq = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
-  VectorXd x(state.nx());
-  x.head(m.nq) = pinocchio::neutral(m);
-  pinocchio::integrate(m, pinocchio::neutral(m), dq, x.head(m.nq));
-  x.tail(m.nv) = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
-  return x;
-}
 
 Eigen::Quaterniond randomRotation(std::mt19937& rng, double spread) {
   std::normal_distribution<double> n(0, 1);
@@ -183,15 +174,9 @@ RobotProblem makeRandomProblem(
   }
   auto terminal = running.back();
   running.pop_back();
-  estimation::ArrivalPrior arrival;
-  arrival.x_mean = randomState(*p.state, rng, 0.2);
-  arrival.x_sqrt_info = 10 * MatrixXd::Identity(2 * nv, 2 * nv);
-  const int ns = p.dynamics->numParameters(), na = actuators ? actuators->numParameters() : 0;
-  arrival.theta_mean.resize(ns + na);
-  arrival.theta_mean.head(ns) = p.dynamics->nominalTheta();
-  if (actuators) arrival.theta_mean.tail(na) = actuators->priorMean();
-  arrival.theta_sqrt_info = MatrixXd::Identity(ns + na, ns + na);
-  p.problem = std::make_shared<Problem>(p.state, running, terminal, arrival);
+  p.problem = std::make_shared<Problem>(
+      p.state, running, terminal,
+      test::randomArrivalPrior(*p.state, *p.dynamics, actuators.get(), rng));
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -30,6 +31,7 @@
 #include "support/dense_kkt.hpp"
 #include "support/finite_difference.hpp"
 #include "support/malloc_counter.hpp"
+#include "support/random_problem.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft {
@@ -46,6 +48,7 @@ using estimation::Problem;
 using estimation::RiccatiOptions;
 using estimation::RiccatiSolver;
 using estimation::StageModel;
+using test::randomState;
 
 // A horizon of inverse-dynamics stages with random readings (the derivative and KKT tests need
 // states, not physics): encoders with velocities, and on a floating base an IMU (gyro and
@@ -58,16 +61,6 @@ struct InverseProblem {
   std::shared_ptr<const estimation::ActuatorTermsModel> actuators;
   std::shared_ptr<const Problem> problem;
 };
-
-VectorXd randomState(const MultibodyState& state, std::mt19937& rng, double spread) {
-  std::normal_distribution<double> n(0, 1);
-  const pinocchio::Model& m = state.model();
-  const VectorXd dq = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
-  VectorXd x(state.nx());
-  pinocchio::integrate(m, pinocchio::neutral(m), dq, x.head(m.nq));
-  x.tail(m.nv) = VectorXd::NullaryExpr(m.nv, [&] { return spread * n(rng); });
-  return x;
-}
 
 // contact_dimension: 0 none; 3 or 6: every foot of the robot in contact at every stage, as point
 // or flat contacts, with Baumgarte damping (its K_d term in the rows).
@@ -153,15 +146,9 @@ InverseProblem makeInverseProblem(const std::string& robot,
       terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
                                                        z, dt, true, nullptr, p.actuators);
   }
-  estimation::ArrivalPrior arrival;
-  arrival.x_mean = randomState(*p.state, rng, 0.2);
-  arrival.x_sqrt_info = 10 * MatrixXd::Identity(2 * nv, 2 * nv);
-  const int ns = p.dynamics->numParameters(), na = p.actuators ? p.actuators->numParameters() : 0;
-  arrival.theta_mean.resize(ns + na);
-  arrival.theta_mean.head(ns) = p.dynamics->nominalTheta();
-  if (p.actuators) arrival.theta_mean.tail(na) = p.actuators->priorMean();
-  arrival.theta_sqrt_info = MatrixXd::Identity(ns + na, ns + na);
-  p.problem = std::make_shared<Problem>(p.state, running, terminal, arrival);
+  p.problem = std::make_shared<Problem>(
+      p.state, running, terminal,
+      test::randomArrivalPrior(*p.state, *p.dynamics, p.actuators.get(), rng));
   return p;
 }
 
@@ -350,10 +337,8 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   }
 }
 
-TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
-  std::mt19937 rng(6);
-  const InverseProblem p = makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true);
-#if defined(HEFT_CAN_COUNT_MALLOCS)
+// Heap allocations of solve() with 1 and with 4 iterations.
+std::pair<long, long> solveAllocations(const InverseProblem& p) {
   auto count = [&](int iterations) {
     RiccatiOptions options;
     options.tolerance = options.gap_tolerance = options.equality_tolerance = 1e-300;
@@ -364,7 +349,30 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
     EXPECT_EQ(solver.summary().iterations, iterations) << solver.summary().report();
     return allocations;
   };
-  EXPECT_EQ(count(1), count(4)) << "allocations grow with the number of iterations";
+  return {count(1), count(4)};
+}
+
+// The pendulum with actuator terms, and go2 on four feet with the IMU (accelerometer included)
+// and motion capture: the QR of H_w, its reflectors, the contact rows' kinematics derivatives
+// and the RNEA with external forces run on buffers sized once. With one Eigen thread: go2's
+// eliminations multiply 66 x 66 blocks, above the size at which Eigen runs a product in an
+// OpenMP parallel region (50k multiply-adds), and libgomp allocates there (measured: 128
+// allocations in one iteration, 305 in four, with 2 threads; the stage's calc and calcDiff
+// allocate nothing).
+TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  const int threads = Eigen::nbThreads();
+  Eigen::setNbThreads(1);
+  std::mt19937 rng(6);
+  for (int contact : {-1, 3}) {
+    SCOPED_TRACE(contact);
+    const InverseProblem p = contact < 0
+                                 ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
+                                 : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
+    const auto [one, four] = solveAllocations(p);
+    EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
+  }
+  Eigen::setNbThreads(threads);
 #else
   GTEST_SKIP() << "malloc counting needs glibc";
 #endif
@@ -417,6 +425,58 @@ TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
   const Vector10 pi = inertia::piFromTheta(options.parametrization, inverse.theta.head<10>());
   std::cout << "mass " << pi(0) << " (truth " << pi_true(0) << "), iterations forward "
             << forward.summary.iterations << ", inverse " << inverse.summary.iterations << "\n";
+}
+
+// go2 trotting in place (the log's contact flags, rigid point feet, the IMU with its
+// accelerometer, motion capture; the problem of the reference comparison): the touchdowns' knots
+// keep the forward stage and its impulse, every other knot is an inverse-dynamics stage, and the
+// two formulations reach the same optimum.
+TEST(InverseDynamics, TrotTouchdownsKeepTheForwardStageAndTheOptimumIsTheSame) {
+  sim::SimulationOptions sim_options;
+  sim_options.duration = 2.6;
+  sim_options.seed = 1;
+  const sim::SimulationResult sim = sim::simulate(sim::findScenario("go2-trot"), sim_options);
+  ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
+  const model::RobotModel robot = model::loadRobot("go2");
+  estimation::LogProblemOptions options;
+  options.identified_bodies = {robot.body(1).name};
+  options.first_sample = 2000;
+  options.knots = 300;
+  options.theta_prior_std = 0.1;
+  RiccatiOptions solver_options;
+  solver_options.max_iterations = 200;
+  std::vector<estimation::RiccatiSummary> summaries;
+  for (auto formulation :
+       {estimation::DynamicsFormulation::Forward, estimation::DynamicsFormulation::Inverse}) {
+    options.dynamics = formulation;
+    const estimation::LogProblem lp = estimation::buildLogProblem(robot, sim.log, options);
+    ASSERT_GT(lp.touchdowns, 0);
+    if (formulation == estimation::DynamicsFormulation::Inverse) {
+      int forward_stages = 0, inverse_stages = 0, with_contacts = 0;
+      for (int k = 0; k < lp.problem->horizon(); ++k) {
+        const StageModel& stage = lp.problem->running(k);
+        if (const auto* f = dynamic_cast<const MultibodyStageModel*>(&stage)) {
+          EXPECT_NE(f->impulse(), nullptr) << "knot " << k;
+          ++forward_stages;
+        } else {
+          const auto& i = dynamic_cast<const InverseDynamicsStageModel&>(stage);
+          with_contacts += i.nc() > 0;
+          ++inverse_stages;
+        }
+      }
+      EXPECT_EQ(forward_stages, lp.touchdowns);
+      EXPECT_GT(with_contacts, 0);
+      std::cout << inverse_stages << " inverse-dynamics stages (" << with_contacts
+                << " with contacts), " << forward_stages << " touchdowns\n";
+    }
+    RiccatiSolver solver(lp.problem, solver_options);
+    solver.setInitialGuess(lp.xs, lp.ws, lp.theta);
+    summaries.push_back(solver.solve());
+    std::cout << estimation::toString(formulation) << ": " << summaries.back().report();
+  }
+  ASSERT_TRUE(summaries[0].ok());
+  ASSERT_TRUE(summaries[1].ok());
+  EXPECT_NEAR(summaries[1].cost, summaries[0].cost, 1e-6 * (1 + summaries[0].cost));
 }
 
 TEST(InverseDynamicsStage, RejectsBadInput) {

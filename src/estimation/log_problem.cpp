@@ -706,14 +706,11 @@ void LogProblemBuilder::createStages() {
                              : (transition[k] ? transition_noise : noise),
                      k);
     if (transition[k] && !terminal) ++p_.transition_knots;
-    if (!terminal && options_.dynamics == DynamicsFormulation::Inverse) {
+    // A touchdown's stage keeps the forward formulation: its reset map (impulse dynamics) is the
+    // forward stage's; the solver takes stages with and without equality rows side by side.
+    if (!terminal && options_.dynamics == DynamicsFormulation::Inverse && !impulse) {
       require(!p_.smoothed, "dynamics: inverse", "rigid contacts (flags or kinematic detection)",
               "contacts implicit");
-      require(!impulse, "dynamics: inverse",
-              "no touchdown impulses (contacts.impulses: false; the inverse-dynamics stage has no "
-              "reset map)",
-              "a touchdown at knot " + std::to_string(k) + " (t = " + std::to_string(p_.time(k)) +
-                  " s)");
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact));
       continue;
@@ -731,13 +728,16 @@ void LogProblemBuilder::createStages() {
   }
 }
 
-// w = (0, a, e, lambda) per running stage: a from the guess's velocities, lambda the contact
-// forces nearest (least squares) to the torque balance's remainder at lambda = 0, and e what is
-// left of it (the balance rows hold at the guess; the contact rows generally not).
+// w = (0, a, e, lambda) per inverse-dynamics stage: a from the guess's velocities, lambda the
+// contact forces nearest (least squares) to the torque balance's remainder at lambda = 0, and e
+// what is left of it (the balance rows hold at the guess; the contact rows generally not). A
+// touchdown's forward stage keeps w = 0.
 void LogProblemBuilder::inverseDynamicsGuess() {
   StageWorkspace workspace;
   for (int k = 0; k < N_; ++k) {
-    const auto& stage = static_cast<const InverseDynamicsStageModel&>(p_.problem->running(k));
+    const auto* inverse = dynamic_cast<const InverseDynamicsStageModel*>(&p_.problem->running(k));
+    if (!inverse) continue;
+    const InverseDynamicsStageModel& stage = *inverse;
     const int nc = stage.nc();
     Eigen::VectorXd w = Eigen::VectorXd::Zero(stage.nw());
     w.segment(nv_, nv_) = (p_.xs[k + 1].tail(nv_) - p_.xs[k].tail(nv_)) / p_.dt;
