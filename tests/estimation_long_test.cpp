@@ -506,6 +506,27 @@ ConstraintTrial solveConstraintTrial(const model::RobotModel& wrong, const io::L
   return t;
 }
 
+// A wrong model for a study draw: every body of `bodies` drawn by randomPi (spread 0.5) around
+// the robot's own parameters.
+model::RobotModel wrongModel(const model::RobotModel& robot, const std::vector<std::string>& bodies,
+                             std::mt19937& rng) {
+  model::RobotModel wrong = robot;
+  for (const std::string& body : bodies)
+    wrong.setPi(robot.bodyIndex(body), randomPi(robot.pi(body), rng, 0.5));
+  return wrong;
+}
+
+// The problem options of a study system's window (bodies, samples, IMU).
+estimation::LogProblemOptions windowOptions(const ConstraintSystem& system) {
+  estimation::LogProblemOptions options;
+  options.identified_bodies = system.bodies;
+  options.first_sample = system.first_sample;
+  options.knots = system.knots;
+  options.stride = system.stride;
+  options.use_accelerometer = system.accelerometer;
+  return options;
+}
+
 TEST(Studies, ParameterConstraints) {
   std::vector<ConstraintSystem> systems;
   const std::vector<std::string> go2_legs = {"FL_hip",   "FL_thigh", "FL_calf",  "FR_hip",
@@ -603,16 +624,9 @@ TEST(Studies, ParameterConstraints) {
     std::vector<std::vector<ConstraintTrial>> trials(2);
     std::mt19937 rng(11);
     for (int d = 0; d < draws; ++d) {
-      model::RobotModel wrong = robot;
-      for (const std::string& body : system.bodies)
-        wrong.setPi(robot.bodyIndex(body), randomPi(robot.pi(body), rng, 0.5));
+      const model::RobotModel wrong = wrongModel(robot, system.bodies, rng);
       for (int constrained = 0; constrained < 2; ++constrained) {
-        estimation::LogProblemOptions options;
-        options.identified_bodies = system.bodies;
-        options.first_sample = system.first_sample;
-        options.knots = system.knots;
-        options.stride = system.stride;
-        options.use_accelerometer = system.accelerometer;
+        estimation::LogProblemOptions options = windowOptions(system);
         if (constrained) {
           options.total_mass = total;
           options.symmetric = system.symmetric;
@@ -661,33 +675,47 @@ TEST(Studies, ParameterConstraints) {
 // eliminated in the backward pass) from wrong models: every identified body's pi drawn as
 // randomPi(spread 0.5) around the true model's, used as prior mean and initial guess.
 
-struct FormulationSystem {
-  std::string name, scenario, robot;
-  std::vector<std::string> bodies;
-  int first_sample = 1000, knots = 1000, stride = 1, max_iterations = 100;
-};
-
 TEST(Studies, InverseDynamicsConvergence) {
-  const std::vector<FormulationSystem> systems = {
+  // (ConstraintSystem's fields without the symmetric pairs)
+  const std::vector<ConstraintSystem> systems = {
       {"double pendulum, 0.15 kg on link 2, both links",
        "double-pendulum-payload",
        "double_pendulum",
        {"link1", "link2"},
+       {},
        1000,
-       2000},
+       2000,
+       1,
+       100},
       {"panda, seven links",
        "panda",
        "panda",
        {"panda_link1", "panda_link2", "panda_link3", "panda_link4", "panda_link5", "panda_link6",
         "panda_link7"},
+       {},
        1000,
-       1000},
+       1000,
+       1,
+       100},
       {"go2 +3 kg on the torso, standing and squatting on four feet, torso",
        "go2-payload-3kg",
        "go2",
        {"base"},
+       {},
        1000,
-       1000}};
+       1000,
+       1,
+       100},
+      {"TALOS +2.9 kg on the torso, flat feet (the log's sole corners), torso",
+       "talos-torso-2.9kg",
+       "talos",
+       {"torso_2_link"},
+       {},
+       1000,
+       300,
+       5,
+       60,
+       false}};
   const int draws = 5;
   const estimation::DynamicsFormulation formulations[] = {estimation::DynamicsFormulation::Forward,
                                                           estimation::DynamicsFormulation::Inverse};
@@ -711,10 +739,12 @@ TEST(Studies, InverseDynamicsConvergence) {
         "central-difference velocities (forward: w = 0; inverse: the accelerations of those "
         "velocities, the contact forces nearest to balancing them and the torque residual). "
         "go2's feet are rigid point contacts from the log's flags (no touchdowns in this "
-        "window), its IMU with the accelerometer. Errors: mean over the "
+        "window), its IMU with the accelerometer; TALOS's soles are flat (6D) contacts from the "
+        "log's corner points, its torso IMU without the accelerometer (the rows model an IMU on "
+        "the floating base). Errors: mean over the "
         "identified bodies against the truth. Mean +- sd over the draws; `same optimum` counts "
         "the draws where both converged to costs within 1e-6 relative.\n\n";
-  for (const FormulationSystem& system : systems) {
+  for (const ConstraintSystem& system : systems) {
     const io::Log log =
         simulatedLog(system.scenario, system.first_sample + system.knots * system.stride + 10);
     const model::RobotModel robot = model::loadRobot(system.robot);
@@ -731,15 +761,9 @@ TEST(Studies, InverseDynamicsConvergence) {
     std::mt19937 rng(17);
     int same_optimum = 0;
     for (int d = 0; d < draws; ++d) {
-      model::RobotModel wrong = robot;
-      for (const std::string& body : system.bodies)
-        wrong.setPi(robot.bodyIndex(body), randomPi(robot.pi(body), rng, 0.5));
+      const model::RobotModel wrong = wrongModel(robot, system.bodies, rng);
       for (int f = 0; f < 2; ++f) {
-        estimation::LogProblemOptions options;
-        options.identified_bodies = system.bodies;
-        options.first_sample = system.first_sample;
-        options.knots = system.knots;
-        options.stride = system.stride;
+        estimation::LogProblemOptions options = windowOptions(system);
         options.dynamics = formulations[f];
         trials[f].push_back(
             solveConstraintTrial(wrong, log, options, truth, system.max_iterations, robot));
