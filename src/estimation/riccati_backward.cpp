@@ -247,7 +247,7 @@ bool RiccatiSolver::Impl::backwardStep(int k) {
 // grow the factorized system by nh; this one shrinks it to nw - nh.
 bool RiccatiSolver::Impl::eliminateEqualities(int k, int nw) {
   const StageData& d = *datas_[k];
-  const int nh = static_cast<int>(d.h.size()), nz = nw - nh, nc = ndx_ + np_ + 1;
+  const int nh = static_cast<int>(d.h.size()), nz = nw - nh, ncols = ndx_ + np_ + 1;
   Eigen::MatrixXd& map = eq_map_[k];
   Eigen::MatrixXd& policy = policy_[k];
   auto Qxw = Qxw_.leftCols(nw);
@@ -271,7 +271,7 @@ bool RiccatiSolver::Impl::eliminateEqualities(int k, int nw) {
   W.col(ndx_ + np_) = d.h;
   R.triangularView<Eigen::Upper>().transpose().solveInPlace(W);
   map.leftCols(nz) = Q.rightCols(nz);
-  auto C = map.rightCols(nc);
+  auto C = map.rightCols(ncols);
   C.noalias() = -Q.leftCols(nh) * W;
   const auto Cx = C.leftCols(ndx_);
   const auto Ct = C.middleCols(ndx_, np_);
