@@ -13,6 +13,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/common/robust_loss.hpp"
+#include "heft/estimation/base_imu.hpp"
 
 namespace heft::estimation {
 namespace {
@@ -142,20 +143,13 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   const auto v = x.tail(nv);
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
-  work.inertias.update(dynamics_->regressor(), dynamics_->parametrization(),
-                       theta.head(num_inertial_));
+  const pinocchio::Model& working = workingModel(d, theta, w);
   d.tau_eff = tau_;
-  if (actuators_) {
-    const auto theta_act = theta.tail(actuators_->numParameters());
-    actuators_->applyArmature(theta_act, work.inertias.model);
-    actuators_->subtractFrom(theta_act, v, d.tau_eff);
-  }
-  if (contact_) {
-    contactForces(d, w);
-    pinocchio::rnea(work.inertias.model, work.pin, q, v, a, d.fext);  // - J_c^T lambda
-  } else {
-    pinocchio::rnea(work.inertias.model, work.pin, q, v, a);
-  }
+  if (actuators_) actuators_->subtractFrom(theta.tail(actuators_->numParameters()), v, d.tau_eff);
+  if (contact_)
+    pinocchio::rnea(working, work.pin, q, v, a, d.fext);  // - J_c^T lambda
+  else
+    pinocchio::rnea(working, work.pin, q, v, a);
   d.h.head(nv) = work.pin.tau - d.tau_eff - w.segment(2 * nv, nv);
   if (contact_) contactRows(d, q, v, a);
   // x_{k+1} = ((q ⊕ dt v') ⊕ w_q, v')
@@ -185,17 +179,13 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
   const auto theta_S = theta.head(ns);
-  work.inertias.update(dynamics_->regressor(), dynamics_->parametrization(), theta_S);
-  if (actuators_)
-    actuators_->applyArmature(theta.tail(actuators_->numParameters()), work.inertias.model);
+  const pinocchio::Model& working = workingModel(d, theta, w);
   // dh/dq, dh/dv, dh/da = M (armature included; Pinocchio fills its upper triangle); with contacts
   // the forces are held in the joints' frames, as the RNEA derivatives assume
-  if (contact_) {
-    contactForces(d, w);
-    pinocchio::computeRNEADerivatives(work.inertias.model, work.pin, q, v, a, d.fext);
-  } else {
-    pinocchio::computeRNEADerivatives(work.inertias.model, work.pin, q, v, a);
-  }
+  if (contact_)
+    pinocchio::computeRNEADerivatives(working, work.pin, q, v, a, d.fext);
+  else
+    pinocchio::computeRNEADerivatives(working, work.pin, q, v, a);
   auto dyn_x = d.H_x.topRows(nv);
   dyn_x.leftCols(nv) = work.pin.dtau_dq;
   dyn_x.rightCols(nv) = work.pin.dtau_dv;
@@ -281,23 +271,16 @@ void InverseDynamicsStageModel::linearResidual(const StageData& base,
 }
 
 // The base's spatial acceleration is the decision's a.head(6), its twist x's v.head(6): the IMU's
-// specific force and its derivatives as MultibodyStageModel::accelerometerJacobians, with
-// d acc / d a = [I, -[p]x] on a's base columns directly.
+// specific force of base_imu.hpp, whose d f / d a lands on a's base columns directly.
 void InverseDynamicsStageModel::accelerometerRows(
     InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
     const Eigen::Ref<const Eigen::VectorXd>& w) const {
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv;
-  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
-  const Eigen::Vector3d& p = bMi.translation();
-  const Eigen::Vector3d v_lin = x.segment<3>(nq), omega = x.segment<3>(nq + 3);
-  const Eigen::Vector3d a_lin = w.segment<3>(nv), alpha = w.segment<3>(nv + 3);
-  const Eigen::Vector3d acc_b = a_lin + alpha.cross(p) + omega.cross(v_lin + omega.cross(p));
-  const Eigen::Quaterniond R_wb(x(6), x(3), x(4), x(5));
-  const Eigen::Vector3d g_b =
-      R_wb.normalized().toRotationMatrix().transpose() * model.gravity.linear();
-  const Eigen::Vector3d white = accel_info_ * (bMi.rotation().transpose() * (acc_b - g_b) -
-                                               sensors_stage_->measurement().accel);
+  const Eigen::Vector3d f = baseImuSpecificForce(
+      model.frames[sensors_->imu_frame].placement, model.gravity.linear(), baseRotation(x),
+      x.segment<3>(nq), x.segment<3>(nq + 3), w.segment<3>(nv), w.segment<3>(nv + 3));
+  const Eigen::Vector3d white = accel_info_ * (f - sensors_stage_->measurement().accel);
   for (int i = 0; i < 3; ++i)
     d.r(accel_row_ + i) =
         sensors_->loss == RobustLoss::None
@@ -309,29 +292,34 @@ void InverseDynamicsStageModel::accelerometerJacobians(
     InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const {
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv;
-  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
-  const Eigen::Vector3d& p = bMi.translation();
-  const Eigen::Vector3d v_lin = x.segment<3>(nq), omega = x.segment<3>(nq + 3);
-  const Eigen::Matrix3d S = accel_info_ * bMi.rotation().transpose();
+  Eigen::Matrix<double, 3, 6> d_twist, d_acceleration;
+  Eigen::Matrix3d d_rotation;
+  baseImuSpecificForceJacobians(model.frames[sensors_->imu_frame].placement, accel_info_,
+                                model.gravity.linear(), baseRotation(x), x.segment<3>(nq),
+                                x.segment<3>(nq + 3), d_twist, d_acceleration, d_rotation);
   auto R_x = d.R_x.middleRows<3>(accel_row_);
   auto R_w = d.R_w.middleRows<3>(accel_row_);
   R_x.setZero();
   R_w.setZero();
-  // -R^T g under R' = R Exp(dtheta): d(R^T g) = [R^T g]x dtheta
-  const Eigen::Quaterniond R_wb(x(6), x(3), x(4), x(5));
-  const Eigen::Vector3d g_b =
-      R_wb.normalized().toRotationMatrix().transpose() * model.gravity.linear();
-  R_x.middleCols<3>(3) = -S * pinocchio::skew(g_b);
-  R_x.middleCols<3>(nv) = S * pinocchio::skew(omega);
-  R_x.middleCols<3>(nv + 3) = -S * (pinocchio::skew(v_lin) + pinocchio::skew(omega.cross(p)) +
-                                    pinocchio::skew(omega) * pinocchio::skew(p));
-  R_w.middleCols<3>(nv) = S;
-  R_w.middleCols<3>(nv + 3) = -S * pinocchio::skew(p);
+  R_x.middleCols<3>(3) = d_rotation;
+  R_x.middleCols<6>(nv) = d_twist;
+  R_w.middleCols<6>(nv) = d_acceleration;
   if (sensors_->loss == RobustLoss::None) return;
   for (int i = 0; i < 3; ++i) {
     R_x.row(i) *= d.accel_slope(i);
     R_w.row(i) *= d.accel_slope(i);
   }
+}
+
+const pinocchio::Model& InverseDynamicsStageModel::workingModel(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& theta,
+    const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  dynamics::ParametrizedInertias& inertias = d.work->inertias;
+  inertias.update(dynamics_->regressor(), dynamics_->parametrization(), theta.head(num_inertial_));
+  if (actuators_)
+    actuators_->applyArmature(theta.tail(actuators_->numParameters()), inertias.model);
+  if (contact_) contactForces(d, w);
+  return inertias.model;
 }
 
 void InverseDynamicsStageModel::contactForces(InverseDynamicsStageData& d,

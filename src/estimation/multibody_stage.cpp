@@ -14,6 +14,7 @@
 #include <pinocchio/spatial.hpp>
 
 #include "heft/common/error.hpp"
+#include "heft/estimation/base_imu.hpp"
 
 namespace heft::estimation {
 namespace {
@@ -51,11 +52,6 @@ bool validateImuAndMocap(const pinocchio::Model& model, const MultibodySensors& 
   if (s.accelerometer) requireOnFloatingBase(model, s.imu_frame, "IMU frame (accelerometer)");
   return model.joints.size() > 1 && model.joints[1].nv() == 6 &&
          model.frames[s.imu_frame].parentJoint == 1;
-}
-
-Eigen::Matrix3d baseRotation(const Eigen::Ref<const Eigen::VectorXd>& x) {
-  // Pinocchio's free-flyer quaternion is stored x, y, z, w at q[3..6].
-  return Eigen::Quaterniond(x(6), x(3), x(4), x(5)).normalized().toRotationMatrix();
 }
 
 }  // namespace
@@ -789,38 +785,30 @@ void MultibodyStageModel::accelerometerResidual(MultibodyStageData& d,
                                                 const Eigen::Ref<const Eigen::VectorXd>& x,
                                                 const Eigen::VectorXd& a) const {
   const pinocchio::Model& model = dynamics_->model();
-  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
-  const Eigen::Vector3d& p = bMi.translation();
-  const Eigen::Vector3d v_lin = d.v_start.head<3>(), omega = d.v_start.segment<3>(3);
-  const Eigen::Vector3d acc_b =
-      a.head<3>() + a.segment<3>(3).cross(p) + omega.cross(v_lin + omega.cross(p));
-  const Eigen::Vector3d g_b = baseRotation(x).transpose() * model.gravity.linear();
-  d.r.segment<3>(accel_row_) =
-      accel_info_ * (bMi.rotation().transpose() * (acc_b - g_b) - measurement_.accel);
+  const Eigen::Vector3d f = baseImuSpecificForce(
+      model.frames[sensors_->imu_frame].placement, model.gravity.linear(), baseRotation(x),
+      d.v_start.head<3>(), d.v_start.segment<3>(3), a.head<3>(), a.segment<3>(3));
+  d.r.segment<3>(accel_row_) = accel_info_ * (f - measurement_.accel);
 }
 
 void MultibodyStageModel::accelerometerJacobians(MultibodyStageData& d,
                                                  const Eigen::Ref<const Eigen::VectorXd>& x) const {
   const pinocchio::Model& model = dynamics_->model();
   const int nv = model.nv;
-  const pinocchio::SE3& bMi = model.frames[sensors_->imu_frame].placement;
-  const Eigen::Vector3d& p = bMi.translation();
-  const Eigen::Vector3d v_lin = d.v_start.head<3>(), omega = d.v_start.segment<3>(3);
-  const Eigen::Matrix3d S = accel_info_ * bMi.rotation().transpose();
-  // d acc_b / d v_start and d acc_b / d a (base columns only), in the IMU frame, weighted
+  // d f / d v_start and d f / d a (base columns only), in the IMU frame, weighted
+  Eigen::Matrix<double, 3, 6> d_twist, d_acceleration;
+  Eigen::Matrix3d d_rotation;
+  baseImuSpecificForceJacobians(model.frames[sensors_->imu_frame].placement, accel_info_,
+                                model.gravity.linear(), baseRotation(x), d.v_start.head<3>(),
+                                d.v_start.segment<3>(3), d_twist, d_acceleration, d_rotation);
   d.acc_dv.setZero();
-  d.acc_dv.leftCols<3>() = S * pinocchio::skew(omega);
-  d.acc_dv.middleCols<3>(3) = -S * (pinocchio::skew(v_lin) + pinocchio::skew(omega.cross(p)) +
-                                    pinocchio::skew(omega) * pinocchio::skew(p));
+  d.acc_dv.leftCols<6>() = d_twist;
   d.acc_da.setZero();
-  d.acc_da.leftCols<3>() = S;
-  d.acc_da.middleCols<3>(3) = -S * pinocchio::skew(p);
+  d.acc_da.leftCols<6>() = d_acceleration;
   auto R_x = d.R_x.middleRows<3>(accel_row_);
   R_x.noalias() = d.acc_dv * d.dvs_dx;
   R_x.noalias() += d.acc_da * d.da_dx;
-  // -R^T g under R' = R Exp(dtheta): d(R^T g) = [R^T g]x dtheta
-  const Eigen::Vector3d g_b = baseRotation(x).transpose() * model.gravity.linear();
-  R_x.middleCols<3>(3) -= S * pinocchio::skew(g_b);
+  R_x.middleCols<3>(3) += d_rotation;
   // w = (w_q, w_tau): only w_tau moves a, by d a / d tau = dv_dw / dt
   auto R_w = d.R_w.middleRows<3>(accel_row_);
   R_w.leftCols(nv).setZero();

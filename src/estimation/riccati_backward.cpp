@@ -10,7 +10,7 @@ namespace heft::estimation {
 namespace {
 
 // Makes m symmetric from its lower triangle, in place.
-void copyLowerToUpper(Eigen::MatrixXd& m) {
+void copyLowerToUpper(Eigen::Ref<Eigen::MatrixXd> m) {
   for (Eigen::Index j = 0; j < m.cols(); ++j)
     for (Eigen::Index i = 0; i < j; ++i) m(i, j) = m(j, i);
 }
@@ -276,8 +276,7 @@ bool RiccatiSolver::Impl::eliminateEqualities(int k, int nw) {
   const auto Cx = C.leftCols(ndx_);
   const auto Ct = C.middleCols(ndx_, np_);
   const auto c = C.col(ndx_ + np_);
-  for (Eigen::Index j = 0; j < nw; ++j)  // Q_ww's upper triangle from its lower one
-    for (Eigen::Index i = 0; i < j; ++i) Qww(i, j) = Qww(j, i);
+  copyLowerToUpper(Qww);  // the products below read Q_ww whole
   auto T = eq_T_.topRows(nw);
   T.noalias() = Qww * C;
   const auto Tx = T.leftCols(ndx_);

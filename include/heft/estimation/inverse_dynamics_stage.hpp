@@ -100,6 +100,11 @@ class InverseDynamicsStageModel final : public StageModel {
                             std::shared_ptr<const ActuatorTermsModel> actuators,
                             std::shared_ptr<const dynamics::ContactDynamicsModel> contact);
   friend struct InverseDynamicsStageData;
+  // The shared workspace's model at theta (S's inertias, the armature) and, with contacts, the
+  // forces lambda of w in d.fext: what every RNEA call of calc and calcDiff starts from.
+  const pinocchio::Model& workingModel(InverseDynamicsStageData& d,
+                                       const Eigen::Ref<const Eigen::VectorXd>& theta,
+                                       const Eigen::Ref<const Eigen::VectorXd>& w) const;
   // The contact rows a_c + K_d v_c into d.h (calc) or their Jacobians into d.H_x, d.H_w (calcDiff,
   // after the RNEA's derivatives: Pinocchio's data then holds the kinematics at (q, v, a)).
   void contactRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
