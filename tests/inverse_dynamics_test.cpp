@@ -50,6 +50,9 @@ using estimation::RiccatiSolver;
 using estimation::StageModel;
 using test::randomState;
 
+// The four-bar knee leg (data/robots/fourbar_leg.xml): one closed loop, two passive joints.
+const std::string kFourBar = std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.xml";
+
 // A horizon of inverse-dynamics stages with random readings (the derivative and KKT tests need
 // states, not physics): encoders with velocities, and on a floating base an IMU (gyro and
 // orientation) and motion capture on rotated, offset frames of the base; actuator terms on the
@@ -141,7 +144,7 @@ InverseProblem makeInverseProblem(const std::string& robot,
     }
     if (k < horizon)
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
-          p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact));
+          p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact, loaded.loops()));
     else
       terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
                                                        z, dt, true, nullptr, p.actuators);
@@ -235,6 +238,11 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
                       "go2, four point contacts", 35);
   checkStageJacobians(makeInverseProblem("go2", {1}, 1, 0.005, rng, false, 6),
                       "go2, four flat contacts", 36);
+  // a closed loop: its rows (relative acceleration, Baumgarte velocity and position terms), the
+  // force's generalized force and the second body's geometric stiffness
+  for (unsigned seed : {37u, 38u, 39u})
+    checkStageJacobians(makeInverseProblem(kFourBar, {2, 3, 4}, 1, 0.002, rng, true),
+                        "four-bar leg", seed);
 }
 
 // The stage's Gauss-Newton terms and linear residual are its rows' dense products.
@@ -279,11 +287,13 @@ TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
 // violated rows; the rows hold along the linear rollout.
 TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   std::mt19937 rng(5);
-  for (int contact : {-1, 0, 3}) {  // the double pendulum; go2 in flight; go2 on four feet
+  // the double pendulum; go2 in flight; go2 on four feet; the four-bar leg (a loop's rows)
+  for (int contact : {-1, 0, 3, -2}) {
     SCOPED_TRACE(contact);
-    const InverseProblem p = contact < 0
-                                 ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
-                                 : makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, contact);
+    const InverseProblem p =
+        contact == -1   ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
+        : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true)
+                        : makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, contact);
     const int N = p.problem->horizon();
     std::vector<VectorXd> xs, ws;
     VectorXd theta;
@@ -364,11 +374,12 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
   const int threads = Eigen::nbThreads();
   Eigen::setNbThreads(1);
   std::mt19937 rng(6);
-  for (int contact : {-1, 3}) {
+  for (int contact : {-1, 3, -2}) {  // -2: the four-bar leg's loop rows
     SCOPED_TRACE(contact);
-    const InverseProblem p = contact < 0
-                                 ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
-                                 : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
+    const InverseProblem p =
+        contact == -1   ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
+        : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 40, 0.002, rng, true)
+                        : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
     const auto [one, four] = solveAllocations(p);
     EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
   }

@@ -774,3 +774,80 @@ TEST(ContactPoints, CornersOfASoleMakeAFlatFoot) {
   EXPECT_EQ(edge.area, 0.0);
   EXPECT_EQ(edge.normal, Vector3::UnitZ());
 }
+
+// ---- closed loops ---------------------------------------------------------------------------
+
+namespace heft::model {
+namespace {
+
+const std::string kFourBarPath = std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.xml";
+
+// The four-bar knee leg: MuJoCo's connect equality becomes a planar loop (2 rows) over the knee,
+// the knee motor and the coupler's hinge; closing it for a motor angle keeps the coupler's
+// length, checked with the linkage's plane geometry (hinges about y: (x, z) turns to
+// (x cos t + z sin t, -x sin t + z cos t)).
+TEST(Loops, FourBarLegLoadsItsLoopFromTheMjcf) {
+  const RobotModel leg = loadRobot(kFourBarPath);
+  ASSERT_EQ(leg.loops().size(), 1u);
+  const LoopClosure& loop = leg.loops()[0];
+  EXPECT_EQ(loop.dimension, 2);
+  const pinocchio::Model& m = leg.pinocchio();
+  std::set<std::string> cycle;
+  for (pinocchio::JointIndex j : loop.cycle) cycle.insert(m.names[j]);
+  EXPECT_EQ(cycle, (std::set<std::string>{"knee", "knee_motor", "coupler_hinge"}));
+  EXPECT_LE(loopResidual(leg, pinocchio::neutral(m)).cwiseAbs().maxCoeff(), 1e-12);
+  const double crank = 0.04, lever = 0.05, thigh = 0.3;
+  const double coupler = std::hypot(crank - lever, thigh);
+  for (double motor : {-0.6, -0.2, 0.3, 0.6}) {
+    Eigen::VectorXd q = pinocchio::neutral(m);
+    q[m.joints[m.getJointId("hip")].idx_q()] = 0.4;
+    q[m.joints[m.getJointId("knee_motor")].idx_q()] = motor;
+    std::vector<bool> fixed(m.nv, false);
+    fixed[m.joints[m.getJointId("hip")].idx_v()] = true;
+    fixed[m.joints[m.getJointId("knee_motor")].idx_v()] = true;
+    EXPECT_LE(closeLoops(leg, q, fixed), RobotModel::closureTolerance());
+    EXPECT_DOUBLE_EQ(q[m.joints[m.getJointId("knee_motor")].idx_q()], motor);  // held
+    const double knee = q[m.joints[m.getJointId("knee")].idx_q()];
+    const Eigen::Vector2d crank_tip(crank * std::cos(motor), -crank * std::sin(motor));
+    const Eigen::Vector2d lever_tip(lever * std::cos(knee), -thigh - lever * std::sin(knee));
+    EXPECT_NEAR((crank_tip - lever_tip).norm(), coupler, 1e-9) << "motor " << motor;
+    // the knee follows the motor at about crank / lever
+    EXPECT_NEAR(knee / motor, crank / lever, 0.1) << "motor " << motor;
+  }
+}
+
+// Explicit anchors (sites) that no configuration brings together: the loader names the loop, the
+// distance it stays at and the joints it tried.
+TEST(Loops, ALoopThatCannotCloseIsRefusedBeforeAnythingRuns) {
+  std::string text = readFile(kFourBarPath);
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace(R"(<connect name="knee_linkage" body1="coupler" body2="shank" anchor="0.01 0 -0.3"/>)",
+          R"(<connect name="knee_linkage" site1="rod_end" site2="lever_end"/>)");
+  // a coupler rod 0.5 m long where 0.3 m fits
+  replace(R"(<inertial pos="0.005 0 -0.15" mass="0.08" diaginertia="6e-4 6e-4 2e-6"/>)",
+          R"(<inertial pos="0.005 0 -0.15" mass="0.08" diaginertia="6e-4 6e-4 2e-6"/>)"
+          R"(<site name="rod_end" pos="0.01 0 -0.5"/>)");
+  replace(R"(<inertial pos="0.005 0 -0.12" mass="0.5" diaginertia="0.0035 0.0036 0.0003"/>)",
+          R"(<inertial pos="0.005 0 -0.12" mass="0.5" diaginertia="0.0035 0.0036 0.0003"/>)"
+          R"(<site name="lever_end" pos="0.05 0 0"/>)");
+  TempDir dir;
+  const std::string path = dir.write("long_rod.xml", text);
+  const std::string what = inputErrorOf([&] { loadRobot(path); });
+  EXPECT_NE(what.find("long_rod.xml"), std::string::npos) << what;
+  EXPECT_NE(what.find("cannot close"), std::string::npos) << what;
+  EXPECT_NE(what.find("m apart"), std::string::npos) << what;
+  EXPECT_NE(what.find("coupler_hinge"), std::string::npos) << what;
+}
+
+TEST(Loops, LockingJointsOfAClosedLoopRobotIsRefused) {
+  const RobotModel leg = loadRobot(kFourBarPath);
+  const std::string what = inputErrorOf([&] { lockJoints(leg, {{"hip", 0.0}}); });
+  EXPECT_NE(what.find("closed loops"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace heft::model

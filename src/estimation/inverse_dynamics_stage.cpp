@@ -32,6 +32,12 @@ std::shared_ptr<const MultibodyStageModel> makeSensorStage(
                                                actuators);
 }
 
+int loopRowCount(const std::vector<model::LoopClosure>& loops) {
+  int rows = 0;
+  for (const model::LoopClosure& l : loops) rows += l.dimension;
+  return rows;
+}
+
 }  // namespace
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
@@ -39,10 +45,12 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
     const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
     std::shared_ptr<const ActuatorTermsModel> actuators,
-    std::shared_ptr<const dynamics::ContactDynamicsModel> contact)
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
+    std::vector<model::LoopClosure> loops, LoopGains loop_gains)
     : InverseDynamicsStageModel(
           makeSensorStage(dynamics, state, sensors, noise, measurement, actuators), sensors,
-          dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact)) {}
+          dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact),
+          std::move(loops), loop_gains) {}
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const MultibodyStageModel> sensor_stage,
@@ -50,16 +58,21 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
     const std::shared_ptr<const MultibodyState>& state, const MultibodyNoise& noise,
     Eigen::VectorXd tau, double dt, std::shared_ptr<const ActuatorTermsModel> actuators,
-    std::shared_ptr<const dynamics::ContactDynamicsModel> contact)
-    : StageModel(state->nx(), state->ndx(), 3 * state->nv() + (contact ? contact->nc() : 0),
+    std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
+    std::vector<model::LoopClosure> loops, LoopGains loop_gains)
+    : StageModel(state->nx(), state->ndx(),
+                 3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops),
                  2 * state->nv() + sensor_stage->nr(),
                  dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
-                 state->nv() + (contact ? contact->nc() : 0)),
+                 state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops)),
       dynamics_(std::move(dynamics)),
       actuators_(std::move(actuators)),
       sensors_stage_(std::move(sensor_stage)),
       sensors_(std::move(sensors)),
       contact_(std::move(contact)),
+      loops_(std::move(loops)),
+      loop_gains_(loop_gains),
+      nl_(loopRowCount(loops_)),
       tau_(std::move(tau)),
       dt_(dt) {
   const pinocchio::Model& model = dynamics_->model();
@@ -86,6 +99,17 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
       contact_frames_.push_back(
           {f, model.frames[f].parentJoint, model.frames[f].placement, spec.dimension()});
     }
+  }
+  require(std::isfinite(loop_gains_.kp) && loop_gains_.kp >= 0 && std::isfinite(loop_gains_.kd) &&
+              loop_gains_.kd >= 0,
+          "inverse-dynamics stage loop gains", "finite kp, kd >= 0",
+          std::to_string(loop_gains_.kp) + ", " + std::to_string(loop_gains_.kd));
+  for (const model::LoopClosure& l : loops_) {
+    const auto nf = static_cast<pinocchio::FrameIndex>(model.frames.size());
+    require(l.frame1 < nf && l.frame2 < nf && model.frames[l.frame1].name == l.name + "_anchor1" &&
+                model.frames[l.frame2].name == l.name + "_anchor2",
+            "inverse-dynamics stage loop '" + l.name + "'", "anchor frames of the dynamics model",
+            "frames it does not have");
   }
   const MultibodySensors& s = *sensors_;
   if (s.imu_frame > 0 && s.accelerometer) {  // the sensor stage validated the IMU's frame
@@ -120,6 +144,11 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
   H_w.block(0, 2 * nv, nv, nv) = minus_identity;
   fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
   for (Eigen::MatrixXd* m : {&v_dq, &a_dq, &a_dv, &a_da}) m->setZero(6, nv);
+  for (int i = 0; i < 2; ++i) {
+    anchor_dq[i].setZero(3, nv);
+    anchor_dv[i].setZero(3, nv);
+    anchor_J[i].setZero(6, nv);
+  }
 }
 
 std::unique_ptr<StageData> InverseDynamicsStageModel::createData() const {
@@ -143,15 +172,16 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   const auto v = x.tail(nv);
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
-  const pinocchio::Model& working = workingModel(d, theta, w);
+  const pinocchio::Model& working = workingModel(d, theta, q, w);
   d.tau_eff = tau_;
   if (actuators_) actuators_->subtractFrom(theta.tail(actuators_->numParameters()), v, d.tau_eff);
-  if (contact_)
+  if (hasForces())
     pinocchio::rnea(working, work.pin, q, v, a, d.fext);  // - J_c^T lambda
   else
     pinocchio::rnea(working, work.pin, q, v, a);
   d.h.head(nv) = work.pin.tau - d.tau_eff - w.segment(2 * nv, nv);
   if (contact_) contactRows(d, q, v, a);
+  if (!loops_.empty()) loopRows(d, q, v, a);
   // x_{k+1} = ((q ⊕ dt v') ⊕ w_q, v')
   d.v_next = v + dt_ * a;
   d.dq = dt_ * d.v_next;
@@ -179,10 +209,10 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
   const auto theta_S = theta.head(ns);
-  const pinocchio::Model& working = workingModel(d, theta, w);
+  const pinocchio::Model& working = workingModel(d, theta, q, w);
   // dh/dq, dh/dv, dh/da = M (armature included; Pinocchio fills its upper triangle); with contacts
   // the forces are held in the joints' frames, as the RNEA derivatives assume
-  if (contact_)
+  if (hasForces())
     pinocchio::computeRNEADerivatives(working, work.pin, q, v, a, d.fext);
   else
     pinocchio::computeRNEADerivatives(working, work.pin, q, v, a);
@@ -205,6 +235,10 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
                                         d.H_x.topRightCorner(nv, nv));
   }
   if (contact_) contactJacobians(d, q, v, a);
+  if (!loops_.empty()) {
+    if (!contact_) pinocchio::computeForwardKinematicsDerivatives(working, work.pin, q, v, a);
+    loopJacobians(d, w);
+  }
   // F: q' = q ⊕ dt v', v' = v + dt a, x_{k+1} = (q' ⊕ w_q, v')
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
@@ -313,12 +347,13 @@ void InverseDynamicsStageModel::accelerometerJacobians(
 
 const pinocchio::Model& InverseDynamicsStageModel::workingModel(
     InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& theta,
-    const Eigen::Ref<const Eigen::VectorXd>& w) const {
+    const Eigen::Ref<const Eigen::VectorXd>& q, const Eigen::Ref<const Eigen::VectorXd>& w) const {
   dynamics::ParametrizedInertias& inertias = d.work->inertias;
   inertias.update(dynamics_->regressor(), dynamics_->parametrization(), theta.head(num_inertial_));
   if (actuators_)
     actuators_->applyArmature(theta.tail(actuators_->numParameters()), inertias.model);
-  if (contact_) contactForces(d, w);
+  if (hasForces()) contactForces(d, w);
+  if (!loops_.empty()) loopForces(d, q, w);
   return inertias.model;
 }
 
@@ -397,6 +432,134 @@ void InverseDynamicsStageModel::contactJacobians(InverseDynamicsStageData& d,
     }
     row += c.dimension;
     col += c.dimension;
+  }
+}
+
+// lambda_k in the first anchor's axes (its first `dimension` coordinates): +lambda on the first
+// body at its anchor (fixed in its joint's frame), -R_2^T R_1 lambda on the second, the rotations
+// from the kinematics at q.
+void InverseDynamicsStageModel::loopForces(InverseDynamicsStageData& d,
+                                           const Eigen::Ref<const Eigen::VectorXd>& q,
+                                           const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& model = d.work->inertias.model;
+  pinocchio::Data& pin = d.work->pin;
+  pinocchio::forwardKinematics(model, pin, q);
+  int col = 3 * dynamics_->nv() + nc_;
+  for (const model::LoopClosure& l : loops_) {
+    const pinocchio::SE3& o1 = pinocchio::updateFramePlacement(model, pin, l.frame1);
+    const pinocchio::SE3& o2 = pinocchio::updateFramePlacement(model, pin, l.frame2);
+    Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
+    lambda.head(l.dimension) = w.segment(col, l.dimension);
+    d.fext[l.joint1] +=
+        model.frames[l.frame1].placement.act(pinocchio::Force(lambda, Eigen::Vector3d::Zero()));
+    if (l.joint2 > 0) {
+      const Eigen::Vector3d f2 = -(o2.rotation().transpose() * (o1.rotation() * lambda));
+      d.fext[l.joint2] +=
+          model.frames[l.frame2].placement.act(pinocchio::Force(f2, Eigen::Vector3d::Zero()));
+    }
+    col += l.dimension;
+  }
+}
+
+// The anchors' relative motion W = a_1 - a_2 + K_d (v_1 - v_2) + K_p (p_1 - p_2) in world axes
+// (classical accelerations), of which the rows keep R_1^T W's first `dimension` coordinates.
+void InverseDynamicsStageModel::loopRows(InverseDynamicsStageData& d,
+                                         const Eigen::Ref<const Eigen::VectorXd>& q,
+                                         const Eigen::Ref<const Eigen::VectorXd>& v,
+                                         const Eigen::Ref<const Eigen::VectorXd>& a) const {
+  const pinocchio::Model& model = d.work->inertias.model;
+  pinocchio::Data& pin = d.work->pin;
+  pinocchio::forwardKinematics(model, pin, q, v, a);
+  int row = dynamics_->nv() + nc_;
+  const auto frame = pinocchio::LOCAL_WORLD_ALIGNED;
+  for (const model::LoopClosure& l : loops_) {
+    const pinocchio::SE3& o1 = pinocchio::updateFramePlacement(model, pin, l.frame1);
+    const Eigen::Vector3d p =
+        o1.translation() - pinocchio::updateFramePlacement(model, pin, l.frame2).translation();
+    const Eigen::Vector3d vel = pinocchio::getFrameVelocity(model, pin, l.frame1, frame).linear() -
+                                pinocchio::getFrameVelocity(model, pin, l.frame2, frame).linear();
+    const Eigen::Vector3d acc =
+        pinocchio::getFrameClassicalAcceleration(model, pin, l.frame1, frame).linear() -
+        pinocchio::getFrameClassicalAcceleration(model, pin, l.frame2, frame).linear();
+    const Eigen::Vector3d W = acc + loop_gains_.kd * vel + loop_gains_.kp * p;
+    d.h.segment(row, l.dimension) = (o1.rotation().transpose() * W).head(l.dimension);
+    row += l.dimension;
+  }
+}
+
+// Each anchor's W-terms in world axes are R times its LOCAL ones: the classical acceleration
+// a_c = a_lin + omega x v_lin has the contacts' LOCAL derivatives, and turning R adds
+// -R [a_c]x J_ang to d / dq (likewise for the velocity); d a / d a = d v / d v = d p / d q =
+// R J_lin, the anchor's world-aligned Jacobian. The rows R_1^T W add [R_1^T W]x R_1^T J_1,ang to
+// d / dq. The dynamics rows get d h / d lambda = -(the rows' d / d a)^T and the second body's
+// geometric-stiffness term.
+void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
+                                              const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& model = d.work->inertias.model;
+  pinocchio::Data& pin = d.work->pin;
+  const int nv = dynamics_->nv();
+  int row = nv + nc_, col = 3 * nv + nc_;
+  for (const model::LoopClosure& l : loops_) {
+    const pinocchio::FrameIndex frames[2] = {l.frame1, l.frame2};
+    Eigen::Vector3d W = Eigen::Vector3d::Zero();
+    for (int i = 0; i < 2; ++i) {
+      for (Eigen::MatrixXd* m : {&d.v_dq, &d.a_dq, &d.a_dv, &d.a_da}) m->setZero();
+      pinocchio::getFrameAccelerationDerivatives(model, pin, frames[i], pinocchio::LOCAL, d.v_dq,
+                                                 d.a_dq, d.a_dv, d.a_da);
+      const pinocchio::Motion vel =
+          pinocchio::getFrameVelocity(model, pin, frames[i], pinocchio::LOCAL);
+      const Eigen::Vector3d acc =
+          pinocchio::getFrameClassicalAcceleration(model, pin, frames[i], pinocchio::LOCAL)
+              .linear();
+      const pinocchio::SE3& placement = pin.oMf[frames[i]];
+      const Eigen::Matrix3d& R = placement.rotation();
+      W += (i == 0 ? 1.0 : -1.0) *
+           (R * (acc + loop_gains_.kd * vel.linear()) + loop_gains_.kp * placement.translation());
+      const Eigen::Matrix3d omega = pinocchio::skew(vel.angular());
+      const Eigen::Matrix3d v_lin = pinocchio::skew(vel.linear());
+      const Eigen::MatrixXd& J = d.a_da;  // LOCAL
+      // LOCAL terms first (in a_dq's and a_dv's top rows, used up here)
+      d.a_dq.topRows<3>().noalias() += omega * d.v_dq.topRows<3>();
+      d.a_dq.topRows<3>().noalias() -= v_lin * d.v_dq.bottomRows<3>();
+      d.a_dq.topRows<3>().noalias() -= pinocchio::skew(acc) * J.bottomRows<3>();
+      d.v_dq.topRows<3>().noalias() -= v_lin * J.bottomRows<3>();
+      d.a_dq.topRows<3>() += loop_gains_.kd * d.v_dq.topRows<3>() + loop_gains_.kp * J.topRows<3>();
+      d.a_dv.topRows<3>().noalias() += omega * J.topRows<3>();
+      d.a_dv.topRows<3>().noalias() -= v_lin * J.bottomRows<3>();
+      d.a_dv.topRows<3>() += loop_gains_.kd * J.topRows<3>();
+      d.anchor_dq[i].noalias() = R * d.a_dq.topRows<3>();
+      d.anchor_dv[i].noalias() = R * d.a_dv.topRows<3>();
+      d.anchor_J[i].topRows<3>().noalias() = R * J.topRows<3>();
+      d.anchor_J[i].bottomRows<3>().noalias() = R * J.bottomRows<3>();
+    }
+    const Eigen::Matrix3d& R1 = pin.oMf[l.frame1].rotation();
+    const int m = l.dimension;
+    // world-axes blocks into the anchors' first buffers, then the rows R_1^T (.)
+    d.anchor_dq[0] -= d.anchor_dq[1];
+    d.anchor_dv[0] -= d.anchor_dv[1];
+    const Eigen::Matrix3d turn =
+        pinocchio::skew(Eigen::Vector3d(R1.transpose() * W)) * R1.transpose();
+    d.anchor_dq[1].noalias() = turn * d.anchor_J[0].bottomRows<3>();
+    d.anchor_dq[1].noalias() += R1.transpose() * d.anchor_dq[0];
+    d.H_x.block(row, 0, m, nv) = d.anchor_dq[1].topRows(m);
+    d.anchor_dv[1].noalias() = R1.transpose() * d.anchor_dv[0];
+    d.H_x.block(row, nv, m, nv) = d.anchor_dv[1].topRows(m);
+    // the relative Jacobian J_1 - J_2 (world axes) into a_da, free now (no temporaries: the
+    // products below would allocate one for a difference)
+    d.a_da = d.anchor_J[0] - d.anchor_J[1];
+    d.anchor_dv[1].noalias() = R1.transpose() * d.a_da.topRows<3>();
+    d.H_w.block(row, nv, m, nv) = d.anchor_dv[1].topRows(m);
+    d.H_w.block(0, col, nv, m) = -d.anchor_dv[1].topRows(m).transpose();
+    if (l.joint2 > 0) {
+      Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
+      lambda.head(m) = w.segment(col, m);
+      const Eigen::Matrix3d lambda_world = pinocchio::skew(Eigen::Vector3d(R1 * lambda));
+      d.a_dq.topRows<3>().noalias() = lambda_world * d.a_da.bottomRows<3>();
+      d.H_x.block(0, 0, nv, nv).noalias() -=
+          d.anchor_J[1].topRows<3>().transpose() * d.a_dq.topRows<3>();
+    }
+    row += m;
+    col += m;
   }
 }
 

@@ -142,13 +142,17 @@ struct LogJointBinding {
   std::vector<int> columns;                   ///< their columns in the log's joint series
 };
 
-LogJointBinding bindLogJoints(const pinocchio::Model& pin, bool floating,
+LogJointBinding bindLogJoints(const model::RobotModel& robot, bool floating,
                               const std::vector<std::string>& log_names) {
+  const pinocchio::Model& pin = robot.pinocchio();
+  std::vector<pinocchio::JointIndex> passive;  // a loop's joints may be unlogged
+  for (const model::LoopClosure& l : robot.loops())
+    passive.insert(passive.end(), l.cycle.begin(), l.cycle.end());
   // the encoder rows assume one position and one velocity coordinate per joint
   for (pinocchio::JointIndex j = floating ? 2 : 1; j < pin.joints.size(); ++j)
     require(pin.joints[j].nq() == 1 && pin.joints[j].nv() == 1, "joint " + pin.names[j],
             "one position and one velocity coordinate", "another joint type");
-  io::JointBinding binding = io::bindJoints(pin, log_names, "log joints/names");
+  io::JointBinding binding = io::bindJoints(pin, log_names, "log joints/names", passive);
   return {std::move(binding.joints), std::move(binding.log_column)};
 }
 
@@ -197,6 +201,7 @@ class LogProblemBuilder {
   void bindMocap();
   void initialGuess();
   void useTrajectory(const std::vector<Eigen::VectorXd>& trajectory);
+  void closeLoopsInGuess(std::vector<Eigen::VectorXd>& qs) const;
   MultibodyNoise withStiction(const MultibodyNoise& noise, int k) const;
   Eigen::VectorXd baseConfiguration(double t) const;
   bool imuOnBase() const { return floating_ && pin_.frames[sensors_->imu_frame].parentJoint == 1; }
@@ -246,12 +251,17 @@ void LogProblemBuilder::createModels() {
     p_.actuators = std::make_shared<ActuatorTermsModel>(*p_.model, options_.actuators);
   // checked here, before the stages: a contradictory set is bad input, not a failed solve
   constraints_ = makeParameterConstraints(robot_, options_);
+  if (!robot_.loops().empty())
+    require(options_.dynamics == DynamicsFormulation::Inverse, "dynamics",
+            "inverse for " + robot_.displayName() + ", a robot with closed loops (" +
+                robot_.loops().front().name + "; the forward stage has no loop rows)",
+            "forward");
 }
 
 // The encoders (bound to the log's joint columns) and the sensors' noise.
 void LogProblemBuilder::createSensors() {
   sensors_ = std::make_shared<MultibodySensors>();
-  LogJointBinding binding = bindLogJoints(pin_, floating_, log_.joints.names);
+  LogJointBinding binding = bindLogJoints(robot_, floating_, log_.joints.names);
   sensors_->encoders = std::move(binding.joints);
   column_ = std::move(binding.columns);
   nj_ = static_cast<int>(column_.size());
@@ -386,6 +396,7 @@ void LogProblemBuilder::initialGuess() {
     }
     for (int i = 0; i < nj_; ++i) q(pin_.joints[sensors_->encoders[i]].idx_q()) = encoders(k, i);
   }
+  if (!robot_.loops().empty()) closeLoopsInGuess(qs);
   // Joint velocities by central differences over one knot; the base's linear velocity over
   // +-20 ms (differencing the motion capture's 0.5 mm noise over 5 ms would give 0.1 m/s) and its
   // angular velocity from the gyro when there is one (differenced orientation noise is worse).
@@ -413,6 +424,26 @@ void LogProblemBuilder::initialGuess() {
     p_.xs.push_back(x);
   }
   p_.ws.assign(N_, Eigen::VectorXd::Zero(2 * nv_));
+}
+
+// The joints no encoder reads (a loop's passive joints) from the loops' closure at every knot,
+// the logged joints and the base held, each knot starting from the one before.
+void LogProblemBuilder::closeLoopsInGuess(std::vector<Eigen::VectorXd>& qs) const {
+  std::vector<bool> fixed(nv_, false);
+  for (int i = 0; i < (floating_ ? 6 : 0); ++i) fixed[i] = true;
+  for (pinocchio::JointIndex j : sensors_->encoders) fixed[pin_.joints[j].idx_v()] = true;
+  for (int k = 0; k <= N_; ++k) {
+    Eigen::VectorXd& q = qs[k];
+    if (k > 0)
+      for (pinocchio::JointIndex j = 1; j < pin_.joints.size(); ++j)
+        if (pin_.joints[j].nv() == 1 && !fixed[pin_.joints[j].idx_v()])
+          q(pin_.joints[j].idx_q()) = qs[k - 1](pin_.joints[j].idx_q());
+    const double gap = model::closeLoops(robot_, q, fixed);
+    require(gap <= 1e3 * model::RobotModel::closureTolerance(),
+            "log joints/q sample " + std::to_string(p_.samples[k]),
+            "logged joint angles at which the loops close (" + robot_.loops().front().name + ")",
+            "anchors " + std::to_string(gap) + " m apart at best");
+  }
 }
 
 void LogProblemBuilder::useTrajectory(const std::vector<Eigen::VectorXd>& trajectory) {
@@ -708,11 +739,15 @@ void LogProblemBuilder::createStages() {
     if (transition[k] && !terminal) ++p_.transition_knots;
     // A touchdown's stage keeps the forward formulation: its reset map (impulse dynamics) is the
     // forward stage's; the solver takes stages with and without equality rows side by side.
+    require(!impulse || robot_.loops().empty(), "contacts of " + robot_.displayName(),
+            "no touchdowns (a closed-loop robot's touchdown would need loop rows in its reset map)",
+            "a touchdown at knot " + std::to_string(k));
     if (!terminal && options_.dynamics == DynamicsFormulation::Inverse && !impulse) {
       require(!p_.smoothed, "dynamics: inverse", "rigid contacts (flags or kinematic detection)",
               "contacts implicit");
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
-          p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact));
+          p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact,
+          robot_.loops()));
       continue;
     }
     auto stage = std::make_shared<MultibodyStageModel>(p_.dynamics, contact, p_.state, sensors_,
@@ -738,7 +773,7 @@ void LogProblemBuilder::inverseDynamicsGuess() {
     const auto* inverse = dynamic_cast<const InverseDynamicsStageModel*>(&p_.problem->running(k));
     if (!inverse) continue;
     const InverseDynamicsStageModel& stage = *inverse;
-    const int nc = stage.nc();
+    const int nc = stage.numForces();  // the contacts' and the loops' forces
     Eigen::VectorXd w = Eigen::VectorXd::Zero(stage.nw());
     w.segment(nv_, nv_) = (p_.xs[k + 1].tail(nv_) - p_.xs[k].tail(nv_)) / p_.dt;
     const auto data = stage.createDataSharing(workspace);
@@ -746,7 +781,7 @@ void LogProblemBuilder::inverseDynamicsGuess() {
     Eigen::VectorXd remainder = data->h.head(nv_);
     if (nc > 0) {
       stage.calcDiff(*data, p_.xs[k], w, p_.theta);
-      const Eigen::MatrixXd Jt = -data->H_w.block(0, 3 * nv_, nv_, nc);  // J_c^T
+      const Eigen::MatrixXd Jt = -data->H_w.block(0, 3 * nv_, nv_, nc);  // J^T
       w.tail(nc) = Jt.colPivHouseholderQr().solve(remainder);
       remainder -= Jt * w.tail(nc);
     }

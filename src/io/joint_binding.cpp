@@ -7,11 +7,14 @@
 namespace heft::io {
 
 JointBinding bindJoints(const pinocchio::Model& model, const std::vector<std::string>& log_names,
-                        const std::string& field) {
+                        const std::string& field,
+                        const std::vector<pinocchio::JointIndex>& unlogged) {
   JointBinding binding;
   for (pinocchio::JointIndex j = 1; j < static_cast<pinocchio::JointIndex>(model.njoints); ++j) {
     if (model.joints[j].nv() != 1 || model.joints[j].nq() != 1) continue;
     const auto it = std::find(log_names.begin(), log_names.end(), model.names[j]);
+    if (it == log_names.end() && std::find(unlogged.begin(), unlogged.end(), j) != unlogged.end())
+      continue;
     require(it != log_names.end(), field, "joint " + model.names[j] + " of the model",
             "a log without it");
     binding.joints.push_back(j);

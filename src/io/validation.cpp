@@ -528,7 +528,8 @@ void checkLog(Collector& out, const Log& log) {
 }
 
 /// Base type and joint names against the model.
-void checkJointsAgainstModel(Collector& out, const Log& log, const pinocchio::Model& model) {
+void checkJointsAgainstModel(Collector& out, const Log& log, const pinocchio::Model& model,
+                             const std::vector<std::string>& unlogged) {
   // the model's root: free-flyer or a fixed base; other multi-DoF joints cannot be logged
   const bool model_floating = model::isFreeFlyer(model, 1);
   const BaseType model_base = model_floating ? BaseType::FreeFlyer : BaseType::Fixed;
@@ -560,7 +561,9 @@ void checkJointsAgainstModel(Collector& out, const Log& log, const pinocchio::Mo
     const auto& joint = model.joints[j];
     if (j == 1 && model_floating) continue;
     if (joint.nv() == 1) {
-      if (!logged.count(model.names[j])) missing.push_back(model.names[j]);
+      if (!logged.count(model.names[j]) &&
+          std::find(unlogged.begin(), unlogged.end(), model.names[j]) == unlogged.end())
+        missing.push_back(model.names[j]);
     } else {
       out.add("joints/names", -1,
               "model joint " + model.names[j] + " (" + joint.shortname() +
@@ -607,7 +610,7 @@ ValidationReport validateLog(const Log& log, const pinocchio::Model& model,
                 "\" needs the joint measurements, this log holds only estimates (an "
                 "estimates-only log is valid without a model)");
   } else {
-    checkJointsAgainstModel(out, log, model);
+    checkJointsAgainstModel(out, log, model, options.unlogged_joints);
   }
   if (log.contacts) checkContactsAgainstModel(out, *log.contacts, model);
   if (log.force_torque) {

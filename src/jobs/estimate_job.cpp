@@ -639,7 +639,9 @@ EstimateJob::Result EstimateJob::run(const Config& config, Progress& progress) {
   const std::vector<io::Log>& logs = read.logs;
   std::vector<io::DataQualityReport> quality;
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    io::requireValid(io::validateLog(logs[i], robot.pinocchio()), paths[i]);
+    io::ValidationOptions validation;
+    validation.unlogged_joints = model::loopJointNames(robot);
+    io::requireValid(io::validateLog(logs[i], robot.pinocchio(), validation), paths[i]);
     quality.push_back(io::assessDataQuality(logs[i], robot.pinocchio()));
   }
   const std::vector<const io::Log*> log_pointers = read.pointers();

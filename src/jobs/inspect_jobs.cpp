@@ -186,7 +186,9 @@ ValidateLogJob::Result ValidateLogJob::run(const Config& config) {
   io::ReadOptions read;
   read.check_log = false;
   const io::Log log = io::readLog(config.log, read);
-  const io::ValidationReport report = io::validateLog(log, robot.pinocchio(), config.validation);
+  io::ValidationOptions validation = config.validation;
+  validation.unlogged_joints = model::loopJointNames(robot);
+  const io::ValidationReport report = io::validateLog(log, robot.pinocchio(), validation);
   Result result;
   result.robot = robot.displayName();
   result.ok = report.ok();

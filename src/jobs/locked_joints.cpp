@@ -28,8 +28,12 @@ model::RobotModel robotForLog(const model::RobotModel& full,
   for (const std::string& name : log.joints.names)
     if (!model.existJointName(name)) return robot;
   std::string missing, yaml;
+  std::vector<pinocchio::JointIndex> passive;  // a closed loop's joints may be unlogged
+  for (const model::LoopClosure& l : robot.loops())
+    passive.insert(passive.end(), l.cycle.begin(), l.cycle.end());
   for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j) {
     if (model.joints[j].nv() != 1) continue;
+    if (std::find(passive.begin(), passive.end(), j) != passive.end()) continue;
     const std::string& name = model.names[j];
     if (std::find(log.joints.names.begin(), log.joints.names.end(), name) != log.joints.names.end())
       continue;

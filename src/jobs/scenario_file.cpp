@@ -382,6 +382,11 @@ void readModelLists(Section& m, RobotNames& robot, sim::SimModelOptions& model) 
     model.link_edits.push_back(e);
   });
   readPayloads(m, robot, model);
+  if (m.has("passive_joints")) {
+    model.passive_joints = m.names("passive_joints");
+    for (const auto& j : model.passive_joints)
+      robot.joint(m, m.node()["passive_joints"], m.field("passive_joints"), j);
+  }
   if (m.has("contact_frames")) {
     model.contact_frames = m.names("contact_frames");
     for (const auto& f : model.contact_frames)
@@ -442,7 +447,7 @@ void readModel(const YAML::Node& node, const std::string& source, RobotNames& ro
   Section m(node, "model", source,
             {"timestep", "contact_radius", "floor_friction", "imu_frame", "imu_frame_optional",
              "contact_frames", "contact_points", "link_edits", "payloads", "joint_friction",
-             "actuators", "mass_variations", "torque_offsets"});
+             "actuators", "mass_variations", "torque_offsets", "passive_joints"});
   m.read("timestep", model.timestep, yaml::positive);
   m.read("contact_radius", model.contact_radius, yaml::positive);
   m.read("floor_friction", model.floor_friction, yaml::positive);
@@ -809,6 +814,7 @@ Lines modelListLines(const sim::SimModelOptions& m) {
     addItem(variations, item);
   }
   if (!m.contact_frames.empty()) add(l, "contact_frames", names(m.contact_frames));
+  if (!m.passive_joints.empty()) add(l, "passive_joints", names(m.passive_joints));
   addBlock(l, "contact_points", points);
   addBlock(l, "link_edits", edits);
   addBlock(l, "payloads", payloads);

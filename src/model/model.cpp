@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -10,10 +11,14 @@
 #include <fstream>
 #include <mutex>
 #include <pinocchio/algorithm/center-of-mass.hpp>
+#include <pinocchio/algorithm/frames.hpp>
+#include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
 #include <pinocchio/algorithm/model.hpp>
 #include <pinocchio/parsers/mjcf.hpp>
 #include <pinocchio/parsers/urdf.hpp>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -147,9 +152,16 @@ Format detectFormat(const std::string& path) {
                    "root element");
 }
 
+// One MJCF <connect>: Pinocchio's point anchor constraint (joints and placements).
+struct ParsedLoop {
+  std::string name;
+  pinocchio::JointIndex joint1 = 0, joint2 = 0;
+  pinocchio::SE3 placement1, placement2;
+};
+
 // Parses the file with Pinocchio, turning every failure into an InputError naming the file.
 pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
-                       std::vector<std::string>& warnings) {
+                       std::vector<std::string>& warnings, std::vector<ParsedLoop>& loops) {
   const std::string what = format == Format::Urdf ? "URDF" : "MJCF";
   pinocchio::Model model;
   std::lock_guard<std::mutex> lock(loadMutex());
@@ -162,10 +174,17 @@ pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
       else
         pinocchio::urdf::buildModel(path, model);
     } else {
+      std::vector<pinocchio::PointAnchorConstraintModel> points;
+      std::vector<pinocchio::FrameAnchorConstraintModel> frames;
       if (free_flyer)
-        pinocchio::mjcf::buildModel(path, pinocchio::JointModelFreeFlyer(), model);
+        pinocchio::mjcf::buildModel(path, pinocchio::JointModelFreeFlyer(), model, points, frames);
       else
-        pinocchio::mjcf::buildModel(path, model);
+        pinocchio::mjcf::buildModel(path, model, points, frames);
+      if (!frames.empty())
+        failure =
+            "a <weld> equality (" + frames.front().name + "): only <connect> loops are supported";
+      for (const auto& c : points)
+        loops.push_back({c.name, c.joint1_id, c.joint2_id, c.joint1_placement, c.joint2_placement});
     }
   } catch (const std::exception& e) {
     failure = oneLine(e.what());
@@ -346,6 +365,10 @@ double RobotModel::worldMass() const { return model_.inertias[0].mass(); }
 
 RobotModel lockJoints(const RobotModel& robot, const std::vector<LockedJoint>& locked) {
   if (locked.empty()) return robot;
+  if (!robot.loops().empty())
+    throw InputError("locked_joints: " + robot.displayName() + " has closed loops (" +
+                     robot.loops().front().name +
+                     "); locking joints of a closed-loop robot is not supported");
   const pinocchio::Model& model = robot.pinocchio();
   std::string valid;
   for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j)
@@ -417,13 +440,216 @@ RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options
   // MJCF: "Default" with no table entry means "as declared", i.e. no root joint added.
   const bool add_free_flyer = base == BaseType::FreeFlyer;
   std::vector<std::string> warnings;
-  pinocchio::Model model = parse(path, format, add_free_flyer, warnings);
+  std::vector<ParsedLoop> loops;
+  pinocchio::Model model = parse(path, format, add_free_flyer, warnings, loops);
   if (format == Format::Mjcf && options.base == BaseType::Fixed && isFreeFlyer(model, 1))
     throw InputError("robot file '" + path +
                      "': --fixed-base asked, but the MJCF root body declares a free joint");
-  return RobotModel(std::move(model), path, entry != nullptr ? entry->name : "",
-                    entry != nullptr ? entry->contact_frames : std::vector<std::string>{},
-                    std::move(warnings));
+  RobotModel robot(std::move(model), path, entry != nullptr ? entry->name : "",
+                   entry != nullptr ? entry->contact_frames : std::vector<std::string>{},
+                   std::move(warnings));
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const ParsedLoop& l = loops[i];
+    // Pinocchio's parser keeps no equality name: a loop is named after its two bodies
+    const std::string name =
+        !l.name.empty() ? l.name
+                        : (l.joint1 > 0 ? robot.body(l.joint1).name : std::string("world")) + "_" +
+                              (l.joint2 > 0 ? robot.body(l.joint2).name : std::string("world"));
+    try {
+      robot.addLoop(name, l.joint1, l.placement1, l.joint2, l.placement2);
+    } catch (const InputError& e) {
+      throw InputError("robot file '" + path + "': " + e.what());
+    }
+  }
+  return robot;
+}
+
+// ---- closed loops -----------------------------------------------------------------------------
+
+namespace {
+
+// The anchors' offset p1 - p2 (world axes) and its Jacobian d(p1 - p2)/dq (3 x nv, tangent).
+void loopOffset(const pinocchio::Model& model, pinocchio::Data& data, const LoopClosure& loop,
+                Eigen::Ref<Eigen::Vector3d> offset, Eigen::MatrixXd* jacobian) {
+  const auto& o1 = pinocchio::updateFramePlacement(model, data, loop.frame1);
+  const auto& o2 = pinocchio::updateFramePlacement(model, data, loop.frame2);
+  offset = o1.translation() - o2.translation();
+  if (jacobian == nullptr) return;
+  Eigen::MatrixXd J1 = Eigen::MatrixXd::Zero(6, model.nv), J2 = J1;
+  pinocchio::getFrameJacobian(model, data, loop.frame1, pinocchio::LOCAL_WORLD_ALIGNED, J1);
+  pinocchio::getFrameJacobian(model, data, loop.frame2, pinocchio::LOCAL_WORLD_ALIGNED, J2);
+  *jacobian = J1.topRows<3>() - J2.topRows<3>();
+}
+
+// Damped Gauss-Newton on the stacked offsets over the velocity coordinates marked free.
+double closeOver(const pinocchio::Model& model, const std::vector<LoopClosure>& loops,
+                 Eigen::VectorXd& q, const std::vector<bool>& free) {
+  pinocchio::Data data(model);
+  const int n = static_cast<int>(3 * loops.size());
+  Eigen::VectorXd r(n);
+  Eigen::MatrixXd J(n, model.nv), Jl;
+  auto evaluate = [&](const Eigen::VectorXd& at, bool with_jacobian) {
+    if (with_jacobian)
+      pinocchio::computeJointJacobians(model, data, at);
+    else
+      pinocchio::forwardKinematics(model, data, at);
+    for (size_t i = 0; i < loops.size(); ++i) {
+      loopOffset(model, data, loops[i], r.segment<3>(3 * static_cast<Eigen::Index>(i)),
+                 with_jacobian ? &Jl : nullptr);
+      if (with_jacobian) J.middleRows<3>(3 * static_cast<Eigen::Index>(i)) = Jl;
+    }
+  };
+  for (int j = 0; j < model.nv; ++j)
+    if (!free[j]) J.col(j).setZero();
+  Eigen::VectorXd step(model.nv), trial(model.nq);
+  for (int it = 0; it < 100; ++it) {
+    evaluate(q, true);
+    for (int j = 0; j < model.nv; ++j)
+      if (!free[j]) J.col(j).setZero();
+    const double norm = r.norm();
+    if (r.lpNorm<Eigen::Infinity>() < 1e-12) break;
+    // Levenberg-Marquardt step: (J^T J + mu I) s = -J^T r, mu relative to the residual
+    const double mu = 1e-6 + norm;
+    Eigen::MatrixXd H = J.transpose() * J;
+    H.diagonal().array() += mu;
+    step = -H.ldlt().solve(J.transpose() * r);
+    double t = 1;
+    bool improved = false;
+    for (int ls = 0; ls < 30 && !improved; ++ls, t *= 0.5) {
+      pinocchio::integrate(model, q, t * step, trial);
+      evaluate(trial, false);
+      improved = r.norm() < norm;
+    }
+    if (!improved) break;
+    q = trial;
+  }
+  evaluate(q, false);
+  return r.size() ? r.lpNorm<Eigen::Infinity>() : 0.0;
+}
+
+}  // namespace
+
+// The directions the loop constrains, in the first anchor's axes: the offset's Jacobian
+// R_1^T d(p_1 - p_2)/dq over random configurations of the cycle spans them; a direction it never
+// reaches (a planar loop's joint axis) is dropped, and the anchor frame turned to put the others
+// first (eigenvectors of sum J J^T, largest first).
+void RobotModel::constrainedDirections(LoopClosure& loop) {
+  pinocchio::Data data(model_);
+  std::mt19937 rng(1);
+  std::normal_distribution<double> n(0, 1);
+  Eigen::Matrix3d gram = Eigen::Matrix3d::Zero();
+  Eigen::MatrixXd J1 = Eigen::MatrixXd::Zero(6, model_.nv), J2 = J1;
+  Eigen::VectorXd dq(model_.nv), q(model_.nq);
+  for (int sample = 0; sample < 8; ++sample) {
+    for (int i = 0; i < model_.nv; ++i) dq[i] = n(rng);
+    q = pinocchio::integrate(model_, pinocchio::neutral(model_), dq);
+    pinocchio::computeJointJacobians(model_, data, q);
+    const auto& o1 = pinocchio::updateFramePlacement(model_, data, loop.frame1);
+    J1.setZero();
+    J2.setZero();
+    pinocchio::getFrameJacobian(model_, data, loop.frame1, pinocchio::LOCAL_WORLD_ALIGNED, J1);
+    pinocchio::getFrameJacobian(model_, data, loop.frame2, pinocchio::LOCAL_WORLD_ALIGNED, J2);
+    const Eigen::MatrixXd J = o1.rotation().transpose() * (J1.topRows<3>() - J2.topRows<3>());
+    gram += J * J.transpose();
+  }
+  const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(gram);  // ascending
+  Eigen::Matrix3d axes = eig.eigenvectors().rowwise().reverse();
+  if (axes.determinant() < 0) axes.col(2) *= -1;
+  const double largest = eig.eigenvalues()(2);
+  loop.dimension = 0;
+  for (int i = 0; i < 3; ++i) loop.dimension += eig.eigenvalues()(i) > 1e-12 * largest ? 1 : 0;
+  pinocchio::SE3& placement = model_.frames[loop.frame1].placement;
+  placement.rotation(placement.rotation() * axes);
+}
+
+void RobotModel::addLoop(const std::string& name, pinocchio::JointIndex joint1,
+                         const pinocchio::SE3& placement1, pinocchio::JointIndex joint2,
+                         const pinocchio::SE3& placement2) {
+  const std::string what = "loop '" + name + "' of " + displayName();
+  const auto nj = static_cast<pinocchio::JointIndex>(model_.njoints);
+  require(joint1 >= 1 && joint1 < nj && joint2 < nj, what + " bodies",
+          "joints of the model (1.." + std::to_string(nj - 1) + ")",
+          std::to_string(joint1) + ", " + std::to_string(joint2));
+  require(joint1 != joint2, what, "anchors on two different bodies",
+          "both on " + model_.names[joint1]);
+  require(placement1.translation().allFinite() && placement2.translation().allFinite(), what,
+          "finite anchors", "NaN or infinity");
+  for (const LoopClosure& l : loops_)
+    require(l.name != name, what, "a unique name", "a second loop of that name");
+  LoopClosure loop;
+  loop.name = name;
+  loop.joint1 = joint1;
+  loop.joint2 = joint2;
+  loop.frame1 =
+      model_.addFrame(pinocchio::Frame(name + "_anchor1", joint1, placement1, pinocchio::OP_FRAME));
+  loop.frame2 =
+      model_.addFrame(pinocchio::Frame(name + "_anchor2", joint2, placement2, pinocchio::OP_FRAME));
+  // The cycle: each anchor's joints up to (not including) the common ancestor.
+  std::vector<pinocchio::JointIndex> path1, path2;
+  for (pinocchio::JointIndex j = joint1; j > 0; j = model_.parents[j]) path1.push_back(j);
+  for (pinocchio::JointIndex j = joint2; j > 0; j = model_.parents[j]) path2.push_back(j);
+  for (pinocchio::JointIndex j : path1)
+    if (std::find(path2.begin(), path2.end(), j) == path2.end() && model_.joints[j].nv() == 1)
+      loop.cycle.push_back(j);
+  for (pinocchio::JointIndex j : path2)
+    if (std::find(path1.begin(), path1.end(), j) == path1.end() && model_.joints[j].nv() == 1)
+      loop.cycle.push_back(j);
+  std::sort(loop.cycle.begin(), loop.cycle.end());
+  require(!loop.cycle.empty(), what, "a joint between its anchors", "none (a rigid loop)");
+  constrainedDirections(loop);
+  loops_.push_back(loop);
+  // Can it close? Every joint of the cycle free, from the neutral configuration.
+  Eigen::VectorXd q = pinocchio::neutral(model_);
+  std::vector<bool> free(model_.nv, false);
+  for (pinocchio::JointIndex j : loop.cycle) free[model_.joints[j].idx_v()] = true;
+  const double gap = closeOver(model_, {loop}, q, free);
+  if (!(gap <= closureTolerance())) {
+    loops_.pop_back();
+    throw InputError(what + " cannot close: its anchors stay " + num(gap) +
+                     " m apart at best over the joints " +
+                     [&] {
+                       std::string names;
+                       for (pinocchio::JointIndex j : loop.cycle)
+                         names += (names.empty() ? "" : ", ") + model_.names[j];
+                       return names;
+                     }() +
+                     " (expected coinciding anchors: inconsistent link lengths?)");
+  }
+}
+
+std::vector<std::string> loopJointNames(const RobotModel& robot) {
+  std::vector<std::string> names;
+  for (const LoopClosure& l : robot.loops())
+    for (pinocchio::JointIndex j : l.cycle) {
+      const std::string& name = robot.pinocchio().names[j];
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  return names;
+}
+
+Eigen::VectorXd loopResidual(const RobotModel& robot, const Eigen::VectorXd& q) {
+  const pinocchio::Model& model = robot.pinocchio();
+  pinocchio::Data data(model);
+  pinocchio::forwardKinematics(model, data, q);
+  Eigen::VectorXd r(3 * robot.loops().size());
+  for (size_t i = 0; i < robot.loops().size(); ++i)
+    loopOffset(model, data, robot.loops()[i], r.segment<3>(3 * static_cast<Eigen::Index>(i)),
+               nullptr);
+  return r;
+}
+
+double closeLoops(const RobotModel& robot, Eigen::VectorXd& q, const std::vector<bool>& fixed) {
+  const pinocchio::Model& model = robot.pinocchio();
+  require(static_cast<int>(fixed.size()) == model.nv, "closeLoops fixed flags",
+          std::to_string(model.nv) + " (nv)", std::to_string(fixed.size()));
+  if (robot.loops().empty()) return 0;
+  std::vector<bool> free(model.nv, false);
+  for (const LoopClosure& l : robot.loops())
+    for (pinocchio::JointIndex j : l.cycle) {
+      const int iv = model.joints[j].idx_v();
+      free[iv] = !fixed[iv];
+    }
+  return closeOver(model, robot.loops(), q, free);
 }
 
 }  // namespace heft::model

@@ -263,10 +263,22 @@ std::vector<RobotEntry> fixedBaseRobots() {
   };
 }
 
+// heft's own mechanisms (data/robots).
+std::vector<RobotEntry> heftMechanisms() {
+  return {
+      {"fourbar_leg",
+       "fourbar_leg.xml",
+       kFixed,
+       {},
+       "planar leg, knee driven through a four-bar linkage (one closed loop), 4 joints",
+       true},
+  };
+}
+
 // Every robot, in the order of docs/model.md.
 std::vector<RobotEntry> makeTable() {
   std::vector<RobotEntry> table;
-  for (auto group : {leggedRobots, humanoids, aerialRobots, fixedBaseRobots})
+  for (auto group : {leggedRobots, humanoids, aerialRobots, fixedBaseRobots, heftMechanisms})
     for (RobotEntry& entry : group()) table.push_back(std::move(entry));
   return table;
 }
@@ -331,8 +343,14 @@ std::string robotsDirectory() {
   return override_dir != nullptr && *override_dir != '\0' ? override_dir : HEFT_ROBOTS_DIR;
 }
 
+std::string heftRobotsDirectory() {
+  const char* override_dir = std::getenv("HEFT_DATA_DIR");
+  return override_dir != nullptr && *override_dir != '\0' ? std::string(override_dir) + "/robots"
+                                                          : HEFT_SOURCE_DIR "/data/robots";
+}
+
 std::string robotPath(const RobotEntry& entry) {
-  return robotsDirectory() + "/" + entry.relative_path;
+  return (entry.heft_data ? heftRobotsDirectory() : robotsDirectory()) + "/" + entry.relative_path;
 }
 
 }  // namespace heft::model

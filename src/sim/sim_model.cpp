@@ -350,6 +350,36 @@ struct BuiltSpec {
   std::string imu_frame;
 };
 
+// The robot's closed loops: MuJoCo connect equalities between sites at the two anchors, stiffer
+// than MuJoCo's default (solref 0.02 s) so that the loop opens by well under a millimetre under
+// the motion's forces.
+void addLoops(mjSpec* spec, const model::RobotModel& nominal, const std::vector<mjsBody*>& bodies) {
+  const pinocchio::Model& pm = nominal.pinocchio();
+  for (const model::LoopClosure& l : nominal.loops()) {
+    std::string names[2];
+    const pinocchio::FrameIndex frames[2] = {l.frame1, l.frame2};
+    for (int i = 0; i < 2; ++i) {
+      const pinocchio::Frame& frame = pm.frames[frames[i]];
+      mjsBody* host =
+          frame.parentJoint == 0 ? mjs_findBody(spec, "world") : bodies[frame.parentJoint];
+      mjsSite* site = mjs_addSite(host, nullptr);
+      names[i] = "heft_" + frame.name;
+      mjs_setName(site->element, names[i].c_str());
+      for (int k = 0; k < 3; ++k) site->pos[k] = frame.placement.translation()[k];
+    }
+    mjsEquality* eq = mjs_addEquality(spec, nullptr);
+    mjs_setName(eq->element, ("heft_" + l.name).c_str());
+    eq->type = mjEQ_CONNECT;
+    eq->objtype = mjOBJ_SITE;
+    mjs_setString(eq->name1, names[0].c_str());
+    mjs_setString(eq->name2, names[1].c_str());
+    eq->solref[0] = 0.004;
+    eq->solref[1] = 1;
+    eq->solimp[0] = 0.99;
+    eq->solimp[1] = 0.999;
+  }
+}
+
 BuiltSpec buildSpec(const model::RobotModel& nominal, const SimModelOptions& options) {
   BuiltSpec built;
   const std::vector<pinocchio::Inertia> inertias = editedInertias(nominal, options.link_edits);
@@ -358,6 +388,7 @@ BuiltSpec buildSpec(const model::RobotModel& nominal, const SimModelOptions& opt
   const std::vector<mjsBody*> bodies = addJointBodies(
       built.spec.get(), nominal, inertias, options.joint_friction, built.joint_names, used_names);
   addPayloads(nominal, options.payloads, bodies, used_names);
+  addLoops(built.spec.get(), nominal, bodies);
   built.contact_points = scenarioContactPoints(nominal, options);
   built.contact_names =
       addContactGeoms(built.spec.get(), nominal, options, built.contact_points, bodies);
@@ -494,6 +525,17 @@ void SimModel::mapActuators() {
     }
     torque_offsets_[it - joint_names_.begin()] = offset;
   }
+  passive_.assign(nu(), false);
+  for (const std::string& name : options_.passive_joints) {
+    const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
+    if (it == joint_names_.end()) {
+      mj_deleteModel(model_);
+      model_ = nullptr;
+      throw InputError("passive_joints: expected a 1-DoF joint of " + nominal_.displayName() +
+                       ", got \"" + name + "\"");
+    }
+    passive_[it - joint_names_.begin()] = true;
+  }
 }
 
 double MassVariation::massAt(double t) const {
@@ -530,11 +572,8 @@ void SimModel::applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& t
   require(tau_cmd.size() == nu(), "tau_cmd size", std::to_string(nu()),
           std::to_string(tau_cmd.size()));
   tau.resize(nu());
-  if (!has_actuators_) {
-    tau = tau_cmd;
-    return;
-  }
-  for (int k = 0; k < nu(); ++k) tau[k] = actuators_[k].apply(tau_cmd[k]);
+  for (int k = 0; k < nu(); ++k)
+    tau[k] = passive_[k] ? 0.0 : has_actuators_ ? actuators_[k].apply(tau_cmd[k]) : tau_cmd[k];
 }
 
 SimModel::~SimModel() {

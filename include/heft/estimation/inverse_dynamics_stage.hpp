@@ -27,6 +27,17 @@
 /// from it by velocity products that vanish when the sole does not move. Impulses at touchdown
 /// are not modelled.
 ///
+/// Closed loops (model::LoopClosure, the paper's eqs. 16, 20 and 22 for a point anchor): m more
+/// rows and m more decisions per loop after the contacts' (m = 3, or 2 for a planar loop). The
+/// force lambda_k acts on the first anchor in that anchor frame's axes and, opposite, on the second
+/// anchor; the rows are the anchors' relative classical acceleration with a Baumgarte term on
+/// velocity and position (the position drifts otherwise: a passive joint has no encoder to hold
+/// it), in the first anchor's axes (dual to lambda, so d h / d lambda is minus the rows' J^T):
+///   [R_1^T (a_1 - a_2 + K_d (v_1 - v_2) + K_p (p_1 - p_2))]_(first m) = 0.
+/// The force on the second body turns with the loop's relative rotation: the RNEA's derivatives
+/// hold it fixed in the second joint's frame, so dh/dq gets the geometric-stiffness term of the
+/// paper's eq. 31, -J_2^T [R_1 lambda]x (J_1,ang - J_2,ang) (world-aligned Jacobians).
+///
 /// e is the generalized-force noise of the forward-dynamics stage (MultibodyStageModel's w_tau):
 /// on the same knots, priors and sensors the two formulations describe the same trajectories with
 /// the same cost, so their MAP estimates coincide; they differ in the path of the solver. Here the
@@ -49,24 +60,34 @@
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
+#include "heft/model/model.hpp"
 
 namespace heft::estimation {
 
 struct InverseDynamicsStageData;
 
+/// Baumgarte gains of the loop rows.
+struct LoopGains {
+  double kp = 100;  ///< [1/s^2]
+  double kd = 20;   ///< [1/s]
+};
+
 class InverseDynamicsStageModel final : public StageModel {
  public:
   /// Arguments as MultibodyStageModel's running stage: `noise`'s generalized_force is the std of
   /// e, its configuration that of w_q; `contact` the knot's rigid contact set (its specs and
-  /// Baumgarte K_d; K_p must be 0) or null.
+  /// Baumgarte K_d; K_p must be 0) or null; `loops` the robot's closed loops (their anchor
+  /// frames must be frames of the dynamics model).
   /// \throws InputError naming the field on a size or value that does not fit, or on energy
   ///         observations (not carried by this formulation).
-  InverseDynamicsStageModel(
-      std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
-      std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
-      const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
-      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
-      std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr);
+  InverseDynamicsStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+                            std::shared_ptr<const MultibodyState> state,
+                            std::shared_ptr<const MultibodySensors> sensors,
+                            const MultibodyNoise& noise, MultibodyMeasurement measurement,
+                            double dt,
+                            std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
+                            std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr,
+                            std::vector<model::LoopClosure> loops = {}, LoopGains loop_gains = {});
 
   std::unique_ptr<StageData> createData() const override;
   /// The RNEA workspace (parametrized model, Pinocchio data, regressor) comes from `workspace`,
@@ -89,7 +110,10 @@ class InverseDynamicsStageModel final : public StageModel {
   double dt() const { return dt_; }
   const ActuatorTermsModel* actuators() const { return actuators_.get(); }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
-  int nc() const { return nc_; }  ///< contact force coordinates (the tail of w)
+  int nc() const { return nc_; }  ///< contact force coordinates (after e in w)
+  /// Constraint force coordinates: the contacts' then 3 per loop (the tail of w).
+  int numForces() const { return nc_ + nl_; }
+  const std::vector<model::LoopClosure>& loops() const { return loops_; }
 
  private:
   InverseDynamicsStageModel(std::shared_ptr<const MultibodyStageModel> sensor_stage,
@@ -98,13 +122,25 @@ class InverseDynamicsStageModel final : public StageModel {
                             const std::shared_ptr<const MultibodyState>& state,
                             const MultibodyNoise& noise, Eigen::VectorXd tau, double dt,
                             std::shared_ptr<const ActuatorTermsModel> actuators,
-                            std::shared_ptr<const dynamics::ContactDynamicsModel> contact);
+                            std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
+                            std::vector<model::LoopClosure> loops, LoopGains loop_gains);
   friend struct InverseDynamicsStageData;
-  // The shared workspace's model at theta (S's inertias, the armature) and, with contacts, the
-  // forces lambda of w in d.fext: what every RNEA call of calc and calcDiff starts from.
+  bool hasForces() const { return contact_ || !loops_.empty(); }
+  // The shared workspace's model at theta (S's inertias, the armature) and, with contacts or
+  // loops, the forces lambda of w in d.fext: what every RNEA call of calc and calcDiff starts
+  // from.
   const pinocchio::Model& workingModel(InverseDynamicsStageData& d,
                                        const Eigen::Ref<const Eigen::VectorXd>& theta,
+                                       const Eigen::Ref<const Eigen::VectorXd>& q,
                                        const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // The loops' forces on their two bodies (in d.fext, after the contacts'), their rows (calc)
+  // and their Jacobians (calcDiff, after computeForwardKinematicsDerivatives).
+  void loopForces(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                  const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  void loopRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                const Eigen::Ref<const Eigen::VectorXd>& v,
+                const Eigen::Ref<const Eigen::VectorXd>& a) const;
+  void loopJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
   // The contact rows a_c + K_d v_c into d.h (calc) or their Jacobians into d.H_x, d.H_w (calcDiff,
   // after the RNEA's derivatives: Pinocchio's data then holds the kinematics at (q, v, a)).
   void contactRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
@@ -139,6 +175,9 @@ class InverseDynamicsStageModel final : public StageModel {
   std::vector<ContactFrame> contact_frames_;
   double damping_ = 0;  ///< K_d [1/s]
   int nc_ = 0;
+  std::vector<model::LoopClosure> loops_;
+  LoopGains loop_gains_;
+  int nl_ = 0;                    ///< the loops' rows (and forces)
   Eigen::VectorXd tau_;           ///< nv: the logged generalized force over the step
   Eigen::VectorXd process_info_;  ///< 2 nv: 1 / sigma of w_q and e
   double dt_ = 0;
@@ -159,6 +198,9 @@ struct InverseDynamicsStageData final : StageData {
   /// derivatives (6 x nv, LOCAL).
   std::vector<pinocchio::Force> fext;
   Eigen::MatrixXd v_dq, a_dq, a_dv, a_da;
+  /// Loops: each anchor's classical-acceleration rows' derivatives (3 x nv) and its
+  /// world-aligned Jacobian (6 x nv).
+  Eigen::MatrixXd anchor_dq[2], anchor_dv[2], anchor_J[2];
   Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
 };
 

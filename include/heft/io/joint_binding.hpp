@@ -22,9 +22,11 @@ struct JointBinding {
 
 /// Binds every one-dimensional joint of `model` to the column of `log_names` with its name.
 /// `field` names the log's list in the error ("joints/names", or "FILE: joints/names").
+/// Joints in `unlogged` (passive joints of a closed loop) may be missing: they are left out.
 /// \throws InputError naming the first joint of the model the log lacks.
 JointBinding bindJoints(const pinocchio::Model& model, const std::vector<std::string>& log_names,
-                        const std::string& field = "joints/names");
+                        const std::string& field = "joints/names",
+                        const std::vector<pinocchio::JointIndex>& unlogged = {});
 
 /// Removes the columns of the joints called `names` (locked joints) from the joint series and
 /// from the truth's joint series; names the log lacks are ignored.

@@ -19,6 +19,9 @@ struct ValidationOptions {
   /// A quaternion q is accepted when | ||q|| - 1 | <= quaternion_tolerance. 1e-3 admits quaternions
   /// written with 4 significant digits and float32 storage, and rejects un-normalized ones.
   double quaternion_tolerance = 1e-3;
+  /// 1-DoF model joints the log may leave out (a closed loop's passive joints:
+  /// model::loopJointNames).
+  std::vector<std::string> unlogged_joints;
   /// Throws InputError naming the field when an option is out of range.
   void validate() const;
 };

@@ -40,6 +40,22 @@ struct LoadOptions {
   void validate() const;
 };
 
+/// A closed kinematic loop (MuJoCo's <equality><connect>): a point of one body and a point of
+/// another that coincide. heft's tree is the loop's spanning tree; the closure is a constraint
+/// (the bayesian-sysid paper's eq. 16, position part: 3 rows). Its anchors are frames of the model.
+struct LoopClosure {
+  std::string name;
+  pinocchio::FrameIndex frame1 = 0, frame2 = 0;  ///< OP_FRAMEs "<name>_anchor1" / "_anchor2"
+  pinocchio::JointIndex joint1 = 0, joint2 = 0;  ///< the bodies carrying them (joint2 may be 0)
+  /// Directions the loop constrains: 3, or 2 for a planar loop (the offset along the joints'
+  /// common axis is zero at every configuration). The first anchor's frame is turned so that its
+  /// first `dimension` axes are those directions (the rows and forces of the loop, paper Fig. 5).
+  int dimension = 3;
+  /// The 1-DoF joints on the cycle (from either anchor up to the bodies' common ancestor): the
+  /// joints the closure moves; a log may leave out those that are passive.
+  std::vector<pinocchio::JointIndex> cycle;
+};
+
 /// One body: a movable joint of the model with the links lumped into it.
 struct Body {
   pinocchio::JointIndex joint = 0;  ///< index in pinocchio::Model (1 .. njoints-1)
@@ -100,6 +116,19 @@ class RobotModel {
   /// \throws InputError for a bad index, a non-finite entry, or m = 0 with m c != 0.
   void setPi(pinocchio::JointIndex joint, const Vector10& pi);
 
+  /// Closed loops (empty for a tree). loadRobot reads them from an MJCF file's connect equalities.
+  const std::vector<LoopClosure>& loops() const { return loops_; }
+  /// Adds a loop: anchor frames at `placement1` in joint1 and `placement2` in joint2 (0: the
+  /// world), and checks that the loop can close: Gauss-Newton over the cycle's joints from the
+  /// neutral configuration must bring the anchors within closureTolerance().
+  /// \throws InputError naming the loop for a bad joint, an anchor pair on one body, or a loop that
+  ///   cannot close (the anchors' nearest distance: inconsistent lengths).
+  void addLoop(const std::string& name, pinocchio::JointIndex joint1,
+               const pinocchio::SE3& placement1, pinocchio::JointIndex joint2,
+               const pinocchio::SE3& placement2);
+  /// How far apart the anchors of a closed loop may stay [m].
+  static constexpr double closureTolerance() { return 1e-6; }
+
   /// Mass of every body, = pinocchio::computeTotalMass(pinocchio()) [kg].
   double totalMass() const;
   /// Mass welded to the world (fixed base), not part of totalMass [kg].
@@ -107,6 +136,7 @@ class RobotModel {
 
  private:
   void nameBodies();
+  void constrainedDirections(LoopClosure& loop);
 
   pinocchio::Model model_;
   std::string source_;
@@ -115,7 +145,20 @@ class RobotModel {
   std::vector<std::string> warnings_;
   std::vector<Body> bodies_;
   std::vector<std::string> world_links_;
+  std::vector<LoopClosure> loops_;
 };
+
+/// Names of the joints on the robot's loops (LoopClosure::cycle), each once: the joints a log may
+/// leave out, as a loop's passive joints usually are.
+std::vector<std::string> loopJointNames(const RobotModel& robot);
+
+/// The loops' closure error: the anchors' offsets p1 - p2 in world axes, stacked (3 per loop).
+Eigen::VectorXd loopResidual(const RobotModel& robot, const Eigen::VectorXd& q);
+
+/// Moves the joints of `q` that are not `fixed` (one flag per velocity coordinate) until every loop
+/// closes (damped Gauss-Newton on loopResidual). Returns the residual's largest entry [m]: the
+/// caller decides whether it closed (RobotModel::closureTolerance()).
+double closeLoops(const RobotModel& robot, Eigen::VectorXd& q, const std::vector<bool>& fixed);
 
 /// Loads a robot by short name (knownRobots()) or from a path to a URDF (.urdf) or MJCF (.xml)
 /// file; the format is read from the root element (<robot> or <mujoco>). Geometry is not loaded,
@@ -130,6 +173,7 @@ RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options
 /// those positions, so each locked joint's child links are lumped into its parent body. Source,
 /// short name and contact frames are kept: a URDF written from it is still the whole robot.
 /// Returns `robot` unchanged when `locked` is empty.
+/// A robot with closed loops cannot have joints locked (InputError).
 /// \throws InputError naming a joint that is not a 1-DoF joint of the model (listing them), a
 ///   joint listed twice, or a non-finite position.
 RobotModel lockJoints(const RobotModel& robot, const std::vector<LockedJoint>& locked);

@@ -29,6 +29,8 @@ struct RobotEntry {
   BaseType base = BaseType::FreeFlyer;      ///< FreeFlyer or Fixed (never Default)
   std::vector<std::string> contact_frames;  ///< foot / sole frames (link names); empty for arms
   std::string description;                  ///< one line
+  /// The file is one of heft's own (under heftRobotsDirectory()), not example-robot-data's.
+  bool heft_data = false;
 };
 
 /// Every short name, in the order of docs/model.md (legged, humanoids, aerial, arms, others).
@@ -47,6 +49,9 @@ std::string knownRobotNames();
 /// non-empty, else the folder compiled into heft (the HEFT_ROBOTS_DIR macro).
 std::string robotsDirectory();
 
+/// heft's own robot files (data/robots of the source tree): the environment variable
+/// HEFT_DATA_DIR + "/robots" when HEFT_DATA_DIR is set and non-empty, else the source tree's.
+std::string heftRobotsDirectory();
 /// Absolute path of an entry's description file.
 std::string robotPath(const RobotEntry& entry);
 

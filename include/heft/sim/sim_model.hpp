@@ -113,6 +113,9 @@ struct SimModelOptions {
   /// logged joints/tau is the sensor model's value (sensors.hpp) plus this offset. The physics
   /// and the truth group do not see it. Joints not listed have none.
   std::map<std::string, double> torque_offsets;
+  /// Joints without a motor (a closed loop's passive joints): no torque reaches them, the
+  /// controller's error on them is not tracked and the log has no column for them.
+  std::vector<std::string> passive_joints;
   /// Sliding friction coefficient of the floor-foot pair (condim 3, pyramidal cone).
   double floor_friction = 0.9;
   /// Frame of the IMU (origin and axes), free-flyer only; "" = the root body frame. A frame that
@@ -182,10 +185,13 @@ class SimModel {
   /// Sets every options().mass_variations mass to its value at time t (body_mass, body_inertia
   /// scaled, body_subtreemass of the ancestors updated). The compiled model is changed in place.
   void applyMassVariations(double t);
-  /// options().actuators applied to commanded torques (nu entries, Pinocchio joint order).
+  /// options().actuators applied to commanded torques (nu entries, Pinocchio joint order); 0 on
+  /// passive joints.
   void applyActuators(const Eigen::VectorXd& tau_cmd, Eigen::VectorXd& tau) const;
   /// options().torque_offsets per actuated joint (nu entries, Pinocchio joint order; 0 where none).
   const Eigen::VectorXd& torqueOffsets() const { return torque_offsets_; }
+  /// True for actuated joint k (jointNames() order) listed in options().passive_joints.
+  bool isPassive(int k) const { return passive_[static_cast<size_t>(k)]; }
 
   /// True inertial parameters of every Pinocchio body, read from the compiled MuJoCo model: the
   /// body's own inertial plus every welded (joint-less) MuJoCo body below it, such as a payload,
@@ -256,6 +262,7 @@ class SimModel {
   std::vector<ActuatorModel> actuators_;  // per actuated joint
   Eigen::VectorXd torque_offsets_;        // per actuated joint
   bool has_actuators_ = false;
+  std::vector<bool> passive_;  // per actuated joint
   std::string imu_frame_;
   int gyro_adr_ = -1, accel_adr_ = -1, imu_site_ = -1;
 };
