@@ -826,7 +826,9 @@ TEST_P(EveryScenario, RunsWithoutFallOrWarning) {
   }
   EXPECT_LT(s.max_tracking_error, scenario.max_tracking_error);
   const model::RobotModel robot = model::loadRobot(scenario.robot);
-  const auto report = heft::io::validateLog(result.log, robot.pinocchio());
+  heft::io::ValidationOptions validation;  // a loop's passive joints have no column
+  validation.unlogged_joints = model::loopJointNames(robot);
+  const auto report = heft::io::validateLog(result.log, robot.pinocchio(), validation);
   EXPECT_TRUE(report.ok()) << report.report();
 }
 
@@ -1140,3 +1142,57 @@ TEST(Fixtures, ReadAndValidate) {
   EXPECT_EQ(found, 2);
   EXPECT_LT(total, 5u * 1024 * 1024);
 }
+
+// ---- closed loops ---------------------------------------------------------------------------
+
+namespace {
+
+// The four-bar leg in MuJoCo: the loop's connect equality keeps the anchors together while the
+// motors drive it (stiffened solref: within 0.1 mm under these torques), the passive joints get
+// no torque, and the knee follows the motor through the linkage.
+TEST(SimModel, FourBarLoopStaysClosedAndItsPassiveJointsGetNoTorque) {
+  const heft::model::RobotModel leg = heft::model::loadRobot("fourbar_leg");
+  ASSERT_EQ(leg.loops().size(), 1u);
+  heft::sim::SimModelOptions options;
+  options.passive_joints = {"knee", "coupler_hinge"};
+  const heft::sim::SimModel sim(leg, options);
+  const pinocchio::Model& pm = leg.pinocchio();
+  auto data = sim.makeData();
+  mjData* d = data.get();
+  Eigen::VectorXd q = pinocchio::neutral(pm), v = Eigen::VectorXd::Zero(pm.nv);
+  sim.setState(d, q, v);
+  Eigen::VectorXd tau_cmd = Eigen::VectorXd::Constant(sim.nu(), 0.8), tau;
+  sim.applyActuators(tau_cmd, tau);
+  for (int k = 0; k < sim.nu(); ++k)
+    EXPECT_EQ(tau[k], sim.isPassive(k) ? 0.0 : 0.8) << sim.jointNames()[k];
+  const mjModel* m = sim.mujoco();
+  const std::string loop = leg.loops()[0].name;
+  const int s1 = mj_name2id(m, mjOBJ_SITE, ("heft_" + loop + "_anchor1").c_str());
+  const int s2 = mj_name2id(m, mjOBJ_SITE, ("heft_" + loop + "_anchor2").c_str());
+  ASSERT_GE(s1, 0);
+  ASSERT_GE(s2, 0);
+  double gap = 0;
+  const int hip = pm.joints[pm.getJointId("hip")].idx_v();
+  const int motor_v = pm.joints[pm.getJointId("knee_motor")].idx_v();
+  for (int k = 0; k < 1500; ++k) {
+    sim.step1(d);
+    sim.getState(d, q, v);
+    // PD towards a swing of the hip and a half-radian sweep of the motor
+    const double t = k * 1e-3;
+    tau_cmd[hip] = 60 * (0.5 * std::sin(4 * t) - q[hip]) - 6 * v[hip];
+    tau_cmd[motor_v] = 20 * (0.5 * std::sin(7 * t) - q[motor_v]) - 0.9 * v[motor_v];
+    sim.applyActuators(tau_cmd, tau);
+    sim.setJointTorques(d, tau);
+    sim.step2(d);
+    const Eigen::Map<const Eigen::Vector3d> p1(d->site_xpos + 3 * s1), p2(d->site_xpos + 3 * s2);
+    gap = std::max(gap, (p1 - p2).norm());
+  }
+  sim.getState(d, q, v);
+  EXPECT_LT(gap, 1e-4) << "largest anchor distance [m]";
+  const double motor = q[pm.joints[pm.getJointId("knee_motor")].idx_q()];
+  const double knee = q[pm.joints[pm.getJointId("knee")].idx_q()];
+  EXPECT_GT(std::abs(motor), 0.05);
+  EXPECT_NEAR(knee / motor, 0.8, 0.15) << "the knee follows the motor at about crank / lever";
+}
+
+}  // namespace

@@ -96,6 +96,7 @@ void expectSameModel(const sim::SimModelOptions& a, const sim::SimModelOptions& 
     EXPECT_EQ(x.saturation, b.actuators.at(joint).saturation) << joint;
   }
   EXPECT_EQ(a.torque_offsets, b.torque_offsets);
+  EXPECT_EQ(a.passive_joints, b.passive_joints);
   EXPECT_EQ(a.floor_friction, b.floor_friction);
   EXPECT_EQ(a.imu_frame, b.imu_frame);
   EXPECT_EQ(a.imu_frame_optional, b.imu_frame_optional);
