@@ -560,6 +560,7 @@ TEST(EstimateJob, InverseDynamicsGivesTheForwardEstimate) {
   std::ifstream in(out / "result.json");
   const nlohmann::json j = nlohmann::json::parse(in);
   EXPECT_EQ(j["estimation"]["dynamics"], "inverse");
+  EXPECT_EQ(j["estimation"]["projected_noise"], false);
   EXPECT_LE(j["estimation"]["solver"]["max_equality_violation"].get<double>(), 1e-8);
   const io::Log trajectory = io::readLog((out / "trajectory.h5").string());
   const io::Log& written = inverse.windows.front().trajectory;
@@ -581,10 +582,15 @@ TEST(EstimateJobConfig, InverseDynamicsKeysParseAndRefuseWhatItCannotModel) {
   EXPECT_NE(e.find("dynamics: inverse: expected rigid contacts or none"), std::string::npos) << e;
   e = configErrorOf(head + "solver:\n  equality_tolerance: 0\n");
   EXPECT_NE(e.find("solver.equality_tolerance"), std::string::npos) << e;
+  e = configErrorOf(head + "noise:\n  projected: true\n");  // forward: no projection
+  EXPECT_NE(e.find("projected process noise: expected dynamics: inverse"), std::string::npos) << e;
   const EstimateJob::Config config = EstimateJob::parse(
-      head + "  dynamics: inverse\nsolver:\n  equality_tolerance: 1e-6\n", "job.yaml", ".");
+      head +
+          "  dynamics: inverse\nsolver:\n  equality_tolerance: 1e-6\nnoise:\n  projected: true\n",
+      "job.yaml", ".");
   EXPECT_EQ(config.problem.dynamics, estimation::DynamicsFormulation::Inverse);
   EXPECT_DOUBLE_EQ(config.solver.equality_tolerance, 1e-6);
+  EXPECT_TRUE(config.problem.project_process_noise);
 }
 
 TEST(EstimateJob, ContactImplicitOnAFixedBaseIsAnInputError) {

@@ -18,6 +18,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/dynamics/contact_dynamics.hpp"
+#include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/inverse_dynamics_stage.hpp"
 #include "heft/estimation/log_problem.hpp"
@@ -70,7 +71,7 @@ struct InverseProblem {
 InverseProblem makeInverseProblem(const std::string& robot,
                                   const std::vector<pinocchio::JointIndex>& S, int horizon,
                                   double dt, std::mt19937& rng, bool with_actuators,
-                                  int contact_dimension = 0) {
+                                  int contact_dimension = 0, bool project_noise = false) {
   InverseProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -111,6 +112,7 @@ InverseProblem makeInverseProblem(const std::string& robot,
     p.actuators = std::make_shared<estimation::ActuatorTermsModel>(*model, terms);
   }
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection;
   if (contact_dimension > 0) {
     std::vector<dynamics::ContactSpec> feet;
     for (const auto& frame : loaded.contactFrames())
@@ -122,6 +124,9 @@ InverseProblem makeInverseProblem(const std::string& robot,
     contact_options.baumgarte_kd = 7;
     contact = std::make_shared<dynamics::ContactDynamicsModel>(
         *model, feet, S, inertia::Parametrization::ExponentialEigenvalue, contact_options);
+    if (project_noise)
+      projection = std::make_shared<dynamics::ImpulseDynamicsModel>(
+          *model, feet, S, inertia::Parametrization::ExponentialEigenvalue);
   }
   const int nv = model->nv, nj = static_cast<int>(sensors->encoders.size());
   MultibodyNoise noise;
@@ -144,7 +149,8 @@ InverseProblem makeInverseProblem(const std::string& robot,
     }
     if (k < horizon)
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
-          p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact, loaded.loops()));
+          p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact, loaded.loops(),
+          estimation::LoopGains{}, projection));
     else
       terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
                                                        z, dt, true, nullptr, p.actuators);
@@ -238,6 +244,12 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
                       "go2, four point contacts", 35);
   checkStageJacobians(makeInverseProblem("go2", {1}, 1, 0.005, rng, false, 6),
                       "go2, four flat contacts", 36);
+  // the configuration noise projected on the feet's nullspace (eq. 36): N(q; theta) w_q in F,
+  // with d / dq, d / d theta (inertias and armature) through the impulse derivatives
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true, 3, true),
+                      "go2, four point contacts, projected noise", 40);
+  checkStageJacobians(makeInverseProblem("talos", {2}, 1, 0.005, rng, true, 6, true),
+                      "TALOS, two flat feet, projected noise", 41);
   // a closed loop: its rows (relative acceleration, Baumgarte velocity and position terms), the
   // force's generalized force and the second body's geometric stiffness
   for (unsigned seed : {37u, 38u, 39u})
@@ -288,11 +300,13 @@ TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
 TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   std::mt19937 rng(5);
   // the double pendulum; go2 in flight; go2 on four feet; the four-bar leg (a loop's rows)
-  for (int contact : {-1, 0, 3, -2}) {
+  // 4: go2 on four point feet with the configuration noise projected (eq. 36)
+  for (int contact : {-1, 0, 3, -2, 4}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true)
+        : contact == 4  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, true)
                         : makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, contact);
     const int N = p.problem->horizon();
     std::vector<VectorXd> xs, ws;
@@ -374,7 +388,10 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
   const int threads = Eigen::nbThreads();
   Eigen::setNbThreads(1);
   std::mt19937 rng(6);
-  for (int contact : {-1, 3, -2}) {  // -2: the four-bar leg's loop rows
+  // -2: the four-bar leg's loop rows. Not the projected configuration noise: Pinocchio's
+  // impulseDynamics, which computes N w_q, allocates (measured: 6 times in a go2 knot's calc and
+  // 6 in its calcDiff), as it does at a forward stage's touchdown.
+  for (int contact : {-1, 3, -2}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)

@@ -46,11 +46,12 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
     std::shared_ptr<const ActuatorTermsModel> actuators,
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
-    std::vector<model::LoopClosure> loops, LoopGains loop_gains)
+    std::vector<model::LoopClosure> loops, LoopGains loop_gains,
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection)
     : InverseDynamicsStageModel(
           makeSensorStage(dynamics, state, sensors, noise, measurement, actuators), sensors,
           dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact),
-          std::move(loops), loop_gains) {}
+          std::move(loops), loop_gains, std::move(projection)) {}
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const MultibodyStageModel> sensor_stage,
@@ -59,7 +60,8 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     const std::shared_ptr<const MultibodyState>& state, const MultibodyNoise& noise,
     Eigen::VectorXd tau, double dt, std::shared_ptr<const ActuatorTermsModel> actuators,
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
-    std::vector<model::LoopClosure> loops, LoopGains loop_gains)
+    std::vector<model::LoopClosure> loops, LoopGains loop_gains,
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection)
     : StageModel(state->nx(), state->ndx(),
                  3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops),
                  2 * state->nv() + sensor_stage->nr(),
@@ -73,6 +75,7 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
       loops_(std::move(loops)),
       loop_gains_(loop_gains),
       nl_(loopRowCount(loops_)),
+      projection_(std::move(projection)),
       tau_(std::move(tau)),
       dt_(dt) {
   const pinocchio::Model& model = dynamics_->model();
@@ -111,6 +114,19 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
             "inverse-dynamics stage loop '" + l.name + "'", "anchor frames of the dynamics model",
             "frames it does not have");
   }
+  if (projection_) {
+    require(contact_ != nullptr, "inverse-dynamics stage noise projection",
+            "a contact set to project on", "none");
+    // J M^-1 J^T must be invertible: go2's four feet as flat contacts (24 rows, nv 18) are not
+    require(projection_->nc() <= nv, "inverse-dynamics stage noise projection",
+            "a contact set of at most nv = " + std::to_string(nv) + " rows (full row rank)",
+            std::to_string(projection_->nc()) + " rows");
+    require(projection_->nv() == nv && projection_->numParameters() == num_inertial_ &&
+                projection_->parametrization() == dynamics_->parametrization() &&
+                projection_->options().restitution == 0,
+            "inverse-dynamics stage noise projection",
+            "the dynamics' robot, S and parametrization, zero restitution", "another model");
+  }
   const MultibodySensors& s = *sensors_;
   if (s.imu_frame > 0 && s.accelerometer) {  // the sensor stage validated the IMU's frame
     const int nj = static_cast<int>(s.encoders.size());
@@ -144,6 +160,10 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
   H_w.block(0, 2 * nv, nv, nv) = minus_identity;
   fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
   for (Eigen::MatrixXd* m : {&v_dq, &a_dq, &a_dv, &a_da}) m->setZero(6, nv);
+  if (model.projection_) {
+    projection = std::make_unique<dynamics::ImpulseDynamicsData>(*model.projection_);
+    projected_noise.setZero(nv);
+  }
   for (int i = 0; i < 2; ++i) {
     anchor_dq[i].setZero(3, nv);
     anchor_dv[i].setZero(3, nv);
@@ -186,7 +206,16 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   d.v_next = v + dt_ * a;
   d.dq = dt_ * d.v_next;
   pinocchio::integrate(model, q, d.dq, d.q_next);
-  pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
+  if (projection_) {
+    if (actuators_)
+      actuators_->applyArmature(theta.tail(actuators_->numParameters()),
+                                d.projection->inertias.model);
+    d.projected_noise = dynamics::impulseDynamics(*projection_, *d.projection, q, w.head(nv),
+                                                  theta.head(num_inertial_));
+    pinocchio::integrate(model, d.q_next, d.projected_noise, d.xnext.head(nq));
+  } else {
+    pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
+  }
   d.xnext.tail(nv) = d.v_next;
   // Rows: w_q, e, the sensors'.
   d.r.head(nv) = process_info_.head(nv).cwiseProduct(w.head(nv));
@@ -242,11 +271,20 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   // F: q' = q ⊕ dt v', v' = v + dt a, x_{k+1} = (q' ⊕ w_q, v')
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
-  pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.A2, pinocchio::ARG0);
-  pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.B2, pinocchio::ARG1);
+  // the configuration's noise step: w_q, or N w_q projected (calc's)
+  if (projection_) {
+    pinocchio::dIntegrate(model, d.q_next, d.projected_noise, d.A2, pinocchio::ARG0);
+    pinocchio::dIntegrate(model, d.q_next, d.projected_noise, d.B2, pinocchio::ARG1);
+  } else {
+    pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.A2, pinocchio::ARG0);
+    pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.B2, pinocchio::ARG1);
+  }
   d.F_x.topLeftCorner(nv, nv).noalias() = d.A2 * d.A1;
   d.F_x.topRightCorner(nv, nv).noalias() = dt_ * (d.A2 * d.B1);
-  d.F_w.topLeftCorner(nv, nv) = d.B2;
+  if (projection_)
+    projectionJacobians(d, x, w, theta);
+  else
+    d.F_w.topLeftCorner(nv, nv) = d.B2;
   d.F_w.block(0, nv, nv, nv).noalias() = dt_ * d.F_x.topRightCorner(nv, nv);
   // Rows: the process rows are constant, the sensors' from the sensor stage.
   sensors_stage_->calcDiff(*d.sensors, x, Eigen::VectorXd(), theta);
@@ -257,6 +295,30 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   d.R_x.bottomRows(ns_rows) = d.sensors->R_x;
   d.R_theta.bottomRows(ns_rows) = d.sensors->R_theta;
   if (accel_row_ >= 0) accelerometerJacobians(d, x);
+}
+
+// x_{k+1}'s configuration q' ⊕ nu with nu = N(q; theta) w_q = v^+(q, w_q; theta): d nu / dq
+// joins F_x's q columns, N is d nu / d w_q, and theta's inertias and armature move N.
+void InverseDynamicsStageModel::projectionJacobians(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& w,
+    const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const int nq = dynamics_->nq(), nv = dynamics_->nv(), ns = num_inertial_;
+  dynamics::computeImpulseDynamicsDerivatives(*projection_, *d.projection, x.head(nq), w.head(nv),
+                                              theta.head(ns));
+  const dynamics::ImpulseDynamicsData& I = *d.projection;
+  d.F_x.topLeftCorner(nv, nv).noalias() += d.B2 * I.dvplus_dq;
+  d.F_w.topLeftCorner(nv, nv).noalias() = d.B2 * I.dvplus_dvminus;
+  d.F_theta.topLeftCorner(nv, ns).noalias() = d.B2 * I.dvplus_dtheta;
+  if (actuators_) {  // d nu / d log I_a = d nu / d I_a * I_a
+    const auto theta_act = theta.tail(actuators_->numParameters());
+    for (int k = 0; k < actuators_->numArmature(); ++k) {
+      const int col = actuators_->armatureStart() + k;
+      auto column = d.F_theta.col(ns + col).head(nv);
+      column.noalias() = d.B2 * I.dvplus_darmature.col(actuators_->armatureIndex()[k]);
+      column *= std::exp(theta_act(col));
+    }
+  }
 }
 
 void InverseDynamicsStageModel::gaussNewton(const StageData& base, GaussNewtonTerms& out) const {

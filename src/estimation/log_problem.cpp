@@ -118,6 +118,9 @@ void LogProblemOptions::validate() const {
   require(!use_energy || contact_source != ContactSource::Implicit, "energy observations",
           "rigid contacts or none (the smoothed contact forces work at a distance)",
           "contacts implicit");
+  require(!project_process_noise || dynamics == DynamicsFormulation::Inverse,
+          "projected process noise", "dynamics: inverse (its stages carry the projection)",
+          "dynamics: forward");
   if (dynamics == DynamicsFormulation::Inverse) {
     require(!use_energy, "dynamics: inverse",
             "no energy observations (they need the forward stage's step)", "energy observations");
@@ -211,6 +214,7 @@ class LogProblemBuilder {
   MultibodyMeasurement measurementAt(int k) const;
   std::shared_ptr<const dynamics::ContactDynamicsModel> contactAt(int k);
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulseAt(int k);
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulseModelOf(int k);
   std::vector<dynamics::ContactSpec> specsOf(const std::vector<std::string>& frames) const;
   ArrivalPrior arrivalPrior();
   void createStages();
@@ -597,6 +601,12 @@ std::shared_ptr<const dynamics::ImpulseDynamicsModel> LogProblemBuilder::impulse
     closes = closes || std::find(frames_at_[k - 1].begin(), frames_at_[k - 1].end(), frame) ==
                            frames_at_[k - 1].end();
   if (!closes) return nullptr;
+  return impulseModelOf(k);
+}
+
+// The impulse model of knot k's contact set (one per set): a touchdown's reset map, and the
+// projector of the inverse stages' configuration noise (eq. 36: zero restitution).
+std::shared_ptr<const dynamics::ImpulseDynamicsModel> LogProblemBuilder::impulseModelOf(int k) {
   auto& model = impulses_[frames_at_[k]];
   if (!model)
     model = std::make_shared<dynamics::ImpulseDynamicsModel>(
@@ -747,7 +757,8 @@ void LogProblemBuilder::createStages() {
               "contacts implicit");
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact,
-          robot_.loops()));
+          robot_.loops(), LoopGains{},
+          options_.project_process_noise && contact ? impulseModelOf(k) : nullptr));
       continue;
     }
     auto stage = std::make_shared<MultibodyStageModel>(p_.dynamics, contact, p_.state, sensors_,

@@ -170,6 +170,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
         {"stiction_torque", &p.stiction_torque_std}};
     for (const auto& [key, value] : stds) s.read(key, *value, yaml::positive);
     s.read("stiction_speed", p.stiction_speed, yaml::nonNegative);
+    s.read("projected", p.project_process_noise);
     s.finish();
   }
   {
@@ -887,6 +888,7 @@ nlohmann::json EstimateJob::Result::toJson() const {
   nlohmann::json est;
   est["parametrization"] = parametrization;
   est["dynamics"] = toString(config.problem.dynamics);
+  est["projected_noise"] = config.problem.project_process_noise;
   est["window"] = windowJson(windows.front(), stride, dt, false);
   est["windows"] = nlohmann::json::array();
   for (const Window& w : windows) est["windows"].push_back(windowJson(w, stride, dt, true));

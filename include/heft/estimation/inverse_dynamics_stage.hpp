@@ -38,6 +38,14 @@
 /// hold it fixed in the second joint's frame, so dh/dq gets the geometric-stiffness term of the
 /// paper's eq. 31, -J_2^T [R_1 lambda]x (J_1,ang - J_2,ang) (world-aligned Jacobians).
 ///
+/// Projected process noise (`projection`, the paper's eqs. 36-37): with a contact set the
+/// configuration noise moves the state only along the contacts' dynamically consistent nullspace,
+///   x_{k+1} = (q' ⊕ N(q; theta) w_q, v'),   N = I - M^{-1} J^T (J M^{-1} J^T)^{-1} J,
+/// which is impulse dynamics with zero restitution applied to w_q (dynamics::ImpulseDynamicsModel
+/// of the same contacts: N w_q = v^+(q, v^- = w_q)), so Pinocchio's impulse derivatives give
+/// dN w_q / dq, N itself and d / dtheta (N depends on the inertias and the armature). The loops'
+/// rows are not in N (the impulse model knows contacts with the world only).
+///
 /// e is the generalized-force noise of the forward-dynamics stage (MultibodyStageModel's w_tau):
 /// on the same knots, priors and sensors the two formulations describe the same trajectories with
 /// the same cost, so their MAP estimates coincide; they differ in the path of the solver. Here the
@@ -56,6 +64,7 @@
 
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
+#include "heft/dynamics/impulse_dynamics.hpp"
 #include "heft/estimation/actuator_terms.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/estimation/stage.hpp"
@@ -80,14 +89,14 @@ class InverseDynamicsStageModel final : public StageModel {
   /// frames must be frames of the dynamics model).
   /// \throws InputError naming the field on a size or value that does not fit, or on energy
   ///         observations (not carried by this formulation).
-  InverseDynamicsStageModel(std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
-                            std::shared_ptr<const MultibodyState> state,
-                            std::shared_ptr<const MultibodySensors> sensors,
-                            const MultibodyNoise& noise, MultibodyMeasurement measurement,
-                            double dt,
-                            std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
-                            std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr,
-                            std::vector<model::LoopClosure> loops = {}, LoopGains loop_gains = {});
+  InverseDynamicsStageModel(
+      std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
+      std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
+      const MultibodyNoise& noise, MultibodyMeasurement measurement, double dt,
+      std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
+      std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr,
+      std::vector<model::LoopClosure> loops = {}, LoopGains loop_gains = {},
+      std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
   /// The RNEA workspace (parametrized model, Pinocchio data, regressor) comes from `workspace`,
@@ -123,7 +132,8 @@ class InverseDynamicsStageModel final : public StageModel {
                             const MultibodyNoise& noise, Eigen::VectorXd tau, double dt,
                             std::shared_ptr<const ActuatorTermsModel> actuators,
                             std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
-                            std::vector<model::LoopClosure> loops, LoopGains loop_gains);
+                            std::vector<model::LoopClosure> loops, LoopGains loop_gains,
+                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection);
   friend struct InverseDynamicsStageData;
   bool hasForces() const { return contact_ || !loops_.empty(); }
   // The shared workspace's model at theta (S's inertias, the armature) and, with contacts or
@@ -141,6 +151,10 @@ class InverseDynamicsStageModel final : public StageModel {
                 const Eigen::Ref<const Eigen::VectorXd>& v,
                 const Eigen::Ref<const Eigen::VectorXd>& a) const;
   void loopJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // F's terms of the projected configuration noise (calcDiff, after A2 and B2 at N w_q).
+  void projectionJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                           const Eigen::Ref<const Eigen::VectorXd>& w,
+                           const Eigen::Ref<const Eigen::VectorXd>& theta) const;
   // The contact rows a_c + K_d v_c into d.h (calc) or their Jacobians into d.H_x, d.H_w (calcDiff,
   // after the RNEA's derivatives: Pinocchio's data then holds the kinematics at (q, v, a)).
   void contactRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
@@ -177,7 +191,9 @@ class InverseDynamicsStageModel final : public StageModel {
   int nc_ = 0;
   std::vector<model::LoopClosure> loops_;
   LoopGains loop_gains_;
-  int nl_ = 0;                    ///< the loops' rows (and forces)
+  int nl_ = 0;  ///< the loops' rows (and forces)
+  /// The contact set's impulse model: w_q projected on its nullspace (eq. 36), or null.
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection_;
   Eigen::VectorXd tau_;           ///< nv: the logged generalized force over the step
   Eigen::VectorXd process_info_;  ///< 2 nv: 1 / sigma of w_q and e
   double dt_ = 0;
@@ -201,6 +217,9 @@ struct InverseDynamicsStageData final : StageData {
   /// Loops: each anchor's classical-acceleration rows' derivatives (3 x nv) and its
   /// world-aligned Jacobian (6 x nv).
   Eigen::MatrixXd anchor_dq[2], anchor_dv[2], anchor_J[2];
+  /// Projected noise: the impulse model's data and N w_q (what moves the configuration).
+  std::unique_ptr<dynamics::ImpulseDynamicsData> projection;
+  Eigen::VectorXd projected_noise;
   Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
 };
 

@@ -99,6 +99,11 @@ struct LogProblemOptions {
   bool touchdown_impulses = true;
   /// Configuration process noise per step [rad, m]: what semi-implicit Euler misses over one step.
   double configuration_std = 1e-6;
+  /// With `dynamics` inverse: at knots with contacts, the configuration noise moves the state
+  /// only along the contacts' dynamically consistent nullspace (the Bayesian SysID paper's eq.
+  /// 36; InverseDynamicsStageModel). Off: the noise may also move the feet (the slack of
+  /// contact_configuration_rate_std for soft contacts).
+  bool project_process_noise = false;
   /// The same at knots with a contact set, as a rate: the std per step is this times dt. Rigid
   /// contacts hold the feet still to the encoders' precision, soft ones (MuJoCo's, a real foot's)
   /// let them sink and roll by millimetres over a stance; this slack absorbs the difference
