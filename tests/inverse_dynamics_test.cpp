@@ -4,7 +4,11 @@
 // allocation, the MuJoCo pendulum estimated through both formulations, and bad input.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -53,6 +57,47 @@ using test::randomState;
 
 // The four-bar knee leg (data/robots/fourbar_leg.xml): one closed loop, two passive joints.
 const std::string kFourBar = std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.xml";
+
+// A spatial loop (three rows): two chains under one fixed root body, hinges about x, y, z and a
+// tilted axis, joined by a connect; written once to the temporary folder. (With the two chains
+// as two bodies of the world, Pinocchio's MJCF parser reported the second chain's bodies
+// missing.)
+const std::string& spatialLoop() {
+  static const std::string path = [] {
+    const std::string p = (std::filesystem::temp_directory_path() /
+                           ("heft_spatial_loop_" + std::to_string(::getpid()) + ".xml"))
+                              .string();
+    std::ofstream(p) << R"(<mujoco model="spatial_loop">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="frame" pos="0 0 0">
+    <body name="a" pos="0 0 0">
+      <joint name="ja" type="hinge" axis="1 0 0"/>
+      <inertial pos="0 0 -0.1" mass="1" diaginertia="0.01 0.01 0.002"/>
+      <body name="b" pos="0 0 -0.2">
+        <joint name="jb" type="hinge" axis="0 1 0"/>
+        <inertial pos="0.05 0 -0.05" mass="0.5" diaginertia="0.003 0.003 0.001"/>
+      </body>
+    </body>
+    <body name="c" pos="0.1 0.05 0">
+      <joint name="jc" type="hinge" axis="0 0 1"/>
+      <inertial pos="0 0 -0.1" mass="0.8" diaginertia="0.008 0.008 0.001"/>
+      <body name="d" pos="0 0 -0.15">
+        <joint name="jd" type="hinge" axis="1 1 0"/>
+        <inertial pos="0 0 -0.05" mass="0.3" diaginertia="0.002 0.002 0.0005"/>
+      </body>
+    </body>
+    </body>
+  </worldbody>
+  <equality>
+    <connect body1="b" body2="d" anchor="0.1 0.05 -0.1"/>
+  </equality>
+</mujoco>
+)";
+    return p;
+  }();
+  return path;
+}
 
 // A horizon of inverse-dynamics stages with random readings (the derivative and KKT tests need
 // states, not physics): encoders with velocities, and on a floating base an IMU (gyro and
@@ -255,6 +300,11 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
   for (unsigned seed : {37u, 38u, 39u})
     checkStageJacobians(makeInverseProblem(kFourBar, {2, 3, 4}, 1, 0.002, rng, true),
                         "four-bar leg", seed);
+  // a spatial loop: all three rows, the first anchor's frame turned to no particular axes
+  ASSERT_EQ(model::loadRobot(spatialLoop()).loops().at(0).dimension, 3);
+  for (unsigned seed : {42u, 43u})
+    checkStageJacobians(makeInverseProblem(spatialLoop(), {2, 4}, 1, 0.002, rng, true),
+                        "spatial loop", seed);
 }
 
 // The stage's Gauss-Newton terms and linear residual are its rows' dense products.
