@@ -34,6 +34,7 @@
 #include "heft/jobs/simulate_job.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/fourbar_mjcf.hpp"
 #include "support/scratch.hpp"
 #include "support/simulated_log.hpp"
 
@@ -1192,24 +1193,9 @@ TEST(EstimateJob, FourBarLegFindsTheKneeMotorFrictionBehindTheLoop) {
 // Bad input before any solve, exit 2 with one line: the forward formulation (it has no loop rows)
 // on a looped robot, and a loop whose anchors no configuration brings together.
 TEST(EstimateCommand, ALoopedRobotUnderForwardDynamicsOrALoopThatCannotCloseExitsTwo) {
-  std::string rod = [] {
-    std::ifstream in(std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.xml");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }();
-  // explicit anchors (sites) 0.5 m down the coupler where 0.3 m fits
-  const std::vector<std::pair<std::string, std::string>> edits = {
-      {R"(body1="coupler" body2="shank" anchor="0.01 0 -0.3")", R"(site1="rod" site2="lever")"},
-      {R"(<joint name="coupler_hinge" type="hinge" axis="0 1 0"/>)",
-       R"(<joint name="coupler_hinge" type="hinge" axis="0 1 0"/><site name="rod" pos="0.01 0 -0.5"/>)"},
-      {R"(<joint name="knee" type="hinge" axis="0 1 0"/>)",
-       R"(<joint name="knee" type="hinge" axis="0 1 0"/><site name="lever" pos="0.05 0 0"/>)"}};
-  for (const auto& [from, to] : edits) {
-    ASSERT_NE(rod.find(from), std::string::npos) << from;
-    rod.replace(rod.find(from), from.size(), to);
-  }
   const fs::path dir = scratch("fourbar_bad");
   fs::create_directories(dir);
-  std::ofstream(dir / "long_rod.xml") << rod;
+  std::ofstream(dir / "long_rod.xml") << test::fourBarWithLongRod();
   std::string long_rod = fourBarConfig(fourBarLog(), "inverse");
   long_rod.replace(0, long_rod.find('\n'), "robot: " + (dir / "long_rod.xml").string());
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {

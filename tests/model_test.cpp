@@ -22,6 +22,7 @@
 #include "heft/model/payload.hpp"
 #include "heft/model/plane.hpp"
 #include "heft/model/robots.hpp"
+#include "support/fourbar_mjcf.hpp"
 
 namespace fs = std::filesystem;
 using heft::InputError;
@@ -819,23 +820,8 @@ TEST(Loops, FourBarLegLoadsItsLoopFromTheMjcf) {
 // Explicit anchors (sites) that no configuration brings together: the loader names the loop, the
 // distance it stays at and the joints it tried.
 TEST(Loops, ALoopThatCannotCloseIsRefusedBeforeAnythingRuns) {
-  std::string text = readFile(kFourBarPath);
-  auto replace = [&text](const std::string& from, const std::string& to) {
-    const auto at = text.find(from);
-    ASSERT_NE(at, std::string::npos) << from;
-    text.replace(at, from.size(), to);
-  };
-  replace(R"(<connect name="knee_linkage" body1="coupler" body2="shank" anchor="0.01 0 -0.3"/>)",
-          R"(<connect name="knee_linkage" site1="rod_end" site2="lever_end"/>)");
-  // a coupler rod 0.5 m long where 0.3 m fits
-  replace(R"(<inertial pos="0.005 0 -0.15" mass="0.08" diaginertia="6e-4 6e-4 2e-6"/>)",
-          R"(<inertial pos="0.005 0 -0.15" mass="0.08" diaginertia="6e-4 6e-4 2e-6"/>)"
-          R"(<site name="rod_end" pos="0.01 0 -0.5"/>)");
-  replace(R"(<inertial pos="0.005 0 -0.12" mass="0.5" diaginertia="0.0035 0.0036 0.0003"/>)",
-          R"(<inertial pos="0.005 0 -0.12" mass="0.5" diaginertia="0.0035 0.0036 0.0003"/>)"
-          R"(<site name="lever_end" pos="0.05 0 0"/>)");
   TempDir dir;
-  const std::string path = dir.write("long_rod.xml", text);
+  const std::string path = dir.write("long_rod.xml", test::fourBarWithLongRod());
   const std::string what = inputErrorOf([&] { loadRobot(path); });
   EXPECT_NE(what.find("long_rod.xml"), std::string::npos) << what;
   EXPECT_NE(what.find("cannot close"), std::string::npos) << what;

@@ -200,8 +200,11 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   else
     pinocchio::rnea(working, work.pin, q, v, a);
   d.h.head(nv) = work.pin.tau - d.tau_eff - w.segment(2 * nv, nv);
-  if (contact_) contactRows(d, q, v, a);
-  if (!loops_.empty()) loopRows(d, q, v, a);
+  if (contact_ || !loops_.empty()) {
+    pinocchio::forwardKinematics(working, work.pin, q, v, a);  // the rows' frame kinematics
+    if (contact_) contactRows(d);
+    if (!loops_.empty()) loopRows(d);
+  }
   // x_{k+1} = ((q ⊕ dt v') ⊕ w_q, v')
   d.v_next = v + dt_ * a;
   d.dq = dt_ * d.v_next;
@@ -212,10 +215,8 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
                                 d.projection->inertias.model);
     d.projected_noise = dynamics::impulseDynamics(*projection_, *d.projection, q, w.head(nv),
                                                   theta.head(num_inertial_));
-    pinocchio::integrate(model, d.q_next, d.projected_noise, d.xnext.head(nq));
-  } else {
-    pinocchio::integrate(model, d.q_next, w.head(nv), d.xnext.head(nq));
   }
+  pinocchio::integrate(model, d.q_next, configurationNoise(d, w), d.xnext.head(nq));
   d.xnext.tail(nv) = d.v_next;
   // Rows: w_q, e, the sensors'.
   d.r.head(nv) = process_info_.head(nv).cwiseProduct(w.head(nv));
@@ -271,14 +272,9 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   // F: q' = q ⊕ dt v', v' = v + dt a, x_{k+1} = (q' ⊕ w_q, v')
   pinocchio::dIntegrate(model, q, d.dq, d.A1, pinocchio::ARG0);
   pinocchio::dIntegrate(model, q, d.dq, d.B1, pinocchio::ARG1);
-  // the configuration's noise step: w_q, or N w_q projected (calc's)
-  if (projection_) {
-    pinocchio::dIntegrate(model, d.q_next, d.projected_noise, d.A2, pinocchio::ARG0);
-    pinocchio::dIntegrate(model, d.q_next, d.projected_noise, d.B2, pinocchio::ARG1);
-  } else {
-    pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.A2, pinocchio::ARG0);
-    pinocchio::dIntegrate(model, d.q_next, w.head(nv), d.B2, pinocchio::ARG1);
-  }
+  const Eigen::Ref<const Eigen::VectorXd> noise_step = configurationNoise(d, w);  // calc's
+  pinocchio::dIntegrate(model, d.q_next, noise_step, d.A2, pinocchio::ARG0);
+  pinocchio::dIntegrate(model, d.q_next, noise_step, d.B2, pinocchio::ARG1);
   d.F_x.topLeftCorner(nv, nv).noalias() = d.A2 * d.A1;
   d.F_x.topRightCorner(nv, nv).noalias() = dt_ * (d.A2 * d.B1);
   if (projection_)
@@ -419,6 +415,12 @@ const pinocchio::Model& InverseDynamicsStageModel::workingModel(
   return inertias.model;
 }
 
+Eigen::Ref<const Eigen::VectorXd> InverseDynamicsStageModel::configurationNoise(
+    const InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  if (projection_) return d.projected_noise;
+  return w.head(dynamics_->nv());
+}
+
 void InverseDynamicsStageModel::contactForces(InverseDynamicsStageData& d,
                                               const Eigen::Ref<const Eigen::VectorXd>& w) const {
   for (pinocchio::Force& f : d.fext) f.setZero();
@@ -431,13 +433,9 @@ void InverseDynamicsStageModel::contactForces(InverseDynamicsStageData& d,
   }
 }
 
-void InverseDynamicsStageModel::contactRows(InverseDynamicsStageData& d,
-                                            const Eigen::Ref<const Eigen::VectorXd>& q,
-                                            const Eigen::Ref<const Eigen::VectorXd>& v,
-                                            const Eigen::Ref<const Eigen::VectorXd>& a) const {
+void InverseDynamicsStageModel::contactRows(InverseDynamicsStageData& d) const {
   const pinocchio::Model& model = d.work->inertias.model;
   pinocchio::Data& pin = d.work->pin;
-  pinocchio::forwardKinematics(model, pin, q, v, a);
   int row = dynamics_->nv();
   for (const ContactFrame& c : contact_frames_) {
     const pinocchio::Motion vel =
@@ -525,13 +523,9 @@ void InverseDynamicsStageModel::loopForces(InverseDynamicsStageData& d,
 
 // The anchors' relative motion W = a_1 - a_2 + K_d (v_1 - v_2) + K_p (p_1 - p_2) in world axes
 // (classical accelerations), of which the rows keep R_1^T W's first `dimension` coordinates.
-void InverseDynamicsStageModel::loopRows(InverseDynamicsStageData& d,
-                                         const Eigen::Ref<const Eigen::VectorXd>& q,
-                                         const Eigen::Ref<const Eigen::VectorXd>& v,
-                                         const Eigen::Ref<const Eigen::VectorXd>& a) const {
+void InverseDynamicsStageModel::loopRows(InverseDynamicsStageData& d) const {
   const pinocchio::Model& model = d.work->inertias.model;
   pinocchio::Data& pin = d.work->pin;
-  pinocchio::forwardKinematics(model, pin, q, v, a);
   int row = dynamics_->nv() + nc_;
   const auto frame = pinocchio::LOCAL_WORLD_ALIGNED;
   for (const model::LoopClosure& l : loops_) {

@@ -148,14 +148,13 @@ struct LogJointBinding {
 LogJointBinding bindLogJoints(const model::RobotModel& robot, bool floating,
                               const std::vector<std::string>& log_names) {
   const pinocchio::Model& pin = robot.pinocchio();
-  std::vector<pinocchio::JointIndex> passive;  // a loop's joints may be unlogged
-  for (const model::LoopClosure& l : robot.loops())
-    passive.insert(passive.end(), l.cycle.begin(), l.cycle.end());
   // the encoder rows assume one position and one velocity coordinate per joint
   for (pinocchio::JointIndex j = floating ? 2 : 1; j < pin.joints.size(); ++j)
     require(pin.joints[j].nq() == 1 && pin.joints[j].nv() == 1, "joint " + pin.names[j],
             "one position and one velocity coordinate", "another joint type");
-  io::JointBinding binding = io::bindJoints(pin, log_names, "log joints/names", passive);
+  // a loop's joints may be unlogged
+  io::JointBinding binding =
+      io::bindJoints(pin, log_names, "log joints/names", model::loopJoints(robot));
   return {std::move(binding.joints), std::move(binding.log_column)};
 }
 

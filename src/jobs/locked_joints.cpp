@@ -28,9 +28,7 @@ model::RobotModel robotForLog(const model::RobotModel& full,
   for (const std::string& name : log.joints.names)
     if (!model.existJointName(name)) return robot;
   std::string missing, yaml;
-  std::vector<pinocchio::JointIndex> passive;  // a closed loop's joints may be unlogged
-  for (const model::LoopClosure& l : robot.loops())
-    passive.insert(passive.end(), l.cycle.begin(), l.cycle.end());
+  const std::vector<pinocchio::JointIndex> passive = model::loopJoints(robot);  // may be unlogged
   for (pinocchio::JointIndex j = 1; j < model.joints.size(); ++j) {
     if (model.joints[j].nv() != 1) continue;
     if (std::find(passive.begin(), passive.end(), j) != passive.end()) continue;

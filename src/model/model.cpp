@@ -499,8 +499,6 @@ double closeOver(const pinocchio::Model& model, const std::vector<LoopClosure>& 
       if (with_jacobian) J.middleRows<3>(3 * static_cast<Eigen::Index>(i)) = Jl;
     }
   };
-  for (int j = 0; j < model.nv; ++j)
-    if (!free[j]) J.col(j).setZero();
   Eigen::VectorXd step(model.nv), trial(model.nq);
   for (int it = 0; it < 100; ++it) {
     evaluate(q, true);
@@ -538,19 +536,16 @@ void RobotModel::constrainedDirections(LoopClosure& loop) {
   std::mt19937 rng(1);
   std::normal_distribution<double> n(0, 1);
   Eigen::Matrix3d gram = Eigen::Matrix3d::Zero();
-  Eigen::MatrixXd J1 = Eigen::MatrixXd::Zero(6, model_.nv), J2 = J1;
+  Eigen::MatrixXd J;
+  Eigen::Vector3d offset;
   Eigen::VectorXd dq(model_.nv), q(model_.nq);
   for (int sample = 0; sample < 8; ++sample) {
     for (int i = 0; i < model_.nv; ++i) dq[i] = n(rng);
     q = pinocchio::integrate(model_, pinocchio::neutral(model_), dq);
     pinocchio::computeJointJacobians(model_, data, q);
-    const auto& o1 = pinocchio::updateFramePlacement(model_, data, loop.frame1);
-    J1.setZero();
-    J2.setZero();
-    pinocchio::getFrameJacobian(model_, data, loop.frame1, pinocchio::LOCAL_WORLD_ALIGNED, J1);
-    pinocchio::getFrameJacobian(model_, data, loop.frame2, pinocchio::LOCAL_WORLD_ALIGNED, J2);
-    const Eigen::MatrixXd J = o1.rotation().transpose() * (J1.topRows<3>() - J2.topRows<3>());
-    gram += J * J.transpose();
+    loopOffset(model_, data, loop, offset, &J);  // world axes; turned into the first anchor's
+    const Eigen::MatrixXd J_anchor = data.oMf[loop.frame1].rotation().transpose() * J;
+    gram += J_anchor * J_anchor.transpose();
   }
   const Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(gram);  // ascending
   Eigen::Matrix3d axes = eig.eigenvectors().rowwise().reverse();
@@ -617,13 +612,18 @@ void RobotModel::addLoop(const std::string& name, pinocchio::JointIndex joint1,
   }
 }
 
+std::vector<pinocchio::JointIndex> loopJoints(const RobotModel& robot) {
+  std::vector<pinocchio::JointIndex> joints;
+  for (const LoopClosure& l : robot.loops())
+    joints.insert(joints.end(), l.cycle.begin(), l.cycle.end());
+  std::sort(joints.begin(), joints.end());
+  joints.erase(std::unique(joints.begin(), joints.end()), joints.end());
+  return joints;
+}
+
 std::vector<std::string> loopJointNames(const RobotModel& robot) {
   std::vector<std::string> names;
-  for (const LoopClosure& l : robot.loops())
-    for (pinocchio::JointIndex j : l.cycle) {
-      const std::string& name = robot.pinocchio().names[j];
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
+  for (pinocchio::JointIndex j : loopJoints(robot)) names.push_back(robot.pinocchio().names[j]);
   return names;
 }
 

@@ -500,42 +500,30 @@ void SimModel::mapMassVariations() {
   }
 }
 
-// Actuator models of the named joints (ideal elsewhere).
+// Actuator models, torque-sensor offsets and passive flags of the named joints.
 void SimModel::mapActuators() {
-  actuators_.assign(joints_.size(), ActuatorModel{});
-  for (const auto& [name, a] : options_.actuators) {
+  // the actuated joint called `name`; an unknown one frees the compiled model and names `field`
+  auto index = [this](const std::string& name, const char* field) {
     const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
     if (it == joint_names_.end()) {
       mj_deleteModel(model_);
       model_ = nullptr;
-      throw InputError("actuators: expected a 1-DoF joint of " + nominal_.displayName() +
-                       ", got \"" + name + "\"");
+      throw InputError(std::string(field) + ": expected a 1-DoF joint of " +
+                       nominal_.displayName() + ", got \"" + name + "\"");
     }
-    actuators_[it - joint_names_.begin()] = a;
+    return static_cast<size_t>(it - joint_names_.begin());
+  };
+  actuators_.assign(joints_.size(), ActuatorModel{});
+  for (const auto& [name, a] : options_.actuators) {
+    actuators_[index(name, "actuators")] = a;
     has_actuators_ = true;
   }
   torque_offsets_ = Eigen::VectorXd::Zero(nu());
-  for (const auto& [name, offset] : options_.torque_offsets) {
-    const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
-    if (it == joint_names_.end()) {
-      mj_deleteModel(model_);
-      model_ = nullptr;
-      throw InputError("torque_offsets: expected a 1-DoF joint of " + nominal_.displayName() +
-                       ", got \"" + name + "\"");
-    }
-    torque_offsets_[it - joint_names_.begin()] = offset;
-  }
+  for (const auto& [name, offset] : options_.torque_offsets)
+    torque_offsets_[static_cast<Eigen::Index>(index(name, "torque_offsets"))] = offset;
   passive_.assign(nu(), false);
-  for (const std::string& name : options_.passive_joints) {
-    const auto it = std::find(joint_names_.begin(), joint_names_.end(), name);
-    if (it == joint_names_.end()) {
-      mj_deleteModel(model_);
-      model_ = nullptr;
-      throw InputError("passive_joints: expected a 1-DoF joint of " + nominal_.displayName() +
-                       ", got \"" + name + "\"");
-    }
-    passive_[it - joint_names_.begin()] = true;
-  }
+  for (const std::string& name : options_.passive_joints)
+    passive_[index(name, "passive_joints")] = true;
 }
 
 double MassVariation::massAt(double t) const {

@@ -147,19 +147,19 @@ class InverseDynamicsStageModel final : public StageModel {
   // and their Jacobians (calcDiff, after computeForwardKinematicsDerivatives).
   void loopForces(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
                   const Eigen::Ref<const Eigen::VectorXd>& w) const;
-  void loopRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
-                const Eigen::Ref<const Eigen::VectorXd>& v,
-                const Eigen::Ref<const Eigen::VectorXd>& a) const;
+  void loopRows(InverseDynamicsStageData& d) const;
   void loopJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // What moves the configuration after q': w_q, or N w_q (calc's) when projected.
+  Eigen::Ref<const Eigen::VectorXd> configurationNoise(
+      const InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
   // F's terms of the projected configuration noise (calcDiff, after A2 and B2 at N w_q).
   void projectionJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                            const Eigen::Ref<const Eigen::VectorXd>& w,
                            const Eigen::Ref<const Eigen::VectorXd>& theta) const;
-  // The contact rows a_c + K_d v_c into d.h (calc) or their Jacobians into d.H_x, d.H_w (calcDiff,
-  // after the RNEA's derivatives: Pinocchio's data then holds the kinematics at (q, v, a)).
-  void contactRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
-                   const Eigen::Ref<const Eigen::VectorXd>& v,
-                   const Eigen::Ref<const Eigen::VectorXd>& a) const;
+  // The contact rows a_c + K_d v_c into d.h (calc, after forwardKinematics at (q, v, a)) or
+  // their Jacobians into d.H_x, d.H_w (calcDiff, after the RNEA's derivatives: Pinocchio's data
+  // then holds the kinematics at (q, v, a)). loopRows likewise.
+  void contactRows(InverseDynamicsStageData& d) const;
   void contactJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
                         const Eigen::Ref<const Eigen::VectorXd>& v,
                         const Eigen::Ref<const Eigen::VectorXd>& a) const;

@@ -148,8 +148,10 @@ class RobotModel {
   std::vector<LoopClosure> loops_;
 };
 
-/// Names of the joints on the robot's loops (LoopClosure::cycle), each once: the joints a log may
-/// leave out, as a loop's passive joints usually are.
+/// The joints on the robot's loops (LoopClosure::cycle), each once, in joint order: the joints a
+/// log may leave out, as a loop's passive joints usually are.
+std::vector<pinocchio::JointIndex> loopJoints(const RobotModel& robot);
+/// Their names (io::ValidationOptions::unlogged_joints).
 std::vector<std::string> loopJointNames(const RobotModel& robot);
 
 /// The loops' closure error: the anchors' offsets p1 - p2 in world axes, stacked (3 per loop).
