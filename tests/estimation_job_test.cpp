@@ -27,6 +27,7 @@
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/io/atomic_file.hpp"
 #include "heft/io/log_io.hpp"
 #include "heft/io/validation.hpp"
 #include "heft/jobs/estimate_job.hpp"
@@ -1188,6 +1189,35 @@ TEST(EstimateJob, FourBarLegFindsTheKneeMotorFrictionBehindTheLoop) {
   const auto hip = find(result.friction, "hip");
   EXPECT_NEAR(hip.coulomb, 0.1, 0.15 * 0.1) << result.report();
   EXPECT_NEAR(hip.viscous, 0.05, 0.3 * 0.05) << result.report();
+}
+
+// The same leg as a URDF with its loop file (data/robots/fourbar_leg.urdf, .loops.xml): the
+// estimate runs on it as on the MJCF, and the URDF written from it carries the loop file beside
+// it, so that it loads the same mechanism with the estimated shank.
+TEST(EstimateCommand, AUrdfWithALoopFileIsEstimatedAndWrittenWithItsLoops) {
+  const fs::path dir = scratch("fourbar_urdf");
+  fs::create_directories(dir);
+  std::string config = fourBarConfig(fourBarLog(), "inverse");
+  config.replace(
+      0, config.find('\n'),
+      "robot: " + std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.urdf\nbase: fixed");
+  const fs::path job = dir / "job.yaml", out = dir / "out";
+  std::ofstream(job) << config;
+  const auto [code, text] = runEstimateCommand(job, out);
+  ASSERT_EQ(code, 0) << text;
+  const nlohmann::json result =
+      nlohmann::json::parse(io::readTextFile((out / "result.json").string()));
+  EXPECT_EQ(result["urdf"]["status"], "written") << result["urdf"].dump();
+  EXPECT_EQ(io::readTextFile(model::loopFilePath((out / "robot.urdf").string())),
+            io::readTextFile(std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.loops.xml"));
+  model::LoadOptions fixed_base;
+  fixed_base.base = model::BaseType::Fixed;
+  const model::RobotModel written = model::loadRobot((out / "robot.urdf").string(), fixed_base);
+  ASSERT_EQ(written.loops().size(), 1u);
+  EXPECT_EQ(written.loops()[0].name, "knee_linkage");
+  const model::RobotModel nominal = model::loadRobot("fourbar_leg");
+  EXPECT_GT((written.pi("shank") - nominal.pi("shank")).norm(), 1e-6);   // the estimate
+  EXPECT_LE((written.pi("thigh") - nominal.pi("thigh")).norm(), 1e-12);  // copied
 }
 
 // Bad input before any solve, exit 2 with one line: the forward formulation (it has no loop rows)

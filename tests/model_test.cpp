@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <pinocchio/algorithm/center-of-mass.hpp>
 #include <regex>
@@ -833,6 +834,88 @@ TEST(Loops, LockingJointsOfAClosedLoopRobotIsRefused) {
   const RobotModel leg = loadRobot(kFourBarPath);
   const std::string what = inputErrorOf([&] { lockJoints(leg, {{"hip", 0.0}}); });
   EXPECT_NE(what.find("closed loops"), std::string::npos) << what;
+}
+
+// The URDF of the same leg with its loop in the loop file beside it: the same bodies and the same
+// closure as the MJCF (the loop's name is the file's; MJCF's is the two bodies').
+TEST(Loops, AUrdfLoopFileGivesTheMjcfLoop) {
+  const RobotModel mjcf = loadRobot(kFourBarPath);
+  LoadOptions fixed_base;
+  fixed_base.base = BaseType::Fixed;
+  const RobotModel urdf =
+      loadRobot(std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.urdf", fixed_base);
+  ASSERT_EQ(urdf.loops().size(), 1u);
+  const LoopClosure& loop = urdf.loops()[0];
+  EXPECT_EQ(loop.name, "knee_linkage");
+  EXPECT_EQ(loop.dimension, mjcf.loops()[0].dimension);
+  EXPECT_EQ(loopJointNames(urdf), loopJointNames(mjcf));
+  const pinocchio::Model &mu = urdf.pinocchio(), &mm = mjcf.pinocchio();
+  ASSERT_EQ(mu.nq, mm.nq);
+  for (const std::string body : {"thigh", "shank", "crank", "coupler"})
+    EXPECT_LE((urdf.pi(body) - mjcf.pi(body)).norm(), 1e-12) << body;
+  // the anchors in their joints' frames
+  const LoopClosure& other = mjcf.loops()[0];
+  EXPECT_EQ(mu.names[loop.joint1], mm.names[other.joint1]);
+  EXPECT_EQ(mu.names[loop.joint2], mm.names[other.joint2]);
+  EXPECT_LE((mu.frames[loop.frame1].placement.translation() -
+             mm.frames[other.frame1].placement.translation())
+                .norm(),
+            1e-12);
+  EXPECT_LE((mu.frames[loop.frame2].placement.translation() -
+             mm.frames[other.frame2].placement.translation())
+                .norm(),
+            1e-12);
+  // the knee each closes the loop at
+  for (double motor : {-0.6, 0.3}) {
+    auto knee = [&](const RobotModel& robot) {
+      const pinocchio::Model& m = robot.pinocchio();
+      Eigen::VectorXd q = pinocchio::neutral(m);
+      q[m.joints[m.getJointId("knee_motor")].idx_q()] = motor;
+      std::vector<bool> held(m.nv, false);
+      held[m.joints[m.getJointId("hip")].idx_v()] = true;
+      held[m.joints[m.getJointId("knee_motor")].idx_v()] = true;
+      EXPECT_LE(closeLoops(robot, q, held), RobotModel::closureTolerance());
+      return q[m.joints[m.getJointId("knee")].idx_q()];
+    };
+    EXPECT_NEAR(knee(urdf), knee(mjcf), 1e-8) << "motor " << motor;
+  }
+}
+
+// Every way a loop file can be wrong is an InputError naming the loop file and what was expected.
+TEST(Loops, ABadLoopFileNamesTheFileAndTheField) {
+  std::ifstream in(std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.urdf");
+  const std::string urdf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  LoadOptions fixed_base;
+  fixed_base.base = BaseType::Fixed;
+  auto loop = [](const std::string& anchors) {
+    return "<loops><loop name=\"l\">" + anchors + "</loop></loops>";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {loop(R"(<anchor link="rod" xyz="0 0 0"/><anchor link="shank"/>)"),
+       "anchor 1: link 'rod' is not a link of the robot"},
+      {loop(R"(<anchor link="coupler" xyz="0 0"/><anchor link="shank"/>)"),
+       "expected three finite numbers"},
+      {loop(R"(<anchor link="coupler" xyz="0.01 0 -0.3"/>)"), "expected two <anchor> elements"},
+      {loop(R"(<anchor link="coupler"/><anchor link="shank" xyz="0 0 0"/>)"),
+       "anchor 1: expected xyz"},
+      {loop(R"(<anchor xyz="0 0 0"/><anchor link="shank"/>)"), "expected a link attribute"},
+      {loop(R"(<anchor link="coupler" xyz="0.01 0 -0.3"/><anchr link="shank"/>)"),
+       "unexpected element <anchr>"},
+      {"<loops><loop><anchor link=\"coupler\"", "not well-formed XML"},
+      {"<loop/>", "expected one root element <loops>"},
+      {"<loops/>", "expected at least one <loop>"},
+      // a rod 0.5 m long where 0.3 m fits: the loader's closure check, blamed on the loop file
+      {loop(R"(<anchor link="coupler" xyz="0.01 0 -0.5"/><anchor link="shank" xyz="0.05 0 0"/>)"),
+       "cannot close"},
+  };
+  for (const auto& [text, expected] : cases) {
+    TempDir dir;
+    const std::string path = dir.write("leg.urdf", urdf);
+    const std::string loops = dir.write("leg.loops.xml", text);
+    const std::string what = inputErrorOf([&] { loadRobot(path, fixed_base); });
+    EXPECT_NE(what.find("loop file '" + loops + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find(expected), std::string::npos) << text << "\n" << what;
+  }
 }
 
 }  // namespace

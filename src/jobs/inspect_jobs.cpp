@@ -96,6 +96,16 @@ InfoJob::Result InfoJob::run(const Config& config) {
     out["world_mass"] = robot.worldMass();
     out["world_links"] = robot.worldLinks();
     out["contact_frames"] = robot.contactFrames();
+    out["loops"] = Json::array();
+    for (const model::LoopClosure& l : robot.loops()) {
+      std::vector<std::string> cycle;
+      for (const pinocchio::JointIndex j : l.cycle) cycle.push_back(model.names[j]);
+      out["loops"].push_back({{"name", l.name},
+                              {"joint1", model.names[l.joint1]},
+                              {"joint2", model.names[l.joint2]},
+                              {"dimension", l.dimension},
+                              {"cycle", cycle}});
+    }
     out["inertia_reference"] =
         "about the COM, body-frame axes (about the body frame origin when mass <= 0)";
     out["tolerance"] = config.tolerance;
@@ -138,6 +148,12 @@ InfoJob::Result InfoJob::run(const Config& config) {
   if (!robot.contactFrames().empty()) {
     text << "contacts ";
     for (const auto& f : robot.contactFrames()) text << " " << f;
+    text << "\n";
+  }
+  for (const model::LoopClosure& l : robot.loops()) {
+    text << "loop      " << l.name << ": " << model.names[l.joint1] << " to "
+         << model.names[l.joint2] << ", " << l.dimension << " constrained directions, joints";
+    for (const pinocchio::JointIndex j : l.cycle) text << " " << model.names[j];
     text << "\n";
   }
   for (const auto& w : robot.warnings()) text << "warning   parser: " << w << "\n";

@@ -4,6 +4,8 @@
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -158,6 +160,104 @@ struct ParsedLoop {
   pinocchio::JointIndex joint1 = 0, joint2 = 0;
   pinocchio::SE3 placement1, placement2;
 };
+
+// ---- a URDF's loop file ----------------------------------------------------------------------
+// URDF describes trees only; the loops of a URDF robot sit beside it in <stem>.loops.xml
+// (docs/model.md, "Closed loops"):
+//   <loops>
+//     <loop name="knee_linkage">
+//       <anchor link="coupler" xyz="0.01 0 -0.3"/>
+//       <anchor link="shank"/>            <!-- xyz left out: where the first is at q = neutral -->
+//     </loop>
+//   </loops>
+
+// The link's joint and its frame in that joint, or an InputError naming the link.
+std::pair<pinocchio::JointIndex, pinocchio::SE3> linkFrame(const pinocchio::Model& model,
+                                                           const std::string& link,
+                                                           const std::string& where) {
+  if (link == "world" || link == model.frames[0].name) return {0, pinocchio::SE3::Identity()};
+  if (!model.existFrame(link, pinocchio::BODY)) {
+    std::string names;
+    for (const auto& f : model.frames)
+      if (f.type == pinocchio::BODY) names += (names.empty() ? "" : ", ") + f.name;
+    throw InputError(where + ": link '" + link + "' is not a link of the robot (links: " + names +
+                     ", or world)");
+  }
+  const pinocchio::Frame& f = model.frames[model.getFrameId(link, pinocchio::BODY)];
+  return {f.parentJoint, f.placement};
+}
+
+Eigen::Vector3d readXyz(const std::string& text, const std::string& where) {
+  std::istringstream in(text);
+  Eigen::Vector3d p;
+  std::string rest;
+  if (!(in >> p.x() >> p.y() >> p.z()) || (in >> rest) || !p.allFinite())
+    throw InputError(where + ": xyz=\"" + text + "\": expected three finite numbers [m]");
+  return p;
+}
+
+std::vector<ParsedLoop> readLoopFile(const std::string& path, const pinocchio::Model& model) {
+  namespace pt = boost::property_tree;
+  pt::ptree tree;
+  try {
+    pt::read_xml(path, tree, pt::xml_parser::no_comments);
+  } catch (const pt::xml_parser_error& e) {
+    throw InputError("loop file '" + path + "', line " + std::to_string(e.line()) +
+                     ": not well-formed XML: " + e.message());
+  }
+  const std::string file = "loop file '" + path + "'";
+  if (tree.size() != 1 || tree.front().first != "loops")
+    throw InputError(file + ": expected one root element <loops>");
+  std::vector<ParsedLoop> loops;
+  int index = 0;
+  for (const auto& [tag, node] : tree.front().second) {
+    if (tag == "<xmlattr>") continue;
+    if (tag != "loop")
+      throw InputError(file + ": unexpected element <" + tag + "> in <loops>, expected <loop>");
+    ++index;
+    ParsedLoop loop;
+    loop.name = node.get<std::string>("<xmlattr>.name", "");
+    const std::string where = file + ", loop " + std::to_string(index) +
+                              (loop.name.empty() ? "" : " (" + loop.name + ")");
+    std::vector<const pt::ptree*> anchors;
+    for (const auto& [child, value] : node) {
+      if (child == "<xmlattr>") continue;
+      if (child != "anchor")
+        throw InputError(where + ": unexpected element <" + child + ">, expected <anchor>");
+      anchors.push_back(&value);
+    }
+    if (anchors.size() != 2)
+      throw InputError(where + ": expected two <anchor> elements, found " +
+                       std::to_string(anchors.size()));
+    pinocchio::SE3 placements[2];
+    pinocchio::JointIndex joints[2] = {0, 0};
+    for (int a = 0; a < 2; ++a) {
+      const std::string at = where + ", anchor " + std::to_string(a + 1);
+      const auto link = anchors[a]->get_optional<std::string>("<xmlattr>.link");
+      if (!link) throw InputError(at + ": expected a link attribute (a link name or world)");
+      const auto [joint, frame] = linkFrame(model, *link, at);
+      joints[a] = joint;
+      const auto xyz = anchors[a]->get_optional<std::string>("<xmlattr>.xyz");
+      if (!xyz && a == 0)
+        throw InputError(at + ": expected xyz, the anchor point in the link's frame [m]");
+      if (xyz) {
+        placements[a] = frame * pinocchio::SE3(Eigen::Matrix3d::Identity(), readXyz(*xyz, at));
+      } else {  // the first anchor's point at the neutral configuration, in this joint's frame
+        pinocchio::Data data(model);
+        pinocchio::forwardKinematics(model, data, pinocchio::neutral(model));
+        const Eigen::Vector3d p = data.oMi[joints[0]].act(placements[0].translation());
+        placements[a] = pinocchio::SE3(Eigen::Matrix3d::Identity(), data.oMi[joint].actInv(p));
+      }
+    }
+    loop.joint1 = joints[0];
+    loop.joint2 = joints[1];
+    loop.placement1 = placements[0];
+    loop.placement2 = placements[1];
+    loops.push_back(loop);
+  }
+  if (loops.empty()) throw InputError(file + ": expected at least one <loop> in <loops>");
+  return loops;
+}
 
 // Parses the file with Pinocchio, turning every failure into an InputError naming the file.
 pinocchio::Model parse(const std::string& path, Format format, bool free_flyer,
@@ -404,6 +504,12 @@ RobotModel lockJoints(const RobotModel& robot, const std::vector<LockedJoint>& l
 
 // ---- loading ----------------------------------------------------------------------------------
 
+std::string loopFilePath(const std::string& urdf_path) {
+  std::filesystem::path p(urdf_path);
+  p.replace_extension(".loops.xml");
+  return p.string();
+}
+
 RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options) {
   options.validate();
   const RobotEntry* entry = findRobot(name_or_path);
@@ -448,6 +554,11 @@ RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options
   RobotModel robot(std::move(model), path, entry != nullptr ? entry->name : "",
                    entry != nullptr ? entry->contact_frames : std::vector<std::string>{},
                    std::move(warnings));
+  std::string loop_source = path;
+  if (format == Format::Urdf && std::filesystem::exists(loopFilePath(path), ec)) {
+    loop_source = loopFilePath(path);
+    loops = readLoopFile(loop_source, robot.pinocchio());
+  }
   for (size_t i = 0; i < loops.size(); ++i) {
     const ParsedLoop& l = loops[i];
     // Pinocchio's parser keeps no equality name: a loop is named after its two bodies
@@ -458,7 +569,8 @@ RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options
     try {
       robot.addLoop(name, l.joint1, l.placement1, l.joint2, l.placement2);
     } catch (const InputError& e) {
-      throw InputError("robot file '" + path + "': " + e.what());
+      throw InputError((loop_source == path ? "robot file '" : "loop file '") + loop_source +
+                       "': " + e.what());
     }
   }
   return robot;

@@ -8,6 +8,7 @@
 
 #include "heft/common/error.hpp"
 #include "heft/inertia/inertia.hpp"
+#include "heft/io/atomic_file.hpp"
 #include "heft/io/urdf_writer.hpp"
 
 namespace heft::results {
@@ -76,6 +77,10 @@ std::string writeIdentifiedUrdf(const model::RobotModel& robot,
   io::UrdfWriteOptions options;
   options.overwrite = overwrite;
   io::writeUrdfInertials(source, link_pi, urdf_out, options);
+  // The URDF's loop file goes beside the written URDF too, so that it loads the same mechanism.
+  const std::string loops = model::loopFilePath(source);
+  if (fs::exists(loops))
+    io::writeTextFileAtomically(model::loopFilePath(urdf_out), io::readTextFile(loops), overwrite);
   return "written";
 }
 

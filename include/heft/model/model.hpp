@@ -162,13 +162,20 @@ Eigen::VectorXd loopResidual(const RobotModel& robot, const Eigen::VectorXd& q);
 /// caller decides whether it closed (RobotModel::closureTolerance()).
 double closeLoops(const RobotModel& robot, Eigen::VectorXd& q, const std::vector<bool>& fixed);
 
+/// The loop file of a URDF: `<stem>.loops.xml` beside it (robot.urdf -> robot.loops.xml). URDF
+/// describes trees only; loadRobot reads a URDF robot's closed loops from this file when it exists
+/// (docs/model.md, "Closed loops", has its format).
+std::string loopFilePath(const std::string& urdf_path);
+
 /// Loads a robot by short name (knownRobots()) or from a path to a URDF (.urdf) or MJCF (.xml)
 /// file; the format is read from the root element (<robot> or <mujoco>). Geometry is not loaded,
 /// so mesh paths need not resolve.
 /// \throws InputError naming the file and what was expected for: an unknown name (listing the known
 ///   ones), a missing, empty or malformed file, a parser error (also one the parser only printed,
 ///   such as urdfdom dropping an <inertial> whose mass is not a number), non-finite values, a model
-///   without bodies, or --fixed-base on an MJCF model that declares a free joint.
+///   without bodies, or --fixed-base on an MJCF model that declares a free joint; for a URDF's
+///   loop file, a malformed file or a loop that names no link, lacks an anchor or cannot close
+///   (naming the loop file, the loop and the field).
 RobotModel loadRobot(const std::string& name_or_path, const LoadOptions& options = {});
 
 /// `robot` with the `locked` joints removed: Pinocchio's reduced model (buildReducedModel) at

@@ -14,8 +14,9 @@ namespace heft::results {
 /// change goes to its own link; when that link alone would fall below the project's margin
 /// (inertia::kConsistencyMargin), the body's links share it: each a positive multiple of the body
 /// (its nominal mass fraction), which keeps the body's relative margin, so no link becomes a
-/// point or line mass (a warning then). Returns "written", or why not (the robot does not come
-/// from a URDF). 	hrows InputError when an identified body itself lacks the margin (naming the
+/// point or line mass (a warning then). The URDF's loop file (model::loopFilePath), if any, is
+/// copied beside `urdf_out`. Returns "written", or why not (the robot does not come from a URDF).
+/// \throws InputError when an identified body itself lacks the margin (naming the
 /// link and the violated condition): the caller records it as refused.
 std::string writeIdentifiedUrdf(const model::RobotModel& robot,
                                 const std::vector<BodyEstimate>& bodies,
