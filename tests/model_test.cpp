@@ -660,6 +660,25 @@ TEST(InfoCommand, JsonTotalMassMatchesPinocchio) {
   EXPECT_EQ(j.at("bodies")[0].at("inertia").size(), 3u);
 }
 
+TEST(InfoCommand, ListsTheLoopsOfAUrdfLoopFileAndOfAnMjcf) {
+  ASSERT_TRUE(fs::exists(heftBinary())) << heftBinary() << " not built";
+  const HeftRun urdf = runHeft("info " + std::string(HEFT_SOURCE_DIR) +
+                               "/data/robots/fourbar_leg.urdf --fixed-base --json");
+  ASSERT_EQ(urdf.code, 0) << urdf.err;
+  const nlohmann::json loops = nlohmann::json::parse(urdf.out).at("loops");
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_EQ(loops[0].at("name"), "knee_linkage");
+  EXPECT_EQ(loops[0].at("dimension"), 2);
+  EXPECT_EQ(loops[0].at("cycle"), nlohmann::json::array({"knee", "knee_motor", "coupler_hinge"}));
+  const HeftRun mjcf = runHeft("info fourbar_leg");
+  ASSERT_EQ(mjcf.code, 0) << mjcf.err;
+  EXPECT_NE(mjcf.out.find("loop      coupler_shank: coupler_hinge to knee, 2 constrained "
+                          "directions, joints knee knee_motor coupler_hinge\n"),
+            std::string::npos)
+      << mjcf.out;
+  EXPECT_EQ(nlohmann::json::parse(runHeft("info go2 --json").out).at("loops").size(), 0u);
+}
+
 TEST(InfoCommand, BadFileGivesExitCodeTwoAndOneLine) {
   ASSERT_TRUE(fs::exists(heftBinary())) << heftBinary() << " not built";
   TempDir dir;
