@@ -112,11 +112,13 @@ struct InverseProblem {
 };
 
 // contact_dimension: 0 none; 3 or 6: every foot of the robot in contact at every stage, as point
-// or flat contacts, with Baumgarte damping (its K_d term in the rows).
+// or flat contacts, with Baumgarte damping (its K_d term in the rows). touchdown: the even stages
+// start with the feet's impulse (v+ and Lambda decisions, the impulse rows).
 InverseProblem makeInverseProblem(const std::string& robot,
                                   const std::vector<pinocchio::JointIndex>& S, int horizon,
                                   double dt, std::mt19937& rng, bool with_actuators,
-                                  int contact_dimension = 0, bool project_noise = false) {
+                                  int contact_dimension = 0, bool project_noise = false,
+                                  bool touchdown = false) {
   InverseProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -157,7 +159,7 @@ InverseProblem makeInverseProblem(const std::string& robot,
     p.actuators = std::make_shared<estimation::ActuatorTermsModel>(*model, terms);
   }
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
-  std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection;
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection, impulse;
   if (contact_dimension > 0) {
     std::vector<dynamics::ContactSpec> feet;
     for (const auto& frame : loaded.contactFrames())
@@ -169,9 +171,12 @@ InverseProblem makeInverseProblem(const std::string& robot,
     contact_options.baumgarte_kd = 7;
     contact = std::make_shared<dynamics::ContactDynamicsModel>(
         *model, feet, S, inertia::Parametrization::ExponentialEigenvalue, contact_options);
-    if (project_noise)
-      projection = std::make_shared<dynamics::ImpulseDynamicsModel>(
+    if (project_noise || touchdown) {
+      auto feet_impulse = std::make_shared<dynamics::ImpulseDynamicsModel>(
           *model, feet, S, inertia::Parametrization::ExponentialEigenvalue);
+      if (project_noise) projection = feet_impulse;
+      if (touchdown) impulse = feet_impulse;
+    }
   }
   const int nv = model->nv, nj = static_cast<int>(sensors->encoders.size());
   MultibodyNoise noise;
@@ -195,7 +200,7 @@ InverseProblem makeInverseProblem(const std::string& robot,
     if (k < horizon)
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact, loaded.loops(),
-          estimation::LoopGains{}, projection));
+          estimation::LoopGains{}, projection, k % 2 == 0 ? impulse : nullptr));
     else
       terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
                                                        z, dt, true, nullptr, p.actuators);
@@ -206,17 +211,25 @@ InverseProblem makeInverseProblem(const std::string& robot,
   return p;
 }
 
-// A random point of a stage: w = (w_q, a, e, lambda).
+// A random point of a stage: w = (w_q, a, e, lambda[, v+, Lambda]).
 void randomPoint(const InverseProblem& p, std::mt19937& rng, VectorXd& x, VectorXd& w,
-                 VectorXd& theta) {
+                 VectorXd& theta, int knot = 0) {
   std::normal_distribution<double> n(0, 1);
-  const int nv = p.model->nv, nw = p.problem->running(0).nw();
+  const auto& stage = dynamic_cast<const InverseDynamicsStageModel&>(
+      p.problem->running(std::min(knot, p.problem->horizon() - 1)));
+  const int nv = p.model->nv, nw = stage.nw();
   x = randomState(*p.state, rng, 0.4);
   w.resize(nw);
   w.head(nv) = VectorXd::NullaryExpr(nv, [&] { return 0.02 * n(rng); });
   w.segment(nv, nv) = VectorXd::NullaryExpr(nv, [&] { return 2.0 * n(rng); });
   w.segment(2 * nv, nv) = VectorXd::NullaryExpr(nv, [&] { return 0.5 * n(rng); });
-  w.tail(nw - 3 * nv) = VectorXd::NullaryExpr(nw - 3 * nv, [&] { return 30.0 * n(rng); });
+  const int nf = stage.numForces();
+  w.segment(3 * nv, nf) = VectorXd::NullaryExpr(nf, [&] { return 30.0 * n(rng); });
+  if (stage.hasImpulse()) {  // v+ near v, impulses of a few N s
+    const int start = stage.impulseStart();
+    w.segment(start, nv) = x.tail(nv) + VectorXd::NullaryExpr(nv, [&] { return 0.3 * n(rng); });
+    w.tail(nw - start - nv) = VectorXd::NullaryExpr(nw - start - nv, [&] { return 3.0 * n(rng); });
+  }
   theta = p.problem->arrival().theta_mean;
   theta += VectorXd::NullaryExpr(theta.size(), [&] { return 0.05 * n(rng); });
 }
@@ -295,6 +308,12 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
                       "go2, four point contacts, projected noise", 40);
   checkStageJacobians(makeInverseProblem("talos", {2}, 1, 0.005, rng, true, 6, true),
                       "TALOS, two flat feet, projected noise", 41);
+  // a touchdown: v+ and the impulses as decisions, the impulse rows M (v+ - v) - J^T Lambda and
+  // v_c(q, v+), the step, the contact rows and the accelerometer at v+
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true, 3, false, true),
+                      "go2, touchdown on four point contacts", 44);
+  checkStageJacobians(makeInverseProblem("talos", {1, 2}, 1, 0.005, rng, true, 6, true, true),
+                      "TALOS, touchdown on two flat feet, projected noise", 45);
   // a closed loop: its rows (relative acceleration, Baumgarte velocity and position terms), the
   // force's generalized force and the second body's geometric stiffness
   for (unsigned seed : {37u, 38u, 39u})
@@ -350,20 +369,23 @@ TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
 TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   std::mt19937 rng(5);
   // the double pendulum; go2 in flight; go2 on four feet; the four-bar leg (a loop's rows)
-  // 4: go2 on four point feet with the configuration noise projected (eq. 36)
-  for (int contact : {-1, 0, 3, -2, 4}) {
+  // 4: go2 on four point feet with the configuration noise projected (eq. 36); 5: go2's touchdowns
+  // (every other stage, v+ and the impulses decisions), 6: TALOS', flat feet
+  for (int contact : {-1, 0, 3, -2, 4, 5, 6}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true)
         : contact == 4  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, true)
+        : contact == 5  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, false, true)
+        : contact == 6  ? makeInverseProblem("talos", {1, 2}, 4, 0.005, rng, true, 6, false, true)
                         : makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, contact);
     const int N = p.problem->horizon();
     std::vector<VectorXd> xs, ws;
     VectorXd theta;
     for (int k = 0; k <= N; ++k) {
       VectorXd x, w;
-      randomPoint(p, rng, x, w, theta);
+      randomPoint(p, rng, x, w, theta, k);
       xs.push_back(x);
       if (k < N) ws.push_back(w);
     }
@@ -441,11 +463,13 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
   // -2: the four-bar leg's loop rows. Not the projected configuration noise: Pinocchio's
   // impulseDynamics, which computes N w_q, allocates (measured: 6 times in a go2 knot's calc and
   // 6 in its calcDiff), as it does at a forward stage's touchdown.
-  for (int contact : {-1, 3, -2}) {
+  // 5: go2's touchdowns (every other stage; their impulse rows on data of their own).
+  for (int contact : {-1, 3, -2, 5}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 40, 0.002, rng, true)
+        : contact == 5  ? makeInverseProblem("go2", {1}, 20, 0.005, rng, true, 3, false, true)
                         : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
     const auto [one, four] = solveAllocations(p);
     EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
@@ -506,10 +530,11 @@ TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
 }
 
 // go2 trotting in place (the log's contact flags, rigid point feet, the IMU with its
-// accelerometer, motion capture; the problem of the reference comparison): the touchdowns' knots
-// keep the forward stage and its impulse, every other knot is an inverse-dynamics stage, and the
-// two formulations reach the same optimum.
-TEST(InverseDynamics, TrotTouchdownsKeepTheForwardStageAndTheOptimumIsTheSame) {
+// accelerometer, motion capture; the problem of the reference comparison): every knot is an
+// inverse-dynamics stage, the touchdowns' with v+ and the impulses as decisions, and the two
+// formulations (the forward stage solves the same reset map inside its step) reach the same
+// optimum.
+TEST(InverseDynamics, TrotTouchdownsAreImpulseDecisionsAndTheOptimumIsTheSame) {
   sim::SimulationOptions sim_options;
   sim_options.duration = 2.6;
   sim_options.seed = 1;
@@ -530,22 +555,23 @@ TEST(InverseDynamics, TrotTouchdownsKeepTheForwardStageAndTheOptimumIsTheSame) {
     const estimation::LogProblem lp = estimation::buildLogProblem(robot, sim.log, options);
     ASSERT_GT(lp.touchdowns, 0);
     if (formulation == estimation::DynamicsFormulation::Inverse) {
-      int forward_stages = 0, inverse_stages = 0, with_contacts = 0;
+      int touchdowns = 0, with_contacts = 0;
       for (int k = 0; k < lp.problem->horizon(); ++k) {
-        const StageModel& stage = lp.problem->running(k);
-        if (const auto* f = dynamic_cast<const MultibodyStageModel*>(&stage)) {
-          EXPECT_NE(f->impulse(), nullptr) << "knot " << k;
-          ++forward_stages;
-        } else {
-          const auto& i = dynamic_cast<const InverseDynamicsStageModel&>(stage);
-          with_contacts += i.nc() > 0;
-          ++inverse_stages;
-        }
+        const auto* stage = dynamic_cast<const InverseDynamicsStageModel*>(&lp.problem->running(k));
+        ASSERT_NE(stage, nullptr) << "knot " << k;
+        with_contacts += stage->nc() > 0;
+        touchdowns += stage->hasImpulse();
+        if (!stage->hasImpulse()) continue;
+        // the initial guess satisfies the reset map's rows
+        auto d = stage->createData();
+        stage->calc(*d, lp.xs[k], lp.ws[k], lp.theta);
+        const int impulse_rows = robot.pinocchio().nv + stage->nc();  // the last rows
+        EXPECT_LE(d->h.tail(impulse_rows).cwiseAbs().maxCoeff(), 1e-8) << "knot " << k;
       }
-      EXPECT_EQ(forward_stages, lp.touchdowns);
+      EXPECT_EQ(touchdowns, lp.touchdowns);
       EXPECT_GT(with_contacts, 0);
-      std::cout << inverse_stages << " inverse-dynamics stages (" << with_contacts
-                << " with contacts), " << forward_stages << " touchdowns\n";
+      std::cout << lp.problem->horizon() << " inverse-dynamics stages (" << with_contacts
+                << " with contacts), " << touchdowns << " touchdowns\n";
     }
     RiccatiSolver solver(lp.problem, solver_options);
     solver.setInitialGuess(lp.xs, lp.ws, lp.theta);

@@ -47,11 +47,12 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const ActuatorTermsModel> actuators,
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::vector<model::LoopClosure> loops, LoopGains loop_gains,
-    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection)
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
     : InverseDynamicsStageModel(
           makeSensorStage(dynamics, state, sensors, noise, measurement, actuators), sensors,
           dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact),
-          std::move(loops), loop_gains, std::move(projection)) {}
+          std::move(loops), loop_gains, std::move(projection), std::move(impulse)) {}
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const MultibodyStageModel> sensor_stage,
@@ -61,12 +62,15 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     Eigen::VectorXd tau, double dt, std::shared_ptr<const ActuatorTermsModel> actuators,
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::vector<model::LoopClosure> loops, LoopGains loop_gains,
-    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection)
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
     : StageModel(state->nx(), state->ndx(),
-                 3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops),
+                 3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
+                     (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0),
                  2 * state->nv() + sensor_stage->nr(),
                  dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
-                 state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops)),
+                 state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
+                     (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0)),
       dynamics_(std::move(dynamics)),
       actuators_(std::move(actuators)),
       sensors_stage_(std::move(sensor_stage)),
@@ -76,6 +80,7 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
       loop_gains_(loop_gains),
       nl_(loopRowCount(loops_)),
       projection_(std::move(projection)),
+      impulse_(std::move(impulse)),
       tau_(std::move(tau)),
       dt_(dt) {
   const pinocchio::Model& model = dynamics_->model();
@@ -127,6 +132,19 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
             "inverse-dynamics stage noise projection",
             "the dynamics' robot, S and parametrization, zero restitution", "another model");
   }
+  if (impulse_) {
+    // the reset map of the knot's own contact set: its rows reuse the contact frames
+    bool same = contact_ != nullptr && impulse_->contacts().size() == contact_->contacts().size();
+    for (size_t i = 0; same && i < impulse_->contacts().size(); ++i)
+      same = impulse_->contacts()[i].frame == contact_->contacts()[i].frame &&
+             impulse_->contacts()[i].dimension() == contact_->contacts()[i].dimension();
+    require(same, "inverse-dynamics stage touchdown", "the impulse of the knot's contact set",
+            "another contact set");
+    require(impulse_->options().restitution == 0 && loops_.empty(),
+            "inverse-dynamics stage touchdown", "zero restitution and no closed loops",
+            "restitution " + std::to_string(impulse_->options().restitution) + ", " +
+                std::to_string(loops_.size()) + " loops");
+  }
   const MultibodySensors& s = *sensors_;
   if (s.imu_frame > 0 && s.accelerometer) {  // the sensor stage validated the IMU's frame
     const int nj = static_cast<int>(s.encoders.size());
@@ -154,8 +172,11 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
   dq.setZero(nv);
   for (Eigen::MatrixXd* m : {&A1, &B1, &A2, &B2}) m->setZero(nv, nv);
   minus_identity = -Eigen::MatrixXd::Identity(nv, nv);
-  // Constant blocks: dv'/dv = I, dv'/da = dt I, dh/de = -I.
-  F_x.bottomRightCorner(nv, nv).setIdentity();
+  // Constant blocks: dv'/dv = I (dv'/dv+ = I at a touchdown), dv'/da = dt I, dh/de = -I.
+  if (model.hasImpulse())
+    F_w.block(nv, model.impulseStart(), nv, nv).setIdentity();
+  else
+    F_x.bottomRightCorner(nv, nv).setIdentity();
   F_w.block(nv, nv, nv, nv).diagonal().setConstant(model.dt());
   H_w.block(0, 2 * nv, nv, nv) = minus_identity;
   fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
@@ -163,6 +184,14 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
   if (model.projection_) {
     projection = std::make_unique<dynamics::ImpulseDynamicsData>(*model.projection_);
     projected_noise.setZero(nv);
+  }
+  if (model.hasImpulse()) {
+    impulse_pin = std::make_unique<pinocchio::Data>(dynamics.model());
+    impulse_fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
+    velocity_jump.setZero(nv);
+    zero_velocity.setZero(nv);
+    gravity.setZero(nv);
+    gravity_dq.setZero(nv, nv);
   }
   for (int i = 0; i < 2; ++i) {
     anchor_dq[i].setZero(3, nv);
@@ -189,7 +218,7 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv;
   const auto q = x.head(nq);
-  const auto v = x.tail(nv);
+  const auto v = startVelocity(x, w);
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
   const pinocchio::Model& working = workingModel(d, theta, q, w);
@@ -224,6 +253,7 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   sensors_stage_->calc(*d.sensors, x, Eigen::VectorXd(), theta);
   d.r.tail(d.sensors->r.size()) = d.sensors->r;
   if (accel_row_ >= 0) accelerometerRows(d, x, w);
+  if (impulse_) impulseRows(d, x, w);
   d.cost = 0.5 * d.r.squaredNorm();
 }
 
@@ -235,7 +265,7 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv, ns = num_inertial_;
   const auto q = x.head(nq);
-  const auto v = x.tail(nv);
+  const auto v = startVelocity(x, w);
   const auto a = w.segment(nv, nv);
   dynamics::ForwardDynamicsData& work = *d.work;
   const auto theta_S = theta.head(ns);
@@ -290,7 +320,8 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   d.R_w.block(nv, 2 * nv, nv, nv).diagonal() = process_info_.tail(nv);
   d.R_x.bottomRows(ns_rows) = d.sensors->R_x;
   d.R_theta.bottomRows(ns_rows) = d.sensors->R_theta;
-  if (accel_row_ >= 0) accelerometerJacobians(d, x);
+  if (accel_row_ >= 0) accelerometerJacobians(d, x, w);
+  if (impulse_) impulseJacobians(d, x, w, theta);
 }
 
 // x_{k+1}'s configuration q' ⊕ nu with nu = N(q; theta) w_q = v^+(q, w_q; theta): d nu / dq
@@ -369,9 +400,10 @@ void InverseDynamicsStageModel::accelerometerRows(
     const Eigen::Ref<const Eigen::VectorXd>& w) const {
   const pinocchio::Model& model = dynamics_->model();
   const int nq = model.nq, nv = model.nv;
+  const auto v = startVelocity(x, w);
   const Eigen::Vector3d f = baseImuSpecificForce(
       model.frames[sensors_->imu_frame].placement, model.gravity.linear(), baseRotation(x),
-      x.segment<3>(nq), x.segment<3>(nq + 3), w.segment<3>(nv), w.segment<3>(nv + 3));
+      v.segment<3>(0), v.segment<3>(3), w.segment<3>(nv), w.segment<3>(nv + 3));
   const Eigen::Vector3d white = accel_info_ * (f - sensors_stage_->measurement().accel);
   for (int i = 0; i < 3; ++i)
     d.r(accel_row_ + i) =
@@ -381,20 +413,25 @@ void InverseDynamicsStageModel::accelerometerRows(
 }
 
 void InverseDynamicsStageModel::accelerometerJacobians(
-    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x) const {
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& w) const {
   const pinocchio::Model& model = dynamics_->model();
-  const int nq = model.nq, nv = model.nv;
+  const int nv = model.nv;
+  const auto v = startVelocity(x, w);
   Eigen::Matrix<double, 3, 6> d_twist, d_acceleration;
   Eigen::Matrix3d d_rotation;
   baseImuSpecificForceJacobians(model.frames[sensors_->imu_frame].placement, accel_info_,
-                                model.gravity.linear(), baseRotation(x), x.segment<3>(nq),
-                                x.segment<3>(nq + 3), d_twist, d_acceleration, d_rotation);
+                                model.gravity.linear(), baseRotation(x), v.segment<3>(0),
+                                v.segment<3>(3), d_twist, d_acceleration, d_rotation);
   auto R_x = d.R_x.middleRows<3>(accel_row_);
   auto R_w = d.R_w.middleRows<3>(accel_row_);
   R_x.setZero();
   R_w.setZero();
   R_x.middleCols<3>(3) = d_rotation;
-  R_x.middleCols<6>(nv) = d_twist;
+  if (impulse_)
+    R_w.middleCols<6>(impulseStart()) = d_twist;
+  else
+    R_x.middleCols<6>(nv) = d_twist;
   R_w.middleCols<6>(nv) = d_acceleration;
   if (sensors_->loss == RobustLoss::None) return;
   for (int i = 0; i < 3; ++i) {
@@ -410,7 +447,7 @@ const pinocchio::Model& InverseDynamicsStageModel::workingModel(
   inertias.update(dynamics_->regressor(), dynamics_->parametrization(), theta.head(num_inertial_));
   if (actuators_)
     actuators_->applyArmature(theta.tail(actuators_->numParameters()), inertias.model);
-  if (hasForces()) contactForces(d, w);
+  if (hasForces()) contactForces(d.fext, w, 3 * dynamics_->nv());
   if (!loops_.empty()) loopForces(d, q, w);
   return inertias.model;
 }
@@ -421,15 +458,83 @@ Eigen::Ref<const Eigen::VectorXd> InverseDynamicsStageModel::configurationNoise(
   return w.head(dynamics_->nv());
 }
 
-void InverseDynamicsStageModel::contactForces(InverseDynamicsStageData& d,
-                                              const Eigen::Ref<const Eigen::VectorXd>& w) const {
-  for (pinocchio::Force& f : d.fext) f.setZero();
-  int col = 3 * dynamics_->nv();  // lambda's first coordinate in w
+void InverseDynamicsStageModel::contactForces(std::vector<pinocchio::Force>& fext,
+                                              const Eigen::Ref<const Eigen::VectorXd>& w,
+                                              int col) const {
+  for (pinocchio::Force& f : fext) f.setZero();
   for (const ContactFrame& c : contact_frames_) {
     const Eigen::Vector3d moment =
         c.dimension == 6 ? Eigen::Vector3d(w.segment<3>(col + 3)) : Eigen::Vector3d::Zero();
-    d.fext[c.joint] += c.placement.act(pinocchio::Force(w.segment<3>(col), moment));
+    fext[c.joint] += c.placement.act(pinocchio::Force(w.segment<3>(col), moment));
     col += c.dimension;
+  }
+}
+
+Eigen::Ref<const Eigen::VectorXd> InverseDynamicsStageModel::startVelocity(
+    const Eigen::Ref<const Eigen::VectorXd>& x, const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const int nv = dynamics_->nv();
+  if (impulse_) return w.segment(impulseStart(), nv);
+  return x.tail(nv);
+}
+
+// M (v+ - v) - J_c^T Lambda = RNEA(q, 0, v+ - v; -Lambda) - g(q), on the impulse rows' own data
+// (the contact velocities v_c(q, v+) come with the contact rows, from the step's kinematics).
+void InverseDynamicsStageModel::impulseRows(InverseDynamicsStageData& d,
+                                            const Eigen::Ref<const Eigen::VectorXd>& x,
+                                            const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& working = d.work->inertias.model;
+  const int nq = dynamics_->nq(), nv = dynamics_->nv(), start = impulseStart();
+  pinocchio::Data& pin = *d.impulse_pin;
+  contactForces(d.impulse_fext, w, start + nv);
+  d.velocity_jump = w.segment(start, nv) - x.tail(nv);
+  pinocchio::rnea(working, pin, x.head(nq), d.zero_velocity, d.velocity_jump, d.impulse_fext);
+  d.h.segment(nv + nc_, nv) = pin.tau;
+  d.h.segment(nv + nc_, nv) -= pinocchio::computeGeneralizedGravity(working, pin, x.head(nq));
+}
+
+// The step's rows and F were differentiated at (q, v+) into x's v columns: they move to v+'s.
+// The impulse rows: d/dq from the RNEA's derivatives at (q, 0, v+ - v) with the impulses held in
+// the joints' frames (local wrenches, as lambda) minus the gravity's; d/dv = -M, d/dv+ = M;
+// d/dtheta_S = (Y(q, 0, v+ - v) - Y(q, 0, 0)) dpi/dtheta; a rotor's armature adds I_a (v+ - v).
+void InverseDynamicsStageModel::impulseJacobians(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& w,
+    const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const pinocchio::Model& working = d.work->inertias.model;
+  const int nq = dynamics_->nq(), nv = dynamics_->nv(), ns = num_inertial_;
+  const int start = impulseStart(), row = nv + nc_;
+  d.H_w.block(0, start, row, nv) = d.H_x.block(0, nv, row, nv);
+  d.H_x.block(0, nv, row, nv).setZero();
+  d.F_w.block(0, start, nv, nv) = d.F_x.topRightCorner(nv, nv);
+  d.F_x.topRightCorner(nv, nv).setZero();
+  const auto q = x.head(nq);
+  pinocchio::Data& pin = *d.impulse_pin;
+  contactForces(d.impulse_fext, w, start + nv);
+  d.velocity_jump = w.segment(start, nv) - x.tail(nv);
+  // the gravity's first: the RNEA's derivatives below are read from `pin` afterwards
+  pinocchio::computeGeneralizedGravityDerivatives(working, pin, q, d.gravity_dq);
+  pinocchio::computeRNEADerivatives(working, pin, q, d.zero_velocity, d.velocity_jump,
+                                    d.impulse_fext);
+  d.H_x.block(row, 0, nv, nv) = pin.dtau_dq - d.gravity_dq;
+  auto M = d.H_w.block(row, start, nv, nv);
+  M.triangularView<Eigen::Upper>() = pin.M;
+  M.triangularView<Eigen::StrictlyLower>() = pin.M.transpose();
+  d.H_x.block(row, nv, nv, nv) = -M;
+  auto theta_rows = d.H_theta.block(row, 0, nv, ns);
+  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q,
+                                       d.zero_velocity, d.velocity_jump);
+  theta_rows = dynamics::computeParameterJacobian(dynamics_->regressor(), d.work->regressor,
+                                                  dynamics_->parametrization(), theta.head(ns));
+  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q,
+                                       d.zero_velocity, d.zero_velocity);
+  theta_rows -= dynamics::computeParameterJacobian(dynamics_->regressor(), d.work->regressor,
+                                                   dynamics_->parametrization(), theta.head(ns));
+  if (actuators_) {  // d (I_a dv) / d log I_a = I_a dv on the joint's row
+    const auto theta_act = theta.tail(actuators_->numParameters());
+    for (int k = 0; k < actuators_->numArmature(); ++k) {
+      const int col = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
+      d.H_theta(row + i, ns + col) = std::exp(theta_act(col)) * d.velocity_jump(i);
+    }
   }
 }
 
@@ -449,6 +554,9 @@ void InverseDynamicsStageModel::contactRows(InverseDynamicsStageData& d) const {
           pinocchio::getFrameAcceleration(model, pin, c.frame, pinocchio::LOCAL);
       d.h.segment<6>(row) = acc.toVector() + damping_ * vel.toVector();
     }
+    // a touchdown's v_c(q, v+) = 0, after the impulse's nv rows
+    if (impulse_)
+      d.h.segment(row + nc_ + dynamics_->nv(), c.dimension) = vel.toVector().head(c.dimension);
     row += c.dimension;
   }
 }
@@ -489,6 +597,12 @@ void InverseDynamicsStageModel::contactJacobians(InverseDynamicsStageData& d,
       d.H_x.block(row, 0, 6, nv) = d.a_dq + damping_ * d.v_dq;
       d.H_x.block(row, nv, 6, nv) = d.a_dv + damping_ * J;
       d.H_w.block(row, nv, 6, nv) = J;
+    }
+    if (impulse_) {  // the impulse rows: -J^T Lambda, and v_c(q, v+)'s derivatives
+      const int impulse_row = row + nc_ + nv, impulse_col = col - 3 * nv + impulseStart() + nv;
+      d.H_w.block(nv + nc_, impulse_col, nv, c.dimension) = -J.topRows(c.dimension).transpose();
+      d.H_x.block(impulse_row, 0, c.dimension, nv) = d.v_dq.topRows(c.dimension);
+      d.H_w.block(impulse_row, impulseStart(), c.dimension, nv) = J.topRows(c.dimension);
     }
     row += c.dimension;
     col += c.dimension;

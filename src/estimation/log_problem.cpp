@@ -746,18 +746,18 @@ void LogProblemBuilder::createStages() {
                              : (transition[k] ? transition_noise : noise),
                      k);
     if (transition[k] && !terminal) ++p_.transition_knots;
-    // A touchdown's stage keeps the forward formulation: its reset map (impulse dynamics) is the
-    // forward stage's; the solver takes stages with and without equality rows side by side.
+    // A touchdown under inverse dynamics: v+ and the impulses are decisions of its stage, the
+    // reset map its equality rows (the forward stage solves the same map inside its step).
     require(!impulse || robot_.loops().empty(), "contacts of " + robot_.displayName(),
             "no touchdowns (a closed-loop robot's touchdown would need loop rows in its reset map)",
             "a touchdown at knot " + std::to_string(k));
-    if (!terminal && options_.dynamics == DynamicsFormulation::Inverse && !impulse) {
+    if (!terminal && options_.dynamics == DynamicsFormulation::Inverse) {
       require(!p_.smoothed, "dynamics: inverse", "rigid contacts (flags or kinematic detection)",
               "contacts implicit");
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact,
           robot_.loops(), LoopGains{},
-          options_.project_process_noise && contact ? impulseModelOf(k) : nullptr));
+          options_.project_process_noise && contact ? impulseModelOf(k) : nullptr, impulse));
       continue;
     }
     auto stage = std::make_shared<MultibodyStageModel>(p_.dynamics, contact, p_.state, sensors_,
@@ -775,8 +775,9 @@ void LogProblemBuilder::createStages() {
 
 // w = (0, a, e, lambda) per inverse-dynamics stage: a from the guess's velocities, lambda the
 // contact forces nearest (least squares) to the torque balance's remainder at lambda = 0, and e
-// what is left of it (the balance rows hold at the guess; the contact rows generally not). A
-// touchdown's forward stage keeps w = 0.
+// what is left of it (the balance rows hold at the guess; the contact rows generally not). At a
+// touchdown, first v+ and the impulses from the reset map at the guess's (q, v) (its rows hold),
+// and a from v+.
 void LogProblemBuilder::inverseDynamicsGuess() {
   StageWorkspace workspace;
   for (int k = 0; k < N_; ++k) {
@@ -785,15 +786,27 @@ void LogProblemBuilder::inverseDynamicsGuess() {
     const InverseDynamicsStageModel& stage = *inverse;
     const int nc = stage.numForces();  // the contacts' and the loops' forces
     Eigen::VectorXd w = Eigen::VectorXd::Zero(stage.nw());
-    w.segment(nv_, nv_) = (p_.xs[k + 1].tail(nv_) - p_.xs[k].tail(nv_)) / p_.dt;
     const auto data = stage.createDataSharing(workspace);
+    Eigen::VectorXd v_start = p_.xs[k].tail(nv_);
+    if (stage.hasImpulse()) {
+      // [M -J^T; J 0] [v+; Lambda] = [M v; 0]: the rows are linear in (v+, Lambda)
+      const int start = stage.impulseStart(), ni = stage.nw() - start - nv_, row = nv_ + stage.nc();
+      w.segment(start, nv_) = v_start;
+      stage.calc(*data, p_.xs[k], w, p_.theta);
+      stage.calcDiff(*data, p_.xs[k], w, p_.theta);
+      const Eigen::MatrixXd K = data->H_w.block(row, start, nv_ + ni, nv_ + ni);
+      const Eigen::VectorXd h = data->h.segment(row, nv_ + ni);
+      w.segment(start, nv_ + ni) -= K.partialPivLu().solve(h);
+      v_start = w.segment(start, nv_);
+    }
+    w.segment(nv_, nv_) = (p_.xs[k + 1].tail(nv_) - v_start) / p_.dt;
     stage.calc(*data, p_.xs[k], w, p_.theta);
     Eigen::VectorXd remainder = data->h.head(nv_);
     if (nc > 0) {
       stage.calcDiff(*data, p_.xs[k], w, p_.theta);
       const Eigen::MatrixXd Jt = -data->H_w.block(0, 3 * nv_, nv_, nc);  // J^T
-      w.tail(nc) = Jt.colPivHouseholderQr().solve(remainder);
-      remainder -= Jt * w.tail(nc);
+      w.segment(3 * nv_, nc) = Jt.colPivHouseholderQr().solve(remainder);
+      remainder -= Jt * w.segment(3 * nv_, nc);
     }
     w.segment(2 * nv_, nv_) = remainder;
     p_.ws[k] = std::move(w);

@@ -256,15 +256,21 @@ bool RiccatiSolver::Impl::eliminateEqualities(int k, int nw) {
   auto Qw = Qw_.head(nw);
   auto HwT = eq_HwT_.topLeftCorner(nw, nh);
   HwT = d.H_w.transpose();
-  eq_qr_.compute(HwT);
-  const auto R = eq_qr_.matrixQR().topLeftCorner(nh, nh);
+  // Householder QR in place, unblocked: Eigen's HouseholderQR switches to its blocked form,
+  // which allocates, from 48 columns on (a touchdown's knot on go2 has 60 rows), and compute()
+  // on a knot of another shape would reallocate its storage
+  auto hcoeffs = eq_hcoeffs_.head(nh);
+  Eigen::internal::householder_qr_inplace_unblocked(HwT, hcoeffs, eq_qr_temp_.data());
+  const auto R = HwT.topLeftCorner(nh, nh);
   const double largest = R.diagonal().cwiseAbs().maxCoeff();
   if (!(R.diagonal().cwiseAbs().minCoeff() > 1e-12 * largest)) return false;  // rank-deficient
   auto Q = eq_Q_.topLeftCorner(nw, nw);
   Q.setIdentity();
-  // with a workspace of the solver's: the reflectors applied one by one, without allocating
-  // (below Eigen's block size of 48 rows of H_w)
-  eq_qr_.householderQ().applyThisOnTheLeft(Q, eq_work_, true);
+  // Q = H_0 ... H_{nh-1} I, the reflectors applied one by one on a workspace of the solver's
+  // (householderQ() also turns blocked, and allocating, from 48 reflectors on)
+  for (int i = nh - 1; i >= 0; --i)
+    Q.bottomRightCorner(nw - i, nw - i)
+        .applyHouseholderOnTheLeft(HwT.col(i).tail(nw - i - 1), hcoeffs(i), eq_work_.data());
   auto W = eq_W_.topRows(nh);  // R^{-T} [H_x H_t h]
   W.leftCols(ndx_) = d.H_x;
   W.middleCols(ndx_, np_) = d.H_theta;

@@ -156,7 +156,9 @@ struct RiccatiSolver::Impl {
   bool eliminateEqualities(int k, int nw);
   std::vector<char> constrained_;        ///< running stages with equality rows
   std::vector<Eigen::MatrixXd> eq_map_;  ///< nw x (nz + ndx + np + 1) per constrained knot
-  Eigen::HouseholderQR<Eigen::MatrixXd> eq_qr_;
+  /// H_w^T's Householder QR in place in eq_HwT_ (the reflectors below R) with these coefficients
+  /// and workspace, sized once for every knot's shape.
+  Eigen::VectorXd eq_hcoeffs_, eq_qr_temp_;
   Eigen::MatrixXd eq_HwT_, eq_Q_, eq_W_, eq_T_, eq_QwwZ_;
   Eigen::VectorXd eq_z_;
   Eigen::RowVectorXd eq_work_;  ///< the Householder reflectors' workspace (nw)

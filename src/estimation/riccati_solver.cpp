@@ -189,8 +189,9 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
     dws_[k] = Eigen::VectorXd::Zero(nw);
   }
   if (nh_max > 0) {
-    eq_qr_ = Eigen::HouseholderQR<Eigen::MatrixXd>(nw_max_, nh_max);
     eq_HwT_.setZero(nw_max_, nh_max);
+    eq_hcoeffs_.setZero(nh_max);
+    eq_qr_temp_.setZero(nh_max);
     eq_Q_.setZero(nw_max_, nw_max_);
     eq_W_.setZero(nh_max, ndx_ + np_ + 1);
     eq_T_.setZero(nw_max_, ndx_ + np_ + 1);

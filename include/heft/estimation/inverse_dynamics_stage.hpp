@@ -4,7 +4,7 @@
 /// nullspace of its decision Jacobian (eqs. 72-79), instead of the forward dynamics'
 /// a = FD(q, v, tau; theta) inside the step.
 ///
-///   w   = (w_q, a, e, lambda)                           (nv each; lambda: nc contact forces)
+///   w   = (w_q, a, e, lambda[, v+, Lambda])              (nv each; lambda: nc contact forces)
 ///   v'  = v + dt a,   q' = q ⊕ dt v',   x_{k+1} = (q' ⊕ w_q, v')
 ///   h   = [ RNEA(q, v, a; theta) - J_c^T lambda - tau_eff(v; theta_act) - e     (nv rows, N m)
 ///           a_c(q, v, a) + K_d v_c(q, v) ]                                      (nc rows)
@@ -24,8 +24,17 @@
 /// acceleration, and v_c its velocity, all in the contact frame (Pinocchio's LOCAL frame
 /// derivatives, eqs. 27-28 for a bilateral contact). A point contact's row is the forward
 /// stage's (Pinocchio's LOCAL_WORLD_ALIGNED classical acceleration, rotated); a flat one's differs
-/// from it by velocity products that vanish when the sole does not move. Impulses at touchdown
-/// are not modelled.
+/// from it by velocity products that vanish when the sole does not move.
+///
+/// Touchdown (`impulse`, the knot's contact set when it holds a contact the previous knot's did
+/// not; the paper's reset map, eqs. 9 and 11 at zero restitution, with the impulses as decisions):
+/// w gains the post-impact velocity
+/// v+ and the contacts' impulses Lambda (in their frames' axes, as lambda), and h the rows of
+/// impulse dynamics with zero restitution,
+///   M(q; theta) (v+ - v) - J_c^T Lambda = 0   (nv rows),   v_c(q, v+) = 0   (nc rows),
+/// and the step starts from v+ instead of v: v' = v+ + dt a, the RNEA, the friction and the
+/// contact rows at (q, v+). The forward stage's touchdown (IMPULSE(q, v; theta) inside the step)
+/// is the same map, solved there and an equality here.
 ///
 /// Closed loops (model::LoopClosure, the paper's eqs. 16, 20 and 22 for a point anchor): m more
 /// rows and m more decisions per loop after the contacts' (m = 3, or 2 for a planar loop). The
@@ -96,7 +105,8 @@ class InverseDynamicsStageModel final : public StageModel {
       std::shared_ptr<const ActuatorTermsModel> actuators = nullptr,
       std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr,
       std::vector<model::LoopClosure> loops = {}, LoopGains loop_gains = {},
-      std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection = nullptr);
+      std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection = nullptr,
+      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr);
 
   std::unique_ptr<StageData> createData() const override;
   /// The RNEA workspace (parametrized model, Pinocchio data, regressor) comes from `workspace`,
@@ -120,8 +130,11 @@ class InverseDynamicsStageModel final : public StageModel {
   const ActuatorTermsModel* actuators() const { return actuators_.get(); }
   const dynamics::ContactDynamicsModel* contact() const { return contact_.get(); }
   int nc() const { return nc_; }  ///< contact force coordinates (after e in w)
-  /// Constraint force coordinates: the contacts' then 3 per loop (the tail of w).
+  /// Constraint force coordinates: the contacts' then the loops' (from w's 3 nv).
   int numForces() const { return nc_ + nl_; }
+  /// A touchdown's stage: v+ at w's impulseStart(), then the impulses Lambda (nc).
+  bool hasImpulse() const { return impulse_ != nullptr; }
+  int impulseStart() const { return 3 * dynamics_->nv() + nc_ + nl_; }
   const std::vector<model::LoopClosure>& loops() const { return loops_; }
 
  private:
@@ -133,7 +146,8 @@ class InverseDynamicsStageModel final : public StageModel {
                             std::shared_ptr<const ActuatorTermsModel> actuators,
                             std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
                             std::vector<model::LoopClosure> loops, LoopGains loop_gains,
-                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection);
+                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
+                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse);
   friend struct InverseDynamicsStageData;
   bool hasForces() const { return contact_ || !loops_.empty(); }
   // The shared workspace's model at theta (S's inertias, the armature) and, with contacts or
@@ -167,9 +181,22 @@ class InverseDynamicsStageModel final : public StageModel {
   void accelerometerRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                          const Eigen::Ref<const Eigen::VectorXd>& w) const;
   void accelerometerJacobians(InverseDynamicsStageData& d,
-                              const Eigen::Ref<const Eigen::VectorXd>& x) const;
-  // fext of the contact forces lambda (the tail of w) on their joints, in the joints' frames.
-  void contactForces(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
+                              const Eigen::Ref<const Eigen::VectorXd>& x,
+                              const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // fext of the contact forces lambda (from w's column `col`) on their joints, in the joints'
+  // frames, into `fext` (zeroed first).
+  void contactForces(std::vector<pinocchio::Force>& fext,
+                     const Eigen::Ref<const Eigen::VectorXd>& w, int col) const;
+  // The velocity the step starts from: x's v, or a touchdown's v+.
+  Eigen::Ref<const Eigen::VectorXd> startVelocity(const Eigen::Ref<const Eigen::VectorXd>& x,
+                                                  const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // A touchdown's impulse rows (calc) and their Jacobians with the step's v-columns moved to v+'s
+  // (calcDiff, last).
+  void impulseRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                   const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  void impulseJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                        const Eigen::Ref<const Eigen::VectorXd>& w,
+                        const Eigen::Ref<const Eigen::VectorXd>& theta) const;
 
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
   std::shared_ptr<const ActuatorTermsModel> actuators_;
@@ -194,6 +221,8 @@ class InverseDynamicsStageModel final : public StageModel {
   int nl_ = 0;  ///< the loops' rows (and forces)
   /// The contact set's impulse model: w_q projected on its nullspace (eq. 36), or null.
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection_;
+  /// A touchdown's contact set (the knot's, zero restitution), or null.
+  std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse_;
   Eigen::VectorXd tau_;           ///< nv: the logged generalized force over the step
   Eigen::VectorXd process_info_;  ///< 2 nv: 1 / sigma of w_q and e
   double dt_ = 0;
@@ -220,6 +249,12 @@ struct InverseDynamicsStageData final : StageData {
   /// Projected noise: the impulse model's data and N w_q (what moves the configuration).
   std::unique_ptr<dynamics::ImpulseDynamicsData> projection;
   Eigen::VectorXd projected_noise;
+  /// Touchdown: the impulse rows' own Pinocchio data (the step's keeps its kinematics), their
+  /// forces, v+ - v, a zero velocity and the gravity's derivatives.
+  std::unique_ptr<pinocchio::Data> impulse_pin;
+  std::vector<pinocchio::Force> impulse_fext;
+  Eigen::VectorXd velocity_jump, zero_velocity, gravity;
+  Eigen::MatrixXd gravity_dq;
   Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
 };
 
