@@ -31,6 +31,7 @@
 #include "heft/model/model.hpp"
 #include "heft/results/truth.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/energy_rows.hpp"
 #include "support/simulated_log.hpp"
 
 namespace heft {
@@ -713,6 +714,15 @@ TEST(Studies, InverseDynamicsConvergence) {
        1000,
        1,
        100},
+      {"go2 trotting in place (touchdowns), torso",
+       "go2-trot",
+       "go2",
+       {"base"},
+       {},
+       2000,
+       1000,
+       1,
+       100},
       {"TALOS +2.9 kg on the torso, flat feet (the log's sole corners), torso",
        "talos-torso-2.9kg",
        "talos",
@@ -745,8 +755,10 @@ TEST(Studies, InverseDynamicsConvergence) {
         "motion capture) with "
         "central-difference velocities (forward: w = 0; inverse: the accelerations of those "
         "velocities, the contact forces nearest to balancing them and the torque residual). "
-        "go2's feet are rigid point contacts from the log's flags (no touchdowns in this "
-        "window), its IMU with the accelerometer; TALOS's soles are flat (6D) contacts from the "
+        "go2's feet are rigid point contacts from the log's flags (no touchdowns in the "
+        "standing window; in the trot's, the touchdowns' impulses: inside the forward step, "
+        "decisions with the reset map as rows under inverse), its IMU with the accelerometer; "
+        "TALOS's soles are flat (6D) contacts from the "
         "log's corner points, its torso IMU without the accelerometer (the rows model an IMU on "
         "the floating base). Errors: mean over the "
         "identified bodies against the truth. Mean +- sd over the draws; `same optimum` counts "
@@ -1074,26 +1086,10 @@ EnergyTrial solveEnergyTrial(const EnergySystem& system, const model::RobotModel
   t.friction = 100 * std::sqrt(d2 / t2);
   const auto errors = estimation::trajectoryErrors(robot, log, lp, solver.xs());
   if (errors) t.joint_rmse = errors->joint_position;
-  {  // the energy rows at the estimate, unwhitened (std 1 J): the stage's last row
-    estimation::LogProblemOptions oe = options;
-    oe.use_energy = true;
-    oe.energy_std = 1;
-    const estimation::LogProblem le = estimation::buildLogProblem(wrong, log, oe);
-    const int N = le.problem->horizon(), nv = robot.pinocchio().nv;
-    double e2 = 0, p2 = 0;
-    for (int k = 0; k < N; ++k) {
-      const estimation::StageModel& stage = le.problem->running(k);
-      auto data = stage.createData();
-      stage.calc(*data, solver.xs()[k], solver.ws()[k], theta);
-      const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
-      const double energy = d.r(stage.nr() - 1);
-      const double work = le.dt * 0.5 * (d.v_start + d.v_next).dot(solver.ws()[k].tail(nv));
-      e2 += energy * energy;
-      p2 += work * work;
-    }
-    t.energy_rms = std::sqrt(e2 / N);
-    t.noise_work_rms = std::sqrt(p2 / N);
-  }
+  const test::EnergyRowsAtEstimate energy =
+      test::energyRowsAt(wrong, log, options, nullptr, solver.xs(), solver.ws(), theta);
+  t.energy_rms = energy.energy_rms;
+  t.noise_work_rms = energy.noise_work_rms;
   return t;
 }
 

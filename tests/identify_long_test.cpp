@@ -25,6 +25,7 @@
 #include "heft/model/identified_set.hpp"
 #include "heft/model/model.hpp"
 #include "heft/sim/scenario.hpp"
+#include "support/energy_rows.hpp"
 #include "support/perturbed_prior.hpp"
 
 namespace heft::identify {
@@ -160,28 +161,12 @@ JointEstimate jointEstimate(
   e.iterations = summary.iterations;
   e.cost = summary.cost;
   const Eigen::VectorXd& theta = solver.theta();
-  {  // the energy rows at the estimate, unwhitened (std 1 J); the row is the stage's last
-    estimation::LogProblemOptions oe = o;
-    oe.use_energy = true;
-    oe.energy_std = 1;
-    const estimation::LogProblem le = estimation::buildLogProblem(robot, log, oe, smoother.xs());
-    const int N = le.problem->horizon(), nv = robot.pinocchio().nv;
-    double e2 = 0, p2 = 0, d2 = 0;
-    for (int k = 0; k < N; ++k) {
-      const estimation::StageModel& stage = le.problem->running(k);
-      auto data = stage.createData();
-      stage.calc(*data, solver.xs()[k], solver.ws()[k], theta);
-      const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
-      const double energy = d.r(stage.nr() - 1);
-      const double work = le.dt * 0.5 * (d.v_start + d.v_next).dot(solver.ws()[k].tail(nv));
-      e2 += energy * energy;
-      p2 += work * work;
-      d2 += (energy - work) * (energy - work);
-    }
-    e.energy_rms = std::sqrt(e2 / N);
-    e.noise_work_rms = std::sqrt(p2 / N);
-    e.energy_error_rms = std::sqrt(d2 / N);
-  }
+  const std::vector<Eigen::VectorXd> guess = smoother.xs();
+  const test::EnergyRowsAtEstimate energy =
+      test::energyRowsAt(robot, log, o, &guess, solver.xs(), solver.ws(), theta);
+  e.energy_rms = energy.energy_rms;
+  e.noise_work_rms = energy.noise_work_rms;
+  e.energy_error_rms = energy.difference_rms;
   const int ns = 10 * static_cast<int>(lp.identified.size());
   e.linear.resize(theta.size());
   for (int b = 0; b < ns / 10; ++b)

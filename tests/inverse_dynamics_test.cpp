@@ -118,7 +118,7 @@ InverseProblem makeInverseProblem(const std::string& robot,
                                   const std::vector<pinocchio::JointIndex>& S, int horizon,
                                   double dt, std::mt19937& rng, bool with_actuators,
                                   int contact_dimension = 0, bool project_noise = false,
-                                  bool touchdown = false) {
+                                  bool touchdown = false, bool energy = false) {
   InverseProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -146,6 +146,8 @@ InverseProblem makeInverseProblem(const std::string& robot,
   sensors->joint_velocities = true;
   sensors->encoder_std = 0.01;
   sensors->joint_velocity_std = 0.1;
+  sensors->energy = energy;
+  sensors->energy_std = 0.05;
   if (floating) {
     sensors->imu_frame = model->getFrameId("test_imu");
     sensors->mocap_frame = model->getFrameId("test_marker");
@@ -314,6 +316,15 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
                       "go2, touchdown on four point contacts", 44);
   checkStageJacobians(makeInverseProblem("talos", {1, 2}, 1, 0.005, rng, true, 6, true, true),
                       "TALOS, touchdown on two flat feet, projected noise", 45);
+  // energy observations: the last row through q, v (or v+), a and theta (inertias, friction,
+  // armature)
+  checkStageJacobians(
+      makeInverseProblem("double_pendulum", {1, 2}, 1, 0.01, rng, true, 0, false, false, true),
+      "double pendulum, actuator terms, energy", 46);
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true, 3, false, false, true),
+                      "go2, four point contacts, energy", 47);
+  checkStageJacobians(makeInverseProblem("go2", {1, 3}, 1, 0.005, rng, true, 3, false, true, true),
+                      "go2, touchdown, energy", 48);
   // a closed loop: its rows (relative acceleration, Baumgarte velocity and position terms), the
   // force's generalized force and the second body's geometric stiffness
   for (unsigned seed : {37u, 38u, 39u})
@@ -329,7 +340,9 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
 // The stage's Gauss-Newton terms and linear residual are its rows' dense products.
 TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
   std::mt19937 rng(4);
-  const InverseProblem p = makeInverseProblem("go2", {1}, 1, 0.005, rng, true);
+  // a touchdown with energy observations: the rank-one energy row and the v+ columns
+  const InverseProblem p =
+      makeInverseProblem("go2", {1}, 1, 0.005, rng, true, 3, false, true, true);
   VectorXd x, w, theta;
   randomPoint(p, rng, x, w, theta);
   const StageModel& stage = p.problem->running(0);
@@ -483,7 +496,9 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
 // The MuJoCo double pendulum (link 2 +45 % mass) through both formulations: the same MAP problem,
 // so the same estimate, within what each solver's stopping rule leaves (|d1| <= tol (1 + cost):
 // a cost within that of the optimum, theta within sqrt(2 tol (1 + cost)) posterior stds).
-TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
+// With energy observations at 1e-3 J (the default std) the two formulations' rows are the same
+// function of the trajectory, so they keep one optimum.
+void expectSameEstimateOnMujocoPendulum(bool energy) {
   const auto sim = test::simulateNominalWithoutTorqueBias("double-pendulum-payload", 3.2, 1);
   ASSERT_TRUE(sim.summary.ok()) << sim.summary.report();
   const model::RobotModel robot = model::loadRobot("double_pendulum");
@@ -491,6 +506,7 @@ TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
   options.identified_bodies = {robot.body(2).name};
   options.first_sample = 1000;  // after the excitation's 1 s ramp
   options.knots = 2000;         // 2 s at 1 kHz (tests/estimation_test.cpp's window)
+  options.use_energy = energy;
   RiccatiOptions solver_options;
   solver_options.max_iterations = 60;
   struct Run {
@@ -527,6 +543,14 @@ TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
   const Vector10 pi = inertia::piFromTheta(options.parametrization, inverse.theta.head<10>());
   std::cout << "mass " << pi(0) << " (truth " << pi_true(0) << "), iterations forward "
             << forward.summary.iterations << ", inverse " << inverse.summary.iterations << "\n";
+}
+
+TEST(InverseDynamics, SameEstimateAsForwardDynamicsOnMujocoPendulum) {
+  expectSameEstimateOnMujocoPendulum(false);
+}
+
+TEST(InverseDynamics, SameEstimateAsForwardDynamicsWithEnergyObservations) {
+  expectSameEstimateOnMujocoPendulum(true);
 }
 
 // go2 trotting in place (the log's contact flags, rigid point feet, the IMU with its
@@ -610,7 +634,7 @@ TEST(InverseDynamicsStage, RejectsBadInput) {
   EXPECT_THROW(make(with_accelerometer, 0.005), InputError);
   auto with_energy = std::make_shared<estimation::MultibodySensors>(*sensors);
   with_energy->energy = true;
-  EXPECT_THROW(make(with_energy, 0.005), InputError);
+  EXPECT_EQ(make(with_energy, 0.005).nr(), make(sensors, 0.005).nr() + 1);  // the last row
   z.tau = VectorXd::Zero(nv - 1);
   EXPECT_THROW(make(sensors, 0.005), InputError);
   EXPECT_THROW(estimation::parseDynamicsFormulation("implicit"), InputError);

@@ -25,9 +25,10 @@ std::shared_ptr<const MultibodyStageModel> makeSensorStage(
     MultibodyMeasurement measurement, const std::shared_ptr<const ActuatorTermsModel>& actuators) {
   require(dynamics && state && sensors, "inverse-dynamics stage dynamics, state and sensors",
           "non-null", "null");
-  require(!sensors->energy, "inverse-dynamics stage energy observations",
-          "no energy rows (the forward-dynamics stage carries them)", "energy on");
-  return std::make_shared<MultibodyStageModel>(dynamics, nullptr, state, sensors, noise,
+  // the energy row is the inverse stage's own (the terminal form has no step)
+  auto terminal_sensors = std::make_shared<MultibodySensors>(*sensors);
+  terminal_sensors->energy = false;
+  return std::make_shared<MultibodyStageModel>(dynamics, nullptr, state, terminal_sensors, noise,
                                                std::move(measurement), 0.0, true, nullptr,
                                                actuators);
 }
@@ -67,7 +68,7 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     : StageModel(state->nx(), state->ndx(),
                  3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
                      (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0),
-                 2 * state->nv() + sensor_stage->nr(),
+                 2 * state->nv() + sensor_stage->nr() + (sensors->energy ? 1 : 0),
                  dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
                  state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
                      (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0)),
@@ -146,11 +147,15 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
                 std::to_string(loops_.size()) + " loops");
   }
   const MultibodySensors& s = *sensors_;
+  loss_scale_ = s.loss_scale > 0 ? s.loss_scale : defaultLossScale(s.loss);
   if (s.imu_frame > 0 && s.accelerometer) {  // the sensor stage validated the IMU's frame
     const int nj = static_cast<int>(s.encoders.size());
     accel_row_ = 2 * nv + nj + (s.joint_velocities ? nj : 0) + 6;  // after encoders, gyro, IMU
     accel_info_ = sensors_stage_->measurement().has_accel ? 1 / s.accelerometer_std : 0;
-    loss_scale_ = s.loss_scale > 0 ? s.loss_scale : defaultLossScale(s.loss);
+  }
+  if (s.energy) {  // the last row
+    energy_row_ = nr() - 1;
+    energy_info_ = 1 / s.energy_std;
   }
   process_info_.resize(2 * nv);
   process_info_ << noise.configuration.cwiseInverse(), noise.generalized_force.cwiseInverse();
@@ -184,6 +189,15 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
   if (model.projection_) {
     projection = std::make_unique<dynamics::ImpulseDynamicsData>(*model.projection_);
     projected_noise.setZero(nv);
+  }
+  if (model.energy_row_ >= 0) {
+    const dynamics::RegressorModel& regressor = dynamics.regressor();
+    auto create_energy = [&regressor] { return new MultibodyStageData::EnergyScratch(regressor); };
+    energy = workspace ? workspace->get<MultibodyStageData::EnergyScratch>(&dynamics, create_energy)
+                       : std::shared_ptr<MultibodyStageData::EnergyScratch>(create_energy());
+    energy_rows.setZero(model.ndx() + model.nw() + model.np());
+    const int na = model.actuators_ ? model.actuators_->numParameters() : 0;
+    if (energy->dp_dtheta_act.size() != na) energy->dp_dtheta_act.setZero(na);
   }
   if (model.hasImpulse()) {
     impulse_pin = std::make_unique<pinocchio::Data>(dynamics.model());
@@ -247,11 +261,12 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
   }
   pinocchio::integrate(model, d.q_next, configurationNoise(d, w), d.xnext.head(nq));
   d.xnext.tail(nv) = d.v_next;
+  if (energy_row_ >= 0) energyRow(d, x, w);
   // Rows: w_q, e, the sensors'.
   d.r.head(nv) = process_info_.head(nv).cwiseProduct(w.head(nv));
   d.r.segment(nv, nv) = process_info_.tail(nv).cwiseProduct(w.segment(2 * nv, nv));
   sensors_stage_->calc(*d.sensors, x, Eigen::VectorXd(), theta);
-  d.r.tail(d.sensors->r.size()) = d.sensors->r;
+  d.r.segment(2 * nv, d.sensors->r.size()) = d.sensors->r;
   if (accel_row_ >= 0) accelerometerRows(d, x, w);
   if (impulse_) impulseRows(d, x, w);
   d.cost = 0.5 * d.r.squaredNorm();
@@ -318,8 +333,9 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   d.R_w.setZero();
   d.R_w.topLeftCorner(nv, nv).diagonal() = process_info_.head(nv);
   d.R_w.block(nv, 2 * nv, nv, nv).diagonal() = process_info_.tail(nv);
-  d.R_x.bottomRows(ns_rows) = d.sensors->R_x;
-  d.R_theta.bottomRows(ns_rows) = d.sensors->R_theta;
+  d.R_x.middleRows(2 * nv, ns_rows) = d.sensors->R_x;
+  d.R_theta.middleRows(2 * nv, ns_rows) = d.sensors->R_theta;
+  if (energy_row_ >= 0) energyJacobians(d, x, w, theta);
   if (accel_row_ >= 0) accelerometerJacobians(d, x, w);
   if (impulse_) impulseJacobians(d, x, w, theta);
 }
@@ -365,6 +381,8 @@ void InverseDynamicsStageModel::gaussNewton(const StageData& base, GaussNewtonTe
   out.w.setZero();
   out.w.head(nv) = process_info_.head(nv).cwiseProduct(d.r.head(nv));
   out.w.segment(2 * nv, nv) = process_info_.tail(nv).cwiseProduct(d.r.segment(nv, nv));
+  // the energy row: one row through x, w and theta
+  if (energy_row_ >= 0) addDenseRow(out, d.energy_rows, d.r(energy_row_));
   if (accel_row_ < 0) return;
   // the accelerometer's three rows (the sensor stage's are zero: a terminal form has no step)
   const auto Ax = d.R_x.middleRows<3>(accel_row_);
@@ -386,20 +404,27 @@ void InverseDynamicsStageModel::linearResidual(const StageData& base,
   const int nv = static_cast<int>(process_info_.size()) / 2;
   e.head(nv) = process_info_.head(nv).cwiseProduct(dw.head(nv));
   e.segment(nv, nv) = process_info_.tail(nv).cwiseProduct(dw.segment(2 * nv, nv));
-  sensors_stage_->linearResidual(*d.sensors, dx, dw.head(0), dtheta, e.tail(d.sensors->r.size()));
+  sensors_stage_->linearResidual(*d.sensors, dx, dw.head(0), dtheta,
+                                 e.segment(2 * nv, d.sensors->r.size()));
+  if (energy_row_ >= 0) {
+    const int ndx = static_cast<int>(dx.size()), nw = static_cast<int>(dw.size());
+    e(energy_row_) = d.energy_rows.head(ndx).dot(dx) + d.energy_rows.segment(ndx, nw).dot(dw) +
+                     d.energy_rows.tail(dtheta.size()).dot(dtheta);
+  }
   if (accel_row_ >= 0) {
     e.segment<3>(accel_row_).noalias() = d.R_x.middleRows<3>(accel_row_) * dx;
     e.segment<3>(accel_row_).noalias() += d.R_w.middleRows<3>(accel_row_) * dw;
   }
 }
 
-// The base's spatial acceleration is the decision's a.head(6), its twist x's v.head(6): the IMU's
-// specific force of base_imu.hpp, whose d f / d a lands on a's base columns directly.
+// The base's spatial acceleration is the decision's a.head(6), its twist the step's start v_s
+// (x's v, or v+): the IMU's specific force of base_imu.hpp, whose d f / d a lands on a's base
+// columns directly.
 void InverseDynamicsStageModel::accelerometerRows(
     InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
     const Eigen::Ref<const Eigen::VectorXd>& w) const {
   const pinocchio::Model& model = dynamics_->model();
-  const int nq = model.nq, nv = model.nv;
+  const int nv = model.nv;
   const auto v = startVelocity(x, w);
   const Eigen::Vector3d f = baseImuSpecificForce(
       model.frames[sensors_->imu_frame].placement, model.gravity.linear(), baseRotation(x),
@@ -731,6 +756,65 @@ void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
     row += m;
     col += m;
   }
+}
+
+// e_E = T(q', v') - T(q, v_s) - dt v_m^T tau_eff (docs/estimation.md, "Energy observations"):
+// q' before w_q, v_s the step's start (v, or v+ after a touchdown), tau_eff the logged torque net
+// of the actuator terms; e and the contact forces are not in it, so the row prices their work.
+void InverseDynamicsStageModel::energyRow(InverseDynamicsStageData& d,
+                                          const Eigen::Ref<const Eigen::VectorXd>& x,
+                                          const Eigen::Ref<const Eigen::VectorXd>& w) const {
+  const pinocchio::Model& working = d.work->inertias.model;
+  MultibodyStageData::EnergyScratch& s = *d.energy;
+  const auto v_start = startVelocity(x, w);
+  const double T_next = mechanicalEnergy(working, s.pin, d.q_next, d.v_next);
+  const double T = mechanicalEnergy(working, s.pin, x.head(working.nq), v_start);
+  s.v_mid = 0.5 * (v_start + d.v_next);
+  const double white = energy_info_ * (T_next - T - dt_ * s.v_mid.dot(d.tau_eff));
+  d.energy_slope = 1;
+  d.r(energy_row_) = sensors_->loss == RobustLoss::None
+                         ? white
+                         : robustResidual(sensors_->loss, loss_scale_, white, &d.energy_slope);
+}
+
+// With G' = (dt B1)^T dT/dq(x') + dT/dv(x') - dt/2 tau_eff (v' through q' and itself) and
+// G_s = -dT/dv(x_s) - dt/2 tau_eff + dt dP/dv_s (P = v_m^T E (b + f(v_s)) at fixed v_m):
+// de/dq = A1^T dT/dq(x') - dT/dq(x), de/dv_s = G' + G_s, de/da = dt G', and d/dtheta the energy
+// regressors' difference through dpi/dtheta, the rotors' 1/2 I_a (v'^2 - v_s^2) and dt dP/dtheta.
+void InverseDynamicsStageModel::energyJacobians(
+    InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+    const Eigen::Ref<const Eigen::VectorXd>& w,
+    const Eigen::Ref<const Eigen::VectorXd>& theta) const {
+  const pinocchio::Model& working = d.work->inertias.model;
+  MultibodyStageData::EnergyScratch& s = *d.energy;
+  const int nv = working.nv, nx = ndx(), nw_ = nw();
+  const auto q = x.head(working.nq);
+  const auto v_start = startVelocity(x, w);
+  energyGradient(working, s, d.q_next, d.v_next, s.grad_q_next, s.grad_v_next);
+  energyGradient(working, s, q, v_start, s.grad_q, s.grad_v);
+  s.v_mid = 0.5 * (v_start + d.v_next);
+  s.dp_dv.setZero();
+  if (actuators_)
+    actuators_->power(theta.tail(actuators_->numParameters()), v_start, s.v_mid, s.dp_dtheta_act,
+                      s.dp_dv);
+  s.grad_v_next -= 0.5 * dt_ * d.tau_eff;
+  s.grad_v_next.noalias() += dt_ * d.B1.transpose() * s.grad_q_next;  // G'
+  s.grad_v = -s.grad_v - 0.5 * dt_ * d.tau_eff + dt_ * s.dp_dv;       // G_s
+  Eigen::VectorXd& rows = d.energy_rows;
+  rows.setZero();
+  rows.head(nv).noalias() = d.A1.transpose() * s.grad_q_next;
+  rows.head(nv) -= s.grad_q;
+  const int vs_col = impulse_ ? nx + impulseStart() : nv;
+  rows.segment(vs_col, nv) = s.grad_v_next + s.grad_v;
+  rows.segment(nx + nv, nv) = dt_ * s.grad_v_next;
+  // dpi/dtheta at this theta: calcDiff's parameter Jacobian filled it
+  Eigen::Map<Eigen::RowVectorXd> rt(rows.data() + nx + nw_, np());
+  addEnergyParameterTerms(dynamics_->regressor(), actuators_.get(), s, q, v_start, d.q_next,
+                          d.v_next, d.work->regressor.dpi_dtheta, theta, dt_, rt);
+  rows *= energy_info_ * d.energy_slope;
+  d.R_x.row(energy_row_) = rows.head(nx).transpose();
+  d.R_w.row(energy_row_) = rows.segment(nx, nw_).transpose();
+  d.R_theta.row(energy_row_) = rows.tail(np()).transpose();
 }
 
 }  // namespace heft::estimation

@@ -122,8 +122,6 @@ void LogProblemOptions::validate() const {
           "projected process noise", "dynamics: inverse (its stages carry the projection)",
           "dynamics: forward");
   if (dynamics == DynamicsFormulation::Inverse) {
-    require(!use_energy, "dynamics: inverse",
-            "no energy observations (they need the forward stage's step)", "energy observations");
     require(contact_source != ContactSource::Implicit, "dynamics: inverse",
             "rigid contacts or none", "contacts implicit");
   }

@@ -661,20 +661,8 @@ void MultibodyStageModel::gaussNewton(const StageData& d, GaussNewtonTerms& out)
   // Process-noise rows: r = process_info .* w.
   out.ww.diagonal() += process_info_.cwiseAbs2();
   out.w += process_info_.cwiseProduct(d.r.head(ndx()));
-  if (energy_row_ >= 0) {  // one row through x, w_tau and theta: a rank-one update
-    const Eigen::VectorXd& rows = static_cast<const MultibodyStageData&>(d).energy_rows;
-    const auto ex = rows.head(ndx()), ew = rows.segment(ndx(), nw()), et = rows.tail(np());
-    const double er = d.r(energy_row_);
-    out.xx.noalias() += ex * ex.transpose();
-    out.xw.noalias() += ex * ew.transpose();
-    out.ww.noalias() += ew * ew.transpose();
-    out.xt.noalias() += ex * et.transpose();
-    out.wt.noalias() += ew * et.transpose();
-    out.tt.noalias() += et * et.transpose();
-    out.x += er * ex;
-    out.w += er * ew;
-    out.t += er * et;
-  }
+  if (energy_row_ >= 0)  // one row through x, w_tau and theta
+    addDenseRow(out, static_cast<const MultibodyStageData&>(d).energy_rows, d.r(energy_row_));
 }
 
 // The rows gaussNewton knows: process noise diag(process_info) in w, zero in x and theta; the
@@ -826,7 +814,6 @@ const pinocchio::Model& MultibodyStageModel::workingModel(const MultibodyStageDa
   return contact_ ? d.contact->inertias.model : d.free->inertias.model;
 }
 
-namespace {
 using EnergyScratch = MultibodyStageData::EnergyScratch;
 
 double mechanicalEnergy(const pinocchio::Model& model, pinocchio::Data& data,
@@ -858,7 +845,33 @@ void energyGradient(const pinocchio::Model& model, EnergyScratch& s,
   }
   grad_q += pinocchio::computeGeneralizedGravity(model, s.pin, q);
 }
-}  // namespace
+
+void addEnergyParameterTerms(const dynamics::RegressorModel& regressor,
+                             const ActuatorTermsModel* actuators, EnergyScratch& s,
+                             const Eigen::Ref<const Eigen::VectorXd>& q,
+                             const Eigen::Ref<const Eigen::VectorXd>& v_start,
+                             const Eigen::Ref<const Eigen::VectorXd>& q_next,
+                             const Eigen::Ref<const Eigen::VectorXd>& v_next,
+                             const Eigen::MatrixXd& dpi_dtheta,
+                             const Eigen::Ref<const Eigen::VectorXd>& theta, double dt,
+                             Eigen::Ref<Eigen::RowVectorXd, 0, Eigen::InnerStride<>> row) {
+  dynamics::computeEnergyRegressors(regressor, s.regressors, q_next, v_next);
+  s.y_next = s.regressors.kinetic_regressor + s.regressors.potential_regressor;
+  dynamics::computeEnergyRegressors(regressor, s.regressors, q, v_start);
+  s.y_next -= s.regressors.kinetic_regressor + s.regressors.potential_regressor;
+  for (int k = 0; k < regressor.numBodies(); ++k)
+    row.segment<10>(10 * k).noalias() +=
+        s.y_next.segment<10>(10 * k) * dpi_dtheta.middleCols<10>(10 * k);
+  if (!actuators) return;
+  const int ns = 10 * regressor.numBodies(), na = actuators->numParameters();
+  const auto theta_act = theta.tail(na);
+  row.segment(ns, na) += dt * s.dp_dtheta_act.transpose();
+  for (int k = 0; k < actuators->numArmature(); ++k) {  // K's rotor term 1/2 I_a v_j^2
+    const int col = actuators->armatureStart() + k, i = actuators->armatureIndex()[k];
+    row(ns + col) +=
+        0.5 * std::exp(theta_act(col)) * (v_next(i) * v_next(i) - v_start(i) * v_start(i));
+  }
+}
 
 void MultibodyStageModel::energyResidual(MultibodyStageData& d,
                                          const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -880,7 +893,7 @@ void MultibodyStageModel::energyJacobians(MultibodyStageData& d,
                                           const Eigen::Ref<const Eigen::VectorXd>& theta) const {
   const pinocchio::Model& model = workingModel(d);
   EnergyScratch& s = *d.energy;
-  const int nv = model.nv, ns = num_inertial_;
+  const int nv = model.nv;
   const auto q = x.head(model.nq);
   energyGradient(model, s, d.q_next, d.v_next, s.grad_q_next, s.grad_v_next);
   energyGradient(model, s, q, d.v_start, s.grad_q, s.grad_v);
@@ -911,24 +924,9 @@ void MultibodyStageModel::energyJacobians(MultibodyStageData& d,
   // T's own dependence on theta: the energy regressors of S (eq. 69) through dpi/dtheta, whose
   // blocks the dynamics' derivatives just computed (cached per theta across the horizon)
   const dynamics::RegressorModel& regressor = dynamics_->regressor();
-  dynamics::computeEnergyRegressors(regressor, s.regressors, d.q_next, d.v_next);
-  s.y_next = s.regressors.kinetic_regressor + s.regressors.potential_regressor;
-  dynamics::computeEnergyRegressors(regressor, s.regressors, q, d.v_start);
-  s.y_next -= s.regressors.kinetic_regressor + s.regressors.potential_regressor;
-  const Eigen::MatrixXd& dpi_dtheta =
-      (contact_ ? d.contact->regressor : d.free->regressor).dpi_dtheta;
-  for (int k = 0; k < regressor.numBodies(); ++k)
-    R_theta.segment<10>(10 * k).noalias() +=
-        s.y_next.segment<10>(10 * k) * dpi_dtheta.middleCols<10>(10 * k);
-  if (actuators_) {
-    const auto theta_act = theta.tail(actuators_->numParameters());
-    R_theta.segment(ns, actuators_->numParameters()) += dt_ * s.dp_dtheta_act.transpose();
-    for (int k = 0; k < actuators_->numArmature(); ++k) {  // K's rotor term 1/2 I_a v_j^2
-      const int col = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
-      R_theta(ns + col) += 0.5 * std::exp(theta_act(col)) *
-                           (d.v_next(i) * d.v_next(i) - d.v_start(i) * d.v_start(i));
-    }
-  }
+  addEnergyParameterTerms(regressor, actuators_.get(), s, q, d.v_start, d.q_next, d.v_next,
+                          (contact_ ? d.contact->regressor : d.free->regressor).dpi_dtheta, theta,
+                          dt_, R_theta);
   R_x *= energy_info_;
   R_w *= energy_info_;
   R_theta *= energy_info_;

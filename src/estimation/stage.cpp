@@ -58,4 +58,19 @@ void StageModel::linearResidual(const StageData& d, const Eigen::Ref<const Eigen
   e.noalias() += d.R_theta * dtheta;
 }
 
+void addDenseRow(GaussNewtonTerms& out, const Eigen::Ref<const Eigen::VectorXd>& row,
+                 double residual) {
+  const auto nx = out.x.size(), nw = out.w.size();
+  const auto ex = row.head(nx), ew = row.segment(nx, nw), et = row.tail(out.t.size());
+  out.xx.noalias() += ex * ex.transpose();
+  out.xw.noalias() += ex * ew.transpose();
+  out.ww.noalias() += ew * ew.transpose();
+  out.xt.noalias() += ex * et.transpose();
+  out.wt.noalias() += ew * et.transpose();
+  out.tt.noalias() += et * et.transpose();
+  out.x += residual * ex;
+  out.w += residual * ew;
+  out.t += residual * et;
+}
+
 }  // namespace heft::estimation

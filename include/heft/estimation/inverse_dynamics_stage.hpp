@@ -64,8 +64,9 @@
 ///
 /// The sensor rows are those of MultibodyStageModel's terminal form at the same knot (encoders,
 /// joint velocities, an IMU's gyro and orientation, motion capture, a robust loss), with the
-/// accelerometer's rows above in their place. Energy observations are not supported here: an
-/// InputError names them.
+/// accelerometer's rows above in their place. With energy observations (MultibodySensors::energy)
+/// the last row of r is the forward stage's e_E, on this step: T(q', v') - T(q, v_s) - dt v_m^T
+/// tau_eff, whitened by the energy std.
 #include <memory>
 #include <vector>
 
@@ -96,8 +97,7 @@ class InverseDynamicsStageModel final : public StageModel {
   /// e, its configuration that of w_q; `contact` the knot's rigid contact set (its specs and
   /// Baumgarte K_d; K_p must be 0) or null; `loops` the robot's closed loops (their anchor
   /// frames must be frames of the dynamics model).
-  /// \throws InputError naming the field on a size or value that does not fit, or on energy
-  ///         observations (not carried by this formulation).
+  /// \throws InputError naming the field on a size or value that does not fit.
   InverseDynamicsStageModel(
       std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics,
       std::shared_ptr<const MultibodyState> state, std::shared_ptr<const MultibodySensors> sensors,
@@ -190,6 +190,13 @@ class InverseDynamicsStageModel final : public StageModel {
   // The velocity the step starts from: x's v, or a touchdown's v+.
   Eigen::Ref<const Eigen::VectorXd> startVelocity(const Eigen::Ref<const Eigen::VectorXd>& x,
                                                   const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // The energy observation's row (calc) and its Jacobian rows (calcDiff, after A1, B1 and the
+  // parameter Jacobian).
+  void energyRow(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                 const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  void energyJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
+                       const Eigen::Ref<const Eigen::VectorXd>& w,
+                       const Eigen::Ref<const Eigen::VectorXd>& theta) const;
   // A touchdown's impulse rows (calc) and their Jacobians with the step's v-columns moved to v+'s
   // (calcDiff, last).
   void impulseRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
@@ -205,7 +212,9 @@ class InverseDynamicsStageModel final : public StageModel {
   std::shared_ptr<const MultibodySensors> sensors_;
   int accel_row_ = -1;     ///< first accelerometer row of r (-1: none)
   double accel_info_ = 0;  ///< 1 / sigma, 0 without a sample at this knot
-  double loss_scale_ = 1;  ///< the robust loss's k on the accelerometer rows
+  double loss_scale_ = 1;  ///< the robust loss's k on the accelerometer and energy rows
+  int energy_row_ = -1;    ///< the energy observation's row (the last of r), -1: none
+  double energy_info_ = 0;
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact_;
   struct ContactFrame {
     pinocchio::FrameIndex frame;
@@ -256,6 +265,11 @@ struct InverseDynamicsStageData final : StageData {
   Eigen::VectorXd velocity_jump, zero_velocity, gravity;
   Eigen::MatrixXd gravity_dq;
   Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
+  /// Energy observation: the forward stage's scratch (shared per dynamics model), the row's
+  /// Jacobian [x | w | theta] and the robust loss's slope.
+  std::shared_ptr<MultibodyStageData::EnergyScratch> energy;
+  Eigen::VectorXd energy_rows;
+  double energy_slope = 1;
 };
 
 }  // namespace heft::estimation

@@ -285,4 +285,29 @@ struct MultibodyStageData final : StageData {
   Eigen::VectorXd robust_slope;
 };
 
+/// T = K + U of `model` at (q, v) (Pinocchio's energies; K includes the rotors' 1/2 v^T I_a v),
+/// on `data`'s kinematics.
+double mechanicalEnergy(const pinocchio::Model& model, pinocchio::Data& data,
+                        const Eigen::Ref<const Eigen::VectorXd>& q,
+                        const Eigen::Ref<const Eigen::VectorXd>& v);
+/// dT/dq (tangent) and dT/dv at (q, v), on the scratch's data (docs/estimation.md, "Energy
+/// observations").
+void energyGradient(const pinocchio::Model& model, MultibodyStageData::EnergyScratch& s,
+                    const Eigen::Ref<const Eigen::VectorXd>& q,
+                    const Eigen::Ref<const Eigen::VectorXd>& v, Eigen::VectorXd& grad_q,
+                    Eigen::VectorXd& grad_v);
+/// Adds e_E's parameter terms to `row` (1 x np): the energy regressors' difference between
+/// (q', v') and (q, v_s) through dpi/dtheta (eq. 69), and with actuator terms dt dP/dtheta_act
+/// (s.dp_dtheta_act, from ActuatorTermsModel::power) and the rotors' 1/2 I_a (v'^2 - v_s^2).
+void addEnergyParameterTerms(const dynamics::RegressorModel& regressor,
+                             const ActuatorTermsModel* actuators,
+                             MultibodyStageData::EnergyScratch& s,
+                             const Eigen::Ref<const Eigen::VectorXd>& q,
+                             const Eigen::Ref<const Eigen::VectorXd>& v_start,
+                             const Eigen::Ref<const Eigen::VectorXd>& q_next,
+                             const Eigen::Ref<const Eigen::VectorXd>& v_next,
+                             const Eigen::MatrixXd& dpi_dtheta,
+                             const Eigen::Ref<const Eigen::VectorXd>& theta, double dt,
+                             Eigen::Ref<Eigen::RowVectorXd, 0, Eigen::InnerStride<>> row);
+
 }  // namespace heft::estimation

@@ -65,6 +65,11 @@ struct GaussNewtonTerms {
   Eigen::Ref<Eigen::VectorXd> x, w, t;
 };
 
+/// Adds one dense row r + row^T [dx; dw; dtheta] to `out` (a rank-one update): `row` holds its
+/// x, w and theta coefficients in that order.
+void addDenseRow(GaussNewtonTerms& out, const Eigen::Ref<const Eigen::VectorXd>& row,
+                 double residual);
+
 /// Scratch memory that the datas of many stages share when they are used one at a time (one
 /// solver, one thread): a go2 stage's Pinocchio workspaces take about 2 MB; with them shared the
 /// solver holds ~150 kB per knot, outputs and its own buffers (docs/estimation.md, "Speed and
