@@ -123,7 +123,8 @@ JointEstimate jointEstimate(
     const model::RobotModel& nominal, const io::Log& log, const model::IdentifiedSet& set,
     double encoder_std, double energy_std = 0,
     const std::vector<std::string>& friction_joints = pandaArmJoints(),
-    estimation::ThetaTrustUpdate trust_update = estimation::ThetaTrustUpdate::Always) {
+    estimation::ThetaTrustUpdate trust_update = estimation::ThetaTrustUpdate::Always,
+    estimation::DynamicsFormulation dynamics = estimation::DynamicsFormulation::Forward) {
   model::RobotModel robot = nominal;
   estimation::LogProblemOptions o;
   for (const model::BodyBlock& b : set.bodies) {
@@ -150,6 +151,7 @@ JointEstimate jointEstimate(
   e.smoothing_status = toString(smoother.solve().status);
 
   o.actuators.friction_joints = o.actuators.armature_joints = friction_joints;
+  o.dynamics = dynamics;
   o.use_energy = energy_std > 0;
   if (o.use_energy) o.energy_std = energy_std;
   const estimation::LogProblem lp = estimation::buildLogProblem(robot, log, o, smoother.xs());
@@ -615,8 +617,9 @@ TEST(Studies, EnergyObservations) {
 // Table I's pendulum column on the noise sweep's protocol: the double pendulum with joint friction
 // and armature, method 4 with and without energy observations, from five perturbed priors (the
 // "random initial guesses") at two encoder noises. Per row and as means over the priors, as the
-// paper reports them.
-TEST(Studies, EnergyObservationsPendulum) {
+// paper reports them. `dynamics`: the trajectory MAP's formulation (the paper's is inverse).
+void energyObservationsPendulum(estimation::DynamicsFormulation dynamics, const std::string& name,
+                                const std::string& out) {
   const double energy_stds[] = {0, 1e-4, 1e-5};  // [J per step]; 0: without energy observations
   const unsigned prior_seeds[] = {11, 12, 13, 14, 15};
   const double sigmas[] = {0.001, 0.01};
@@ -630,8 +633,11 @@ TEST(Studies, EnergyObservationsPendulum) {
   std::ostringstream md, means;
   md << studyHeader(
             "Energy observations on the double pendulum (Table I's pendulum column, "
-            "double-pendulum-friction)",
-            "EnergyObservationsPendulum")
+            "double-pendulum-friction" +
+                std::string(dynamics == estimation::DynamicsFormulation::Inverse
+                                ? ", inverse dynamics)"
+                                : ")"),
+            name)
      << "The protocol of [energy.md](energy.md) on the double pendulum: heft::sim scenario `"
      << scenario
      << "` (Coulomb 0.05 / 0.03 N m, viscous 0.02 / 0.01 N m s/rad, armature 0.002 / 0.001 "
@@ -642,7 +648,8 @@ TEST(Studies, EnergyObservationsPendulum) {
         "are five perturbed inertial priors (tests/support/perturbed_prior.hpp, seeds 11-15); "
         "the paper draws 100 at 70 % relative uncertainty. Method 4 as in energy.md, with "
         "`measurements.energy: true` at the energy stds of the columns and "
-        "`solver.theta_trust_update: probe`. No truth input; K from the noise-free log.\n\n"
+        "`solver.theta_trust_update: probe`, `estimate.dynamics: "
+     << estimation::toString(dynamics) << "`. No truth input; K from the noise-free log.\n\n"
      << "Errors: base |K (x - x*)| / |K x*| over the whole linear vector, full over the 20 "
         "inertial parameters, friction over the 4 Coulomb and viscous coefficients. Energy "
         "columns as in energy.md (RMS per step at the estimate [J]).\n\n"
@@ -694,7 +701,7 @@ TEST(Studies, EnergyObservationsPendulum) {
         const double energy_std = energy_stds[s];
         // the probe: with `always` the radius collapses behind the 1e-5 J rows (docs/estimation.md)
         const JointEstimate run = jointEstimate(pendulum, log, ref.set, sigma, energy_std, joints,
-                                                estimation::ThetaTrustUpdate::Probe);
+                                                estimation::ThetaTrustUpdate::Probe, dynamics);
         const InertialError e =
             inertialError(ref.torque_clean, ref.base_clean, run.linear, xt, ref.n_pi);
         const double f_error = frictionError(run.linear, xt, ref.n_pi, nf);
@@ -733,7 +740,19 @@ TEST(Studies, EnergyObservationsPendulum) {
   std::snprintf(t, sizeof t, "\nRuntime %.0f s (simulation included).\n", now() - t_start);
   md << t;
   std::printf("%s", md.str().c_str());
-  writeFile("studies/noise-sweep/energy-pendulum.md", md.str());
+  writeFile(out, md.str());
+}
+
+TEST(Studies, EnergyObservationsPendulum) {
+  energyObservationsPendulum(estimation::DynamicsFormulation::Forward, "EnergyObservationsPendulum",
+                             "studies/noise-sweep/energy-pendulum.md");
+}
+
+// The same under the paper's formulation: the acceleration a decision, the dynamics equality rows.
+TEST(Studies, EnergyObservationsPendulumInverse) {
+  energyObservationsPendulum(estimation::DynamicsFormulation::Inverse,
+                             "EnergyObservationsPendulumInverse",
+                             "studies/noise-sweep/energy-pendulum-inverse.md");
 }
 
 // ---- studies/payload ----------------------------------------------------------------------------
