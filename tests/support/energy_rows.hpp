@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include "heft/estimation/inverse_dynamics_stage.hpp"
 #include "heft/estimation/log_problem.hpp"
 #include "heft/estimation/multibody_stage.hpp"
 
@@ -17,7 +18,7 @@ struct EnergyRowsAtEstimate {
   double energy_rms = 0, noise_work_rms = 0, difference_rms = 0;  ///< [J] per step
 };
 
-/// `options` the estimate's (forward dynamics); `trajectory` the guess buildLogProblem took, if
+/// `options` the estimate's (either formulation); `trajectory` the guess buildLogProblem took, if
 /// any; xs, ws, theta the estimate.
 inline EnergyRowsAtEstimate energyRowsAt(const model::RobotModel& robot, const io::Log& log,
                                          estimation::LogProblemOptions options,
@@ -36,9 +37,17 @@ inline EnergyRowsAtEstimate energyRowsAt(const model::RobotModel& robot, const i
     const estimation::StageModel& stage = le.problem->running(k);
     auto data = stage.createData();
     stage.calc(*data, xs[k], ws[k], theta);
-    const auto& d = static_cast<const estimation::MultibodyStageData&>(*data);
-    const double energy = d.r(stage.nr() - 1);
-    const double work = le.dt * 0.5 * (d.v_start + d.v_next).dot(ws[k].tail(nv));
+    const double energy = data->r(stage.nr() - 1);
+    // the step's start and end velocities and its generalized-force noise: the forward stage's
+    // w_tau, the inverse stage's e
+    Eigen::VectorXd v_start = xs[k].tail(nv), noise = ws[k].tail(nv);
+    if (const auto* inverse = dynamic_cast<const estimation::InverseDynamicsStageModel*>(&stage)) {
+      if (inverse->hasImpulse()) v_start = ws[k].segment(inverse->impulseStart(), nv);
+      noise = ws[k].segment(2 * nv, nv);
+    } else {
+      v_start = static_cast<const estimation::MultibodyStageData&>(*data).v_start;
+    }
+    const double work = le.dt * 0.5 * (v_start + data->xnext.tail(nv)).dot(noise);
     e2 += energy * energy;
     p2 += work * work;
     d2 += (energy - work) * (energy - work);
