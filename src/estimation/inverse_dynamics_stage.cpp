@@ -39,6 +39,14 @@ int loopRowCount(const std::vector<model::LoopClosure>& loops) {
   return rows;
 }
 
+// The stage's equality rows: the torque balance (nv), the contacts', the loops' and, at a
+// touchdown, the reset map's (nv + nc). Its decisions are these plus w_q and e (2 nv).
+int equalityRowCount(int nv, const dynamics::ContactDynamicsModel* contact,
+                     const std::vector<model::LoopClosure>& loops, bool touchdown) {
+  const int nc = contact ? contact->nc() : 0;
+  return nv + nc + loopRowCount(loops) + (touchdown ? nv + nc : 0);
+}
+
 }  // namespace
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
@@ -65,13 +73,12 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::vector<model::LoopClosure> loops, LoopGains loop_gains,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
-    : StageModel(state->nx(), state->ndx(),
-                 3 * state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
-                     (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0),
-                 2 * state->nv() + sensor_stage->nr() + (sensors->energy ? 1 : 0),
-                 dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
-                 state->nv() + (contact ? contact->nc() : 0) + loopRowCount(loops) +
-                     (impulse ? state->nv() + (contact ? contact->nc() : 0) : 0)),
+    : StageModel(
+          state->nx(), state->ndx(),
+          2 * state->nv() + equalityRowCount(state->nv(), contact.get(), loops, impulse != nullptr),
+          2 * state->nv() + sensor_stage->nr() + (sensors->energy ? 1 : 0),
+          dynamics->numParameters() + (actuators ? actuators->numParameters() : 0), true,
+          equalityRowCount(state->nv(), contact.get(), loops, impulse != nullptr)),
       dynamics_(std::move(dynamics)),
       actuators_(std::move(actuators)),
       sensors_stage_(std::move(sensor_stage)),
@@ -191,20 +198,15 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
     projected_noise.setZero(nv);
   }
   if (model.energy_row_ >= 0) {
-    const dynamics::RegressorModel& regressor = dynamics.regressor();
-    auto create_energy = [&regressor] { return new MultibodyStageData::EnergyScratch(regressor); };
-    energy = workspace ? workspace->get<MultibodyStageData::EnergyScratch>(&dynamics, create_energy)
-                       : std::shared_ptr<MultibodyStageData::EnergyScratch>(create_energy());
+    energy = MultibodyStageData::EnergyScratch::of(
+        dynamics, workspace, model.actuators_ ? model.actuators_->numParameters() : 0);
     energy_rows.setZero(model.ndx() + model.nw() + model.np());
-    const int na = model.actuators_ ? model.actuators_->numParameters() : 0;
-    if (energy->dp_dtheta_act.size() != na) energy->dp_dtheta_act.setZero(na);
   }
   if (model.hasImpulse()) {
     impulse_pin = std::make_unique<pinocchio::Data>(dynamics.model());
     impulse_fext.assign(dynamics.model().njoints, pinocchio::Force::Zero());
     velocity_jump.setZero(nv);
     zero_velocity.setZero(nv);
-    gravity.setZero(nv);
     gravity_dq.setZero(nv, nv);
   }
   for (int i = 0; i < 2; ++i) {

@@ -249,13 +249,9 @@ MultibodyStageData::MultibodyStageData(const MultibodyStageModel& model, StageWo
   if (model.accel_row_ >= 0) accel_rows.setZero(ndx + model.nw() + np, 3);
   robust_slope.setOnes(model.nr());
   if (model.energy_row_ >= 0 && model.hasDynamics()) {
-    const dynamics::RegressorModel& regressor = dyn.regressor();
-    auto create = [&regressor] { return new EnergyScratch(regressor); };
-    energy = workspace ? workspace->get<EnergyScratch>(&dyn, create)
-                       : std::shared_ptr<EnergyScratch>(create());
+    energy =
+        EnergyScratch::of(dyn, workspace, model.actuators_ ? model.actuators_->numParameters() : 0);
     energy_rows.setZero(ndx + model.nw() + np);
-    const int na = model.actuators_ ? model.actuators_->numParameters() : 0;
-    if (energy->dp_dtheta_act.size() != na) energy->dp_dtheta_act.setZero(na);
   }
   if (model.gyro_row_ >= 0 && !model.imu_on_base_) {
     const pinocchio::Model& pin = dyn.model();
@@ -277,6 +273,19 @@ MultibodyStageData::EnergyScratch::EnergyScratch(const dynamics::RegressorModel&
        {&grad_q, &grad_v, &grad_q_next, &grad_v_next, &v_mid, &tau_in, &dp_dv, &a_zero})
     v->setZero(nv);
   y_next.setZero(regressor.numParameters());
+}
+
+std::shared_ptr<MultibodyStageData::EnergyScratch> MultibodyStageData::EnergyScratch::of(
+    const dynamics::ForwardDynamicsModel& dynamics, StageWorkspace* workspace,
+    int num_actuator_parameters) {
+  const dynamics::RegressorModel& regressor = dynamics.regressor();
+  auto create = [&regressor] { return new EnergyScratch(regressor); };
+  std::shared_ptr<EnergyScratch> scratch = workspace
+                                               ? workspace->get<EnergyScratch>(&dynamics, create)
+                                               : std::shared_ptr<EnergyScratch>(create());
+  if (scratch->dp_dtheta_act.size() != num_actuator_parameters)
+    scratch->dp_dtheta_act.setZero(num_actuator_parameters);
+  return scratch;
 }
 
 std::unique_ptr<StageData> MultibodyStageModel::createData() const {

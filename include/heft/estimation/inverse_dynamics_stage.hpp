@@ -262,7 +262,7 @@ struct InverseDynamicsStageData final : StageData {
   /// forces, v+ - v, a zero velocity and the gravity's derivatives.
   std::unique_ptr<pinocchio::Data> impulse_pin;
   std::vector<pinocchio::Force> impulse_fext;
-  Eigen::VectorXd velocity_jump, zero_velocity, gravity;
+  Eigen::VectorXd velocity_jump, zero_velocity;
   Eigen::MatrixXd gravity_dq;
   Eigen::Vector3d accel_slope = Eigen::Vector3d::Ones();  ///< the robust loss's d r / d r_white
   /// Energy observation: the forward stage's scratch (shared per dynamics model), the row's

@@ -271,6 +271,11 @@ struct MultibodyStageData final : StageData {
   /// as one contiguous vector (ndx + nw + np), for gaussNewton's rank-one update.
   struct EnergyScratch {
     explicit EnergyScratch(const dynamics::RegressorModel& regressor);
+    /// The scratch of `dynamics` (from `workspace`, keyed by it, when given), sized for
+    /// `num_actuator_parameters`.
+    static std::shared_ptr<EnergyScratch> of(const dynamics::ForwardDynamicsModel& dynamics,
+                                             StageWorkspace* workspace,
+                                             int num_actuator_parameters);
     pinocchio::Data pin;                       ///< of the working model (the robot's structure)
     dynamics::EnergyData regressors;           ///< Y^K_S + Y^P_S at a point
     Eigen::MatrixXd joint_dv_dq, joint_dv_dv;  ///< 6 x nv: a body's LOCAL velocity derivatives
