@@ -139,6 +139,10 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("theta_trust_update"), std::string::npos) << e;
   EXPECT_NE(e.find("always, probe"), std::string::npos) << e;
 
+  e = configErrorOf(base + "solver:\n  parametrization_curvature: often\n");
+  EXPECT_NE(e.find("solver.parametrization_curvature"), std::string::npos) << e;
+  EXPECT_NE(e.find("true or false"), std::string::npos) << e;
+
   e = configErrorOf(base + "contacts:\n  source: sometimes\n");
   EXPECT_NE(e.find("job.yaml:6"), std::string::npos) << e;
   EXPECT_NE(e.find("kinematic"), std::string::npos) << e;
@@ -187,6 +191,26 @@ TEST(EstimateJobConfig, BundledExampleParses) {
 // the torso joints and no accelerometer. A short window of a simulated log runs (a few iterations:
 // this checks the plumbing, studies/unseen the figures); asking for the accelerometer on that IMU
 // is one input error naming the key.
+// solver.parametrization_curvature changes the solver's path, not the problem: on the pendulum
+// both runs converge to the same estimate, compared in units of its posterior std (both stop at
+// an expected decrease of 1e-9 of the cost, about sqrt(1e-9) std apart at most).
+TEST(EstimateJob, ParametrizationCurvatureReachesTheSameEstimate) {
+  const EstimateJob::Result gauss_newton =
+      EstimateJob::run(EstimateJob::parse(pendulumConfig(pendulumLog()), "job.yaml", "."));
+  const EstimateJob::Config config = EstimateJob::parse(
+      pendulumConfig(pendulumLog(), "  parametrization_curvature: true\n"), "job.yaml", ".");
+  ASSERT_TRUE(config.solver.parametrization_curvature);
+  const EstimateJob::Result curvature = EstimateJob::run(config);
+  ASSERT_EQ(gauss_newton.summary.status, RiccatiSummary::Status::Converged)
+      << gauss_newton.report();
+  ASSERT_EQ(curvature.summary.status, RiccatiSummary::Status::Converged) << curvature.report();
+  const Eigen::VectorXd z = (curvature.linear - gauss_newton.linear)
+                                .cwiseQuotient(gauss_newton.covariance.diagonal().cwiseSqrt());
+  EXPECT_LE(z.lpNorm<Eigen::Infinity>(), 1e-3) << z.transpose();
+  std::cout << "iterations: Gauss-Newton " << gauss_newton.summary.iterations
+            << ", with the curvature " << curvature.summary.iterations << "\n";
+}
+
 TEST(EstimateJob, TalosTorsoImuRunsWithoutTheAccelerometerAndRefusesIt) {
   sim::SimulationOptions options;
   options.duration = 1.3;

@@ -1143,6 +1143,92 @@ TEST(ParameterConstraints, ContradictorySetsAreRefusedBeforeSolving) {
   EXPECT_EQ(refused({model::totalMassConstraint(go2, joints, go2.totalMass()), mirror}), "");
 }
 
+// With RiccatiOptions::parametrization_curvature the theta step is the dense KKT system's with
+// the positive part of sum_j g_j d^2 pi_j / d theta^2 added to each body's theta block, g the
+// data's gradient in pi: the reduced gradient dV/dtheta at dtheta = 0 (trajectory eliminated with
+// the dynamics' rows) without the prior's, mapped through J(theta)^T g_pi = g_theta.
+void expectCurvatureStepEqualsKkt(const RobotProblem& p, inertia::Parametrization parametrization,
+                                  int bodies, std::mt19937& rng) {
+  std::vector<VectorXd> xs, ws;
+  VectorXd theta;
+  randomGuess(p, rng, xs, ws, theta);
+  test::DenseKkt kkt = test::denseKktSystem(*p.problem, xs, ws, theta);
+  const int nz = kkt.theta_col, nt = static_cast<int>(kkt.H.rows()) - nz;
+  const int nc = static_cast<int>(kkt.C.rows());
+  // the trajectory's optimum at dtheta = 0 and its multipliers: H_zz z + C_z^T mu = -g_z, C_z z = b
+  MatrixXd K = MatrixXd::Zero(nz + nc, nz + nc);
+  K.topLeftCorner(nz, nz) = kkt.H.topLeftCorner(nz, nz);
+  K.topRightCorner(nz, nc) = kkt.C.leftCols(nz).transpose();
+  K.bottomLeftCorner(nc, nz) = kkt.C.leftCols(nz);
+  VectorXd rhs(nz + nc);
+  rhs << -kkt.g.head(nz), kkt.b;
+  const VectorXd z = K.fullPivLu().solve(rhs);
+  VectorXd g_theta = kkt.g.tail(nt);
+  g_theta.noalias() += kkt.H.bottomLeftCorner(nt, nz) * z.head(nz);
+  g_theta.noalias() += kkt.C.rightCols(nt).transpose() * z.tail(nc);
+  const estimation::ArrivalPrior& prior = p.problem->arrival();
+  g_theta -= prior.theta_sqrt_info.transpose() * prior.theta_sqrt_info * (theta - prior.theta_mean);
+  bool clipped = false;  // a body whose term has a negative part, which the step leaves out
+  for (int b = 0; b < bodies; ++b) {
+    const Vector10 tb = theta.segment<10>(10 * b);
+    const Matrix10 J = inertia::jacobian(parametrization, tb);
+    const Vector10 g_pi = J.transpose().completeOrthogonalDecomposition().solve(
+        Vector10(g_theta.segment<10>(10 * b)));
+    const Eigen::SelfAdjointEigenSolver<Matrix10> C(
+        inertia::parametrizationCurvature(parametrization, tb, g_pi));
+    clipped = clipped || C.eigenvalues().minCoeff() < 0;
+    kkt.H.block<10, 10>(nz + 10 * b, nz + 10 * b) += C.eigenvectors() *
+                                                     C.eigenvalues().cwiseMax(0.0).asDiagonal() *
+                                                     C.eigenvectors().transpose();
+  }
+  EXPECT_TRUE(clipped);
+  MatrixXd full = MatrixXd::Zero(nz + nt + nc, nz + nt + nc);
+  full.topLeftCorner(nz + nt, nz + nt) = kkt.H;
+  full.topRightCorner(nz + nt, nc) = kkt.C.transpose();
+  full.bottomLeftCorner(nc, nz + nt) = kkt.C;
+  VectorXd full_rhs(nz + nt + nc);
+  full_rhs << -kkt.g, kkt.b;
+  const VectorXd step = full.fullPivLu().solve(full_rhs);
+  const VectorXd dtheta = step.segment(nz, nt);
+  const double tol = 1e-8 * (1 + step.head(nz + nt).cwiseAbs().maxCoeff());
+
+  RiccatiOptions options;
+  options.regularization = 0;
+  options.min_regularization = 0;
+  options.theta_trust_radius = options.max_theta_trust_radius;  // the unconstrained step
+  options.parametrization_curvature = true;
+  auto problem = std::make_shared<Problem>(*p.problem);
+  problem->setInertiaParametrization(parametrization, bodies);
+  RiccatiSolver solver(problem, options);
+  solver.setInitialGuess(xs, ws, theta);
+  ASSERT_TRUE(solver.computeDirection());
+  EXPECT_LE((solver.directionTheta() - dtheta).cwiseAbs().maxCoeff(), tol);
+  for (int k = 0; k <= kkt.N; ++k)
+    EXPECT_LE((solver.directionX()[k] - step.segment(k * kkt.ndx, kkt.ndx)).cwiseAbs().maxCoeff(),
+              tol)
+        << "dx " << k;
+  // and the Gauss-Newton step differs: the term was not zero
+  options.parametrization_curvature = false;
+  RiccatiSolver gauss_newton(problem, options);
+  gauss_newton.setInitialGuess(xs, ws, theta);
+  ASSERT_TRUE(gauss_newton.computeDirection());
+  EXPECT_GT((gauss_newton.directionTheta() - dtheta).cwiseAbs().maxCoeff(), 1e3 * tol);
+}
+
+TEST(RiccatiSolver, CurvatureStepEqualsDenseKktWithTheCurvatureTerm) {
+  std::mt19937 rng(14);
+  for (inertia::Parametrization parametrization :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
+    SCOPED_TRACE(inertia::toString(parametrization));
+    expectCurvatureStepEqualsKkt(
+        makeRandomProblem("double_pendulum", {1, 2}, 6, 0.01, rng, false, false, parametrization),
+        parametrization, 2, rng);
+    expectCurvatureStepEqualsKkt(
+        makeRandomProblem("go2", {1, 2}, 3, 0.005, rng, true, false, parametrization),
+        parametrization, 2, rng);
+  }
+}
+
 // With parameter equalities the arrival node's QP (eq. 81) gives the step of the dense KKT system
 // with the linearized constraint rows appended; a mass bound with lower = upper acts as an
 // equality through the QP's inequalities. The covariance has no variance along the constraints.
@@ -1645,6 +1731,30 @@ TEST(RiccatiSolver, IterationsDoNotAllocate) {
   const long one = countSolveAllocations(p, options, 1).allocations;
   const long four = countSolveAllocations(p, options, 4).allocations;
   EXPECT_EQ(one, four) << "allocations grow with the number of iterations";
+#else
+  GTEST_SKIP() << "malloc counting needs glibc";
+#endif
+}
+
+// With the parametrization's curvature at the arrival node (both parametrizations): the per-body
+// Jacobians, their decompositions and eigensolvers are fixed-size.
+TEST(RiccatiSolver, IterationsWithTheParametrizationCurvatureDoNotAllocate) {
+#if defined(HEFT_CAN_COUNT_MALLOCS)
+  std::mt19937 rng(22);
+  for (inertia::Parametrization parametrization :
+       {inertia::Parametrization::LogCholesky, inertia::Parametrization::ExponentialEigenvalue}) {
+    RobotProblem p =
+        makeRandomProblem("double_pendulum", {1, 2}, 40, 0.01, rng, false, false, parametrization);
+    auto problem = std::make_shared<Problem>(*p.problem);
+    problem->setInertiaParametrization(parametrization, 2);
+    p.problem = problem;
+    RiccatiOptions options;
+    options.parametrization_curvature = true;
+    const long one = countSolveAllocations(p, options, 1).allocations;
+    const long four = countSolveAllocations(p, options, 4).allocations;
+    EXPECT_EQ(one, four) << inertia::toString(parametrization)
+                         << ": allocations grow with the number of iterations";
+  }
 #else
   GTEST_SKIP() << "malloc counting needs glibc";
 #endif

@@ -387,6 +387,43 @@ TEST(Inertia, ExponentialEigenvalueJacobianMatchesFiniteDifferences) {
   std::cout << "exponential-eigenvalue: worst |J - fd| / bound = " << worst << "\n";
 }
 
+// sum_j g_j d^2 pi_j / d theta^2 against the second central difference of the scalar g . pi(theta)
+// (step h: truncation h^2, and rounding eps / h^2 in each of the four evaluations, times the size
+// of g . pi, the bound's scale).
+TEST(Inertia, ParametrizationCurvatureMatchesSecondDifferences) {
+  std::mt19937 rng(9);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const double h = 1e-4;
+  for (Parametrization p : {Parametrization::LogCholesky, Parametrization::ExponentialEigenvalue}) {
+    double worst = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+      const Vector10 theta =
+          p == Parametrization::LogCholesky ? randomLogCholeskyTheta(rng) : randomExpEigTheta(rng);
+      Vector10 g;
+      for (int j = 0; j < 10; ++j) g[j] = normal(rng);
+      auto phi = [&](const Vector10& t) { return g.dot(hi::piFromTheta(p, t)); };
+      const Matrix10 C = hi::parametrizationCurvature(p, theta, g);
+      const double scale = g.norm() * (1 + hi::piFromTheta(p, theta).norm());
+      const double bound = (h * h + 4 * std::numeric_limits<double>::epsilon() / (h * h)) * scale;
+      for (int k = 0; k < 10; ++k) {
+        for (int l = 0; l < 10; ++l) {
+          Vector10 pp = theta, pm = theta, mp = theta, mm = theta;
+          pp[k] += h, pp[l] += h;
+          pm[k] += h, pm[l] -= h;
+          mp[k] -= h, mp[l] += h;
+          mm[k] -= h, mm[l] -= h;
+          const double fd = (phi(pp) - phi(pm) - phi(mp) + phi(mm)) / (4 * h * h);
+          worst = std::max(worst, std::abs(C(k, l) - fd) / bound);
+          EXPECT_LE(std::abs(C(k, l) - fd), bound)
+              << hi::toString(p) << " entry " << k << ", " << l;
+        }
+      }
+      EXPECT_LE((C - C.transpose()).cwiseAbs().maxCoeff(), 0.0);  // symmetric by construction
+    }
+    std::cout << hi::toString(p) << ": worst |C - fd| / bound = " << worst << "\n";
+  }
+}
+
 // The bayesian-sysid paper's eq. 50 writes dR/domega_i = R [J_l e_i]x. The correct form is
 // R [J_r e_i]x (= [J_l e_i]x R). Finite differences reject the paper's form away from omega = 0.
 TEST(Inertia, PaperEquation50WithLeftJacobianFailsFiniteDifferences) {

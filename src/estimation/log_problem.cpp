@@ -764,6 +764,8 @@ void LogProblemBuilder::createStages() {
     if (terminal) {
       auto problem = std::make_shared<Problem>(p_.state, running, stage, arrivalPrior());
       problem->setParameterConstraints(constraints_);
+      problem->setInertiaParametrization(options_.parametrization,
+                                         static_cast<int>(p_.identified.size()));
       p_.problem = problem;
     } else {
       running.push_back(stage);

@@ -63,4 +63,10 @@ void Problem::setParameterConstraints(std::shared_ptr<const ParameterConstraints
   constraints_ = std::move(constraints);
 }
 
+void Problem::setInertiaParametrization(inertia::Parametrization parametrization, int bodies) {
+  require(bodies >= 0 && 10 * bodies <= np_, "bodies of the inertia parametrization",
+          "0 to " + std::to_string(np_ / 10), std::to_string(bodies));
+  inertia_layout_ = InertiaLayout{parametrization, bodies};
+}
+
 }  // namespace heft::estimation

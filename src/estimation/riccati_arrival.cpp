@@ -4,7 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/QR>
+
+#include "heft/inertia/inertia.hpp"
 
 #include "estimation/riccati_impl.hpp"
 
@@ -50,6 +53,8 @@ bool RiccatiSolver::Impl::solveArrival() {
     S_.noalias() -= Hxt_.transpose() * HxxInvHxt_;
     gs_ = gt_;
     gs_.noalias() -= Hxt_.transpose() * HxxInvGx_;
+    if (options_.parametrization_curvature && problem_->inertiaLayout())
+      addParametrizationCurvature();
     S_tri_.compute(S_);
     S_diag_ = S_tri_.diagonal();
     S_subdiag_ = S_tri_.subDiagonal();
@@ -101,6 +106,31 @@ bool RiccatiSolver::Impl::solveArrival() {
     dxs_[0] = -HxxInvGx_;
   }
   return true;
+}
+
+// The data's gradient in pi per body, g_pi from J^T g_pi = g_theta (least squares where J loses
+// rank: equal principal moments), contracted with pi's second derivatives. The prior is quadratic
+// in theta: no term of its own. Far from the optimum gs_ carries the gaps' and the trajectory's
+// response too; at it, gs_ is the data's partial gradient. Only the term's positive part is added:
+// it shortens steps where the cost curves up faster than Gauss-Newton's model (what cycled at the
+// trust boundary), and never makes a direction look flatter than Gauss-Newton does. The whole term
+// (negative part too) turned directions non-positive, which the step then skipped as nullspace:
+// the pendulum of the study took 53 +- 41 iterations instead of 28, one draw not converging.
+void RiccatiSolver::Impl::addParametrizationCurvature() {
+  const Problem::InertiaLayout& layout = *problem_->inertiaLayout();
+  data_gradient_ = gs_;
+  data_gradient_.noalias() -= problem_->arrival().theta_sqrt_info.transpose() * prior_r_;
+  for (int b = 0; b < layout.bodies; ++b) {
+    const Vector10 theta = cur_.theta.segment<10>(10 * b);
+    const Matrix10 J = inertia::jacobian(layout.parametrization, theta);
+    const Eigen::CompleteOrthogonalDecomposition<Matrix10> Jt(J.transpose());
+    const Vector10 g_pi = Jt.solve(Vector10(data_gradient_.segment<10>(10 * b)));
+    const Eigen::SelfAdjointEigenSolver<Matrix10> C(
+        inertia::parametrizationCurvature(layout.parametrization, theta, g_pi));
+    S_.block<10, 10>(10 * b, 10 * b).noalias() += C.eigenvectors() *
+                                                  C.eigenvalues().cwiseMax(0.0).asDiagonal() *
+                                                  C.eigenvectors().transpose();
+  }
 }
 
 bool RiccatiSolver::Impl::solveThetaQp(double nu, double floor) {

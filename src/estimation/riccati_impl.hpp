@@ -84,6 +84,8 @@ struct RiccatiSolver::Impl {
   bool derivativesAndBackwardPass(bool& finite);
   double pass_derivative_seconds_ = 0, pass_backward_seconds_ = 0;
   bool solveArrival();  // false if the arrival Hessian is not positive definite
+  void
+  addParametrizationCurvature();  // to S_, from gs_ (RiccatiOptions::parametrization_curvature)
   // The parameter QP of eq. 81 on the Schur complement (eigenvalues floored at `floor`) within
   // the trust radius: replaces dtheta_, theta_at_boundary_ and (true) the covariance; false when
   // the QP failed (the unconstrained step stays, counted) or no constraint was active (the
@@ -195,6 +197,7 @@ struct RiccatiSolver::Impl {
   Eigen::VectorXd Qx_, Qw_, Qt_, vx_plus_;
   // Arrival node.
   Eigen::VectorXd arrival_r_, prior_r_, theta_diff_, gx_, gt_, gs_;
+  Eigen::VectorXd data_gradient_;  // gs_ without the prior's part (addParametrizationCurvature)
   Eigen::MatrixXd arrival_J_, J_unused_, J_next_unused_, Hxx_, Hxt_, Htt_, HxxInvHxt_, S_;
   Eigen::VectorXd HxxInvGx_;
   Eigen::LLT<Eigen::MatrixXd> Hxx_llt_;

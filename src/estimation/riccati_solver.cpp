@@ -251,7 +251,8 @@ RiccatiSolver::Impl::Impl(std::shared_ptr<const Problem> problem, const RiccatiO
   for (Eigen::MatrixXd* m : {&Vxt_next_, &Qxt_, &G_}) m->setZero(ndx_, np_);
   for (Eigen::MatrixXd* m : {&Vtt_next_, &Qtt_}) m->setZero(np_, np_);
   for (Eigen::VectorXd* v : {&Vx_next_, &Qx_, &vx_plus_, &gx_, &HxxInvGx_}) v->setZero(ndx_);
-  for (Eigen::VectorXd* v : {&Vt_next_, &Qt_, &gt_, &gs_, &dtheta_, &theta_diff_}) v->setZero(np_);
+  for (Eigen::VectorXd* v : {&Vt_next_, &Qt_, &gt_, &gs_, &dtheta_, &theta_diff_, &data_gradient_})
+    v->setZero(np_);
   Qxw_.setZero(ndx_, nw_max_);
   Qww_.setZero(nw_max_, nw_max_);
   Qwt_.setZero(nw_max_, np_);
@@ -375,6 +376,7 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
   summary_.gap_history.reserve(options_.max_iterations + 1);
   summary_.step_history.reserve(options_.max_iterations);
   summary_.theta_radius_history.reserve(options_.max_iterations);
+  summary_.theta_limited_history.reserve(options_.max_iterations);
   merit_memory_.clear();
   theta_radius_ = options_.theta_trust_radius;
   qp_failures_ = 0;
@@ -420,6 +422,7 @@ const RiccatiSummary& RiccatiSolver::Impl::solve() {
     summary_.forward_seconds += secondsSince(t0);
     summary_.step_history.push_back(accepted);
     summary_.theta_radius_history.push_back(theta_radius_);
+    summary_.theta_limited_history.push_back(theta_at_boundary_ ? 1 : 0);
     printProgress(iteration, accepted);
     if (accepted > 0) {
       const auto t1 = std::chrono::steady_clock::now();

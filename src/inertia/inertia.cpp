@@ -311,6 +311,18 @@ Matrix10 jacobian(Parametrization p, const Vector10& theta) {
                                            : exponentialEigenvalueJacobian(theta);
 }
 
+Matrix10 parametrizationCurvature(Parametrization p, const Vector10& theta, const Vector10& g) {
+  constexpr double h = 1e-6;
+  Matrix10 C;
+  for (int k = 0; k < 10; ++k) {
+    Vector10 plus = theta, minus = theta;
+    plus[k] += h;
+    minus[k] -= h;
+    C.col(k).noalias() = (jacobian(p, plus) - jacobian(p, minus)).transpose() * g / (2 * h);
+  }
+  return 0.5 * (C + C.transpose());  // symmetric up to the differences' error
+}
+
 Eigen::MatrixXd stackedJacobian(Parametrization p, const Eigen::VectorXd& theta) {
   const int nb = static_cast<int>(theta.size() / 10);
   Eigen::MatrixXd J = Eigen::MatrixXd::Zero(10 * nb, 10 * nb);

@@ -226,6 +226,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     if (s.has("theta_trust_update"))
       o.theta_trust_update = located(s, "theta_trust_update", parseThetaTrustUpdate);
     s.read("nonmonotone_memory", o.nonmonotone_memory, yaml::nonNegativeCount);
+    s.read("parametrization_curvature", o.parametrization_curvature);
     s.read("nullspace_tolerance", o.nullspace_tolerance, [](double x) {
       if (!(x >= 0 && x < 1))
         throw InputError("expected a value in [0, 1), got " + formatNumber(x));
@@ -590,11 +591,22 @@ void estimateParameters(const model::RobotModel& robot, const LogProblem& lp,
     result.warnings.push_back(std::to_string(result.summary.nullspace_dimension) +
                               " direction(s) of theta the data and the prior do not determine: "
                               "left at their initial values, excluded from the covariance");
-  if (result.summary.status == RiccatiSummary::Status::MaxIterations)
-    result.warnings.push_back(
+  if (result.summary.status == RiccatiSummary::Status::MaxIterations) {
+    std::string warning =
         "the solver stopped at the iteration limit: the estimate is the last accepted iterate, "
         "not a converged one (max gap " +
-        fixed(result.summary.max_gap, 2) + ")");
+        fixed(result.summary.max_gap, 2) + ")";
+    // The trust radius shortening every late theta step is Gauss-Newton's model of theta failing
+    // (docs/estimation.md, "Curvature of the parametrization").
+    const std::vector<int>& limited = result.summary.theta_limited_history;
+    const std::size_t last = std::min<std::size_t>(10, limited.size());
+    if (last == 10 && !result.config.solver.parametrization_curvature &&
+        std::count(limited.end() - last, limited.end(), 1) == static_cast<long>(last))
+      warning +=
+          "; the theta trust region shortened each of the last 10 steps: "
+          "`solver.parametrization_curvature: true` adds the curvature Gauss-Newton drops";
+    result.warnings.push_back(warning);
+  }
   if (options.hasParameterConstraints() &&
       result.summary.max_constraint_violation > result.config.solver.constraint_tolerance)
     result.warnings.push_back("the estimate violates the parameter constraints by up to " +

@@ -10,6 +10,7 @@
 /// for comparing parametrizations) and then unexcited directions of theta are left where they are
 /// (the solver's nullspace step).
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <Eigen/Core>
@@ -17,6 +18,7 @@
 #include "heft/estimation/parameter_constraints.hpp"
 #include "heft/estimation/stage.hpp"
 #include "heft/estimation/state.hpp"
+#include "heft/inertia/inertia.hpp"
 
 namespace heft::estimation {
 
@@ -52,6 +54,15 @@ class Problem {
   const std::shared_ptr<const ParameterConstraints>& parameterConstraints() const {
     return constraints_;
   }
+  /// How theta holds the bodies' inertias: its first 10 `bodies` entries are theta_b of
+  /// `parametrization` (RiccatiOptions::parametrization_curvature reads it).
+  /// \throws InputError when 10 bodies exceeds np().
+  void setInertiaParametrization(inertia::Parametrization parametrization, int bodies);
+  struct InertiaLayout {
+    inertia::Parametrization parametrization;
+    int bodies = 0;
+  };
+  const std::optional<InertiaLayout>& inertiaLayout() const { return inertia_layout_; }
 
  private:
   std::shared_ptr<const StateManifold> state_;
@@ -59,6 +70,7 @@ class Problem {
   std::shared_ptr<const StageModel> terminal_;
   ArrivalPrior arrival_;
   std::shared_ptr<const ParameterConstraints> constraints_;
+  std::optional<InertiaLayout> inertia_layout_;
   int np_ = 0;
   int num_w_ = 0;
 };

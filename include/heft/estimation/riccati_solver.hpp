@@ -120,6 +120,15 @@ struct RiccatiOptions {
   /// information: a direction the prior holds is determined however stiff another row makes the
   /// largest (energy rows at 1e-5 J froze 15 of the double pendulum's 26 directions otherwise).
   double nullspace_tolerance = 1e-10;
+  /// Add the curvature of the inertias' parametrization to theta's Hessian at the arrival node:
+  /// the positive part of sum_j g_j d^2 pi_j / d theta^2 per body
+  /// (inertia::parametrizationCurvature), g the data's gradient in pi. Gauss-Newton drops it; it
+  /// matters when theta sits far from its prior mean along directions the data barely see
+  /// (go2's torso and 12 leg bodies from a wrong model: at the trust region's boundary for 1000
+  /// iterations without it). Off by default: it slowed the well-excited pendulum (28 to 40
+  /// iterations; docs/estimation.md, "Curvature of the parametrization"). Needs
+  /// Problem::inertiaLayout() (buildLogProblem sets it); no effect without one.
+  bool parametrization_curvature = false;
   /// Use the stages' semi-implicit structure (StageData::semi_implicit) in the backward pass: the
   /// same Q in about half the products. Off: dense products with F (for tests and comparison).
   bool exploit_structure = true;
@@ -149,6 +158,8 @@ struct RiccatiSummary {
   /// The theta trust radius each iteration's direction was limited to (the radius after the
   /// last iteration is not in it).
   std::vector<double> theta_radius_history;
+  /// Per iteration: 1 when the trust radius shortened its theta step, else 0.
+  std::vector<int> theta_limited_history;
   double cost = 0;
   double max_gap = 0;
   int nullspace_dimension = 0;  ///< of the theta Schur complement at the last iteration

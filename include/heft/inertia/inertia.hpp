@@ -73,6 +73,13 @@ Matrix10 exponentialEigenvalueJacobian(const Vector10& theta);
 Vector10 piFromTheta(Parametrization p, const Vector10& theta);
 Vector10 thetaFromPi(Parametrization p, const Vector10& pi);
 Matrix10 jacobian(Parametrization p, const Vector10& theta);
+/// The curvature of theta -> pi weighted by a covector g of pi: C = sum_j g_j d^2 pi_j / d theta^2
+/// (10 x 10, symmetric), the term a Gauss-Newton Hessian in theta drops when the cost's gradient
+/// in pi is g (exact for costs linear in pi, such as inverse dynamics; docs/estimation.md,
+/// "Curvature of the parametrization"). Column k is d/d theta_k of J(theta)^T g by central
+/// differences of the analytic `jacobian` (step 1e-6: truncation and rounding both near 1e-10 of
+/// the entries for theta of order one). Allocation-free.
+Matrix10 parametrizationCurvature(Parametrization p, const Vector10& theta, const Vector10& g);
 /// Block-diagonal d pi / d theta of several bodies: theta stacks 10 per body.
 Eigen::MatrixXd stackedJacobian(Parametrization p, const Eigen::VectorXd& theta);
 
