@@ -516,6 +516,30 @@ ConstraintTrial solveConstraintTrial(
   return t;
 }
 
+// The trials of one table row as columns: how many converged, and each quantity over the draws
+// (joint RMSE in urad).
+struct TrialColumns {
+  int converged = 0;
+  std::vector<double> iterations, seconds, cost, mass, com, inertia, joint_rmse, violation,
+      equality_violation;
+};
+TrialColumns columnsOf(const std::vector<ConstraintTrial>& trials) {
+  TrialColumns c;
+  for (const ConstraintTrial& t : trials) {
+    c.converged += t.converged;
+    c.iterations.push_back(t.iterations);
+    c.seconds.push_back(t.seconds);
+    c.cost.push_back(t.cost);
+    c.mass.push_back(t.mass);
+    c.com.push_back(t.com);
+    c.inertia.push_back(t.inertia);
+    c.joint_rmse.push_back(1e6 * t.joint_rmse);
+    c.violation.push_back(t.violation);
+    c.equality_violation.push_back(t.equality_violation);
+  }
+  return c;
+}
+
 // A wrong model for a study draw: every body of `bodies` drawn by randomPi (spread 0.5) around
 // the robot's own parameters.
 model::RobotModel wrongModel(const model::RobotModel& robot, const std::vector<std::string>& bodies,
@@ -668,25 +692,15 @@ TEST(Studies, ParameterConstraints) {
       }
     }
     for (int constrained = 0; constrained < 2; ++constrained) {
-      std::vector<double> it, mass, com, inertia, rmse, violation, seconds;
-      int converged = 0;
-      for (const ConstraintTrial& t : trials[constrained]) {
-        converged += t.converged;
-        it.push_back(t.iterations);
-        mass.push_back(t.mass);
-        com.push_back(t.com);
-        inertia.push_back(t.inertia);
-        rmse.push_back(1e6 * t.joint_rmse);
-        violation.push_back(t.violation);
-        seconds.push_back(t.seconds);
-      }
+      const TrialColumns c = columnsOf(trials[constrained]);
       md << "| "
          << (constrained ? (system.symmetric.empty() ? "total mass" : "total mass, symmetry")
                          : "none")
-         << " | " << converged << " of " << draws << " | " << meanStd(it, "%.1f +- %.1f") << " | "
-         << meanStd(mass, "%.3g +- %.2g") << " | " << meanStd(com, "%.3g +- %.2g") << " | "
-         << meanStd(inertia, "%.3g +- %.2g") << " | " << meanStd(rmse, "%.3g +- %.2g") << " | "
-         << meanStd(violation, "%.2g +- %.1g") << " | " << meanStd(seconds, "%.1f +- %.1f")
+         << " | " << c.converged << " of " << draws << " | "
+         << meanStd(c.iterations, "%.1f +- %.1f") << " | " << meanStd(c.mass, "%.3g +- %.2g")
+         << " | " << meanStd(c.com, "%.3g +- %.2g") << " | " << meanStd(c.inertia, "%.3g +- %.2g")
+         << " | " << meanStd(c.joint_rmse, "%.3g +- %.2g") << " | "
+         << meanStd(c.violation, "%.2g +- %.1g") << " | " << meanStd(c.seconds, "%.1f +- %.1f")
          << " |\n";
     }
     md << "\n";
@@ -815,23 +829,13 @@ TEST(Studies, InverseDynamicsConvergence) {
         ++same_optimum;
     }
     for (int f = 0; f < 2; ++f) {
-      std::vector<double> it, seconds, cost, mass, com, inertia, violation;
-      int converged = 0;
-      for (const ConstraintTrial& t : trials[f]) {
-        converged += t.converged;
-        it.push_back(t.iterations);
-        seconds.push_back(t.seconds);
-        cost.push_back(t.cost);
-        mass.push_back(t.mass);
-        com.push_back(t.com);
-        inertia.push_back(t.inertia);
-        violation.push_back(t.equality_violation);
-      }
-      md << "| " << estimation::toString(formulations[f]) << " | " << converged << " of " << draws
-         << " | " << meanStd(it, "%.1f +- %.1f") << " | " << meanStd(seconds, "%.2f +- %.2f")
-         << " | " << meanStd(cost, "%.8g +- %.2g") << " | " << meanStd(mass, "%.3g +- %.2g")
-         << " | " << meanStd(com, "%.3g +- %.2g") << " | " << meanStd(inertia, "%.3g +- %.2g")
-         << " | " << (f == 1 ? meanStd(violation, "%.1e +- %.1e") : std::string("-")) << " |\n";
+      const TrialColumns c = columnsOf(trials[f]);
+      md << "| " << estimation::toString(formulations[f]) << " | " << c.converged << " of " << draws
+         << " | " << meanStd(c.iterations, "%.1f +- %.1f") << " | "
+         << meanStd(c.seconds, "%.2f +- %.2f") << " | " << meanStd(c.cost, "%.8g +- %.2g") << " | "
+         << meanStd(c.mass, "%.3g +- %.2g") << " | " << meanStd(c.com, "%.3g +- %.2g") << " | "
+         << meanStd(c.inertia, "%.3g +- %.2g") << " | "
+         << (f == 1 ? meanStd(c.equality_violation, "%.1e +- %.1e") : std::string("-")) << " |\n";
     }
     md << "\nSame optimum: " << same_optimum << " of " << draws << " draws.\n\n";
   }
@@ -1379,21 +1383,12 @@ TEST(Studies, ParametrizationCurvature) {
       }
     }
     for (int curvature = 0; curvature < 2; ++curvature) {
-      std::vector<double> it, cost, mass, com, inertia, seconds;
-      int converged = 0;
-      for (const ConstraintTrial& t : trials[curvature]) {
-        converged += t.converged;
-        it.push_back(t.iterations);
-        cost.push_back(t.cost);
-        mass.push_back(t.mass);
-        com.push_back(t.com);
-        inertia.push_back(t.inertia);
-        seconds.push_back(t.seconds);
-      }
-      md << "| " << (curvature ? "on" : "off (Gauss-Newton)") << " | " << converged << " of "
-         << draws << " | " << meanStd(it, "%.1f +- %.1f") << " | " << meanStd(cost, "%.7g +- %.2g")
-         << " | " << meanStd(mass, "%.3g +- %.2g") << " | " << meanStd(com, "%.3g +- %.2g") << " | "
-         << meanStd(inertia, "%.3g +- %.2g") << " | " << meanStd(seconds, "%.1f +- %.1f") << " |\n";
+      const TrialColumns c = columnsOf(trials[curvature]);
+      md << "| " << (curvature ? "on" : "off (Gauss-Newton)") << " | " << c.converged << " of "
+         << draws << " | " << meanStd(c.iterations, "%.1f +- %.1f") << " | "
+         << meanStd(c.cost, "%.7g +- %.2g") << " | " << meanStd(c.mass, "%.3g +- %.2g") << " | "
+         << meanStd(c.com, "%.3g +- %.2g") << " | " << meanStd(c.inertia, "%.3g +- %.2g") << " | "
+         << meanStd(c.seconds, "%.1f +- %.1f") << " |\n";
     }
     // Per draw: the returned costs side by side (a converged run ends at a stationary point; a
     // run at the cap anywhere on its path).

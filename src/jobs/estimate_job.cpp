@@ -599,9 +599,8 @@ void estimateParameters(const model::RobotModel& robot, const LogProblem& lp,
     // The trust radius shortening every late theta step is Gauss-Newton's model of theta failing
     // (docs/estimation.md, "Curvature of the parametrization").
     const std::vector<int>& limited = result.summary.theta_limited_history;
-    const std::size_t last = std::min<std::size_t>(10, limited.size());
-    if (last == 10 && !result.config.solver.parametrization_curvature &&
-        std::count(limited.end() - last, limited.end(), 1) == static_cast<long>(last))
+    if (limited.size() >= 10 && !result.config.solver.parametrization_curvature &&
+        std::all_of(limited.end() - 10, limited.end(), [](int cut) { return cut == 1; }))
       warning +=
           "; the theta trust region shortened each of the last 10 steps: "
           "`solver.parametrization_curvature: true` adds the curvature Gauss-Newton drops";
