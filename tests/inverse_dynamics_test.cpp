@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -118,7 +119,8 @@ InverseProblem makeInverseProblem(const std::string& robot,
                                   const std::vector<pinocchio::JointIndex>& S, int horizon,
                                   double dt, std::mt19937& rng, bool with_actuators,
                                   int contact_dimension = 0, bool project_noise = false,
-                                  bool touchdown = false, bool energy = false) {
+                                  bool touchdown = false, bool energy = false,
+                                  std::vector<std::string> feet = {}) {
   InverseProblem p;
   const model::RobotModel loaded = model::loadRobot(robot);
   auto model = std::make_shared<pinocchio::Model>(loaded.pinocchio());
@@ -163,19 +165,20 @@ InverseProblem makeInverseProblem(const std::string& robot,
   std::shared_ptr<const dynamics::ContactDynamicsModel> contact;
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection, impulse;
   if (contact_dimension > 0) {
-    std::vector<dynamics::ContactSpec> feet;
-    for (const auto& frame : loaded.contactFrames())
-      feet.push_back({frame,
-                      contact_dimension == 3 ? dynamics::ContactSpec::Type::Point3D
-                                             : dynamics::ContactSpec::Type::Surface6D,
-                      pinocchio::LOCAL_WORLD_ALIGNED});
+    if (feet.empty()) feet = loaded.contactFrames();
+    std::vector<dynamics::ContactSpec> specs;
+    for (const auto& frame : feet)
+      specs.push_back({frame,
+                       contact_dimension == 3 ? dynamics::ContactSpec::Type::Point3D
+                                              : dynamics::ContactSpec::Type::Surface6D,
+                       pinocchio::LOCAL_WORLD_ALIGNED});
     dynamics::ContactOptions contact_options;
     contact_options.baumgarte_kd = 7;
     contact = std::make_shared<dynamics::ContactDynamicsModel>(
-        *model, feet, S, inertia::Parametrization::ExponentialEigenvalue, contact_options);
+        *model, specs, S, inertia::Parametrization::ExponentialEigenvalue, contact_options);
     if (project_noise || touchdown) {
       auto feet_impulse = std::make_shared<dynamics::ImpulseDynamicsModel>(
-          *model, feet, S, inertia::Parametrization::ExponentialEigenvalue);
+          *model, specs, S, inertia::Parametrization::ExponentialEigenvalue);
       if (project_noise) projection = feet_impulse;
       if (touchdown) impulse = feet_impulse;
     }
@@ -337,6 +340,57 @@ TEST(InverseDynamicsStage, JacobiansMatchCentralDifferences) {
                         "spatial loop", seed);
 }
 
+// The four-bar leg (data/robots/fourbar_leg.urdf and its loop file) on a free-flyer, with a foot
+// frame at the shank's tip: a closed loop and a point contact in one stage. Written once to the
+// temporary folder, the loop file beside it under the same stem.
+const std::string& floatingFourBar() {
+  static const std::string path = [] {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                      ("heft_floating_fourbar_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string source = std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg";
+    std::ifstream in(source + ".urdf");
+    std::string urdf((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string foot = R"(  <link name="foot"/>
+  <joint name="foot_fixed" type="fixed">
+    <parent link="shank"/>
+    <child link="foot"/>
+    <origin xyz="0 0 -0.3"/>
+  </joint>
+</robot>)";
+    urdf.replace(urdf.rfind("</robot>"), std::string("</robot>").size(), foot);
+    std::ofstream((dir / "floating_fourbar.urdf").string()) << urdf;
+    std::filesystem::copy_file(source + ".loops.xml", dir / "floating_fourbar.loops.xml",
+                               std::filesystem::copy_options::overwrite_existing);
+    return (dir / "floating_fourbar.urdf").string();
+  }();
+  return path;
+}
+
+TEST(InverseDynamicsStage, TouchdownWithAClosedLoopJacobiansMatchCentralDifferences) {
+  // the reset map gains the loop's impulse (a decision) in the impulse balance with its geometric
+  // stiffness, and the loop's relative velocity at v+ as rows
+  std::mt19937 rng(5);
+  const model::RobotModel leg = model::loadRobot(floatingFourBar());
+  ASSERT_TRUE(leg.hasFreeFlyer());
+  ASSERT_EQ(leg.loops().size(), 1u);
+  const pinocchio::JointIndex shank = leg.pinocchio().getJointId("knee");
+  const pinocchio::JointIndex coupler = leg.pinocchio().getJointId("coupler_hinge");
+  {  // rows: torque balance, foot, loop; impulse balance, foot's and loop's velocities at v+
+    const InverseProblem p = makeInverseProblem(floatingFourBar(), {shank}, 1, 0.002, rng, true, 3,
+                                                false, true, false, {"foot"});
+    const int nv = p.model->nv;
+    EXPECT_EQ(p.problem->running(0).nh(), 2 * (nv + 3 + 2));
+  }
+  for (unsigned seed : {51u, 52u, 53u})
+    checkStageJacobians(makeInverseProblem(floatingFourBar(), {shank, coupler}, 1, 0.002, rng, true,
+                                           3, false, true, false, {"foot"}),
+                        "floating four-bar, touchdown", seed);
+  checkStageJacobians(makeInverseProblem(floatingFourBar(), {shank}, 1, 0.002, rng, true, 3, false,
+                                         true, true, {"foot"}),
+                      "floating four-bar, touchdown, energy", 54);
+}
+
 // The stage's Gauss-Newton terms and linear residual are its rows' dense products.
 TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
   std::mt19937 rng(4);
@@ -383,12 +437,15 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   std::mt19937 rng(5);
   // the double pendulum; go2 in flight; go2 on four feet; the four-bar leg (a loop's rows)
   // 4: go2 on four point feet with the configuration noise projected (eq. 36); 5: go2's touchdowns
-  // (every other stage, v+ and the impulses decisions), 6: TALOS', flat feet
-  for (int contact : {-1, 0, 3, -2, 4, 5, 6}) {
+  // (every other stage, v+ and the impulses decisions), 6: TALOS', flat feet; -3: the four-bar
+  // leg on a floating base, its foot's touchdowns (the loop's impulse and velocity rows)
+  for (int contact : {-1, 0, 3, -2, 4, 5, 6, -3}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true)
+        : contact == -3 ? makeInverseProblem(floatingFourBar(), {3, 5}, 5, 0.002, rng, true, 3,
+                                             false, true, false, {"foot"})
         : contact == 4  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, true)
         : contact == 5  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, false, true)
         : contact == 6  ? makeInverseProblem("talos", {1, 2}, 4, 0.005, rng, true, 6, false, true)
@@ -427,12 +484,13 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
     // size without contacts. With four feet the rows mix N, m/s^2 and rad and the two solutions
     // differ by up to 2.4e-8 of a 778 step (contact forces) at that backward error, so there the
     // backward error is the comparison.
-    for (int k = 0; contact <= 0 && k <= N; ++k)
+    const bool rows_in_newtons = contact > 0 || contact == -3;
+    for (int k = 0; !rows_in_newtons && k <= N; ++k)
       EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << "dx " << k;
-    if (contact <= 0)
+    if (!rows_in_newtons)
       EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
     for (int k = 0; k < N; ++k) {
-      if (contact <= 0)
+      if (!rows_in_newtons)
         EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << "dw " << k;
       auto d = p.problem->running(k).createData();
       p.problem->running(k).calc(*d, xs[k], ws[k], theta);
@@ -476,12 +534,15 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
   // -2: the four-bar leg's loop rows. Not the projected configuration noise: Pinocchio's
   // impulseDynamics, which computes N w_q, allocates (measured: 6 times in a go2 knot's calc and
   // 6 in its calcDiff), as it does at a forward stage's touchdown.
-  // 5: go2's touchdowns (every other stage; their impulse rows on data of their own).
-  for (int contact : {-1, 3, -2, 5}) {
+  // 5: go2's touchdowns (every other stage; their impulse rows on data of their own). -3: the
+  // floating four-bar leg's touchdowns (the loop's impulse rows).
+  for (int contact : {-1, 3, -2, 5, -3}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 40, 0.002, rng, true)
+        : contact == -3 ? makeInverseProblem(floatingFourBar(), {3}, 20, 0.002, rng, true, 3, false,
+                                             true, false, {"foot"})
         : contact == 5  ? makeInverseProblem("go2", {1}, 20, 0.005, rng, true, 3, false, true)
                         : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
     const auto [one, four] = solveAllocations(p);

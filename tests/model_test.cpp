@@ -837,6 +837,20 @@ TEST(Loops, FourBarLegLoadsItsLoopFromTheMjcf) {
   }
 }
 
+// On a floating base the planar loop keeps its two rows: the base's rotation turns the open
+// offset with the anchors, which is no direction the loop constrains (its columns are not in the
+// directions' Gram matrix; with them the loop had three rows, one of them identically zero when
+// closed).
+TEST(Loops, APlanarLoopOnAFloatingBaseKeepsTwoRows) {
+  LoadOptions floating;
+  floating.base = BaseType::FreeFlyer;
+  const RobotModel leg =
+      loadRobot(std::string(HEFT_SOURCE_DIR) + "/data/robots/fourbar_leg.urdf", floating);
+  ASSERT_TRUE(leg.hasFreeFlyer());
+  ASSERT_EQ(leg.loops().size(), 1u);
+  EXPECT_EQ(leg.loops()[0].dimension, 2);
+}
+
 // Explicit anchors (sites) that no configuration brings together: the loader names the loop, the
 // distance it stays at and the joints it tried.
 TEST(Loops, ALoopThatCannotCloseIsRefusedBeforeAnythingRuns) {

@@ -40,11 +40,12 @@ int loopRowCount(const std::vector<model::LoopClosure>& loops) {
 }
 
 // The stage's equality rows: the torque balance (nv), the contacts', the loops' and, at a
-// touchdown, the reset map's (nv + nc). Its decisions are these plus w_q and e (2 nv).
+// touchdown, the reset map's (nv + nc + nl: the impulse balance, the contacts' and the loops'
+// velocities at v+). Its decisions are these plus w_q and e (2 nv).
 int equalityRowCount(int nv, const dynamics::ContactDynamicsModel* contact,
                      const std::vector<model::LoopClosure>& loops, bool touchdown) {
-  const int nc = contact ? contact->nc() : 0;
-  return nv + nc + loopRowCount(loops) + (touchdown ? nv + nc : 0);
+  const int nc = contact ? contact->nc() : 0, nl = loopRowCount(loops);
+  return nv + nc + nl + (touchdown ? nv + nc + nl : 0);
 }
 
 }  // namespace
@@ -148,10 +149,8 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
              impulse_->contacts()[i].dimension() == contact_->contacts()[i].dimension();
     require(same, "inverse-dynamics stage touchdown", "the impulse of the knot's contact set",
             "another contact set");
-    require(impulse_->options().restitution == 0 && loops_.empty(),
-            "inverse-dynamics stage touchdown", "zero restitution and no closed loops",
-            "restitution " + std::to_string(impulse_->options().restitution) + ", " +
-                std::to_string(loops_.size()) + " loops");
+    require(impulse_->options().restitution == 0, "inverse-dynamics stage touchdown",
+            "zero restitution", "restitution " + std::to_string(impulse_->options().restitution));
   }
   const MultibodySensors& s = *sensors_;
   loss_scale_ = s.loss_scale > 0 ? s.loss_scale : defaultLossScale(s.loss);
@@ -213,7 +212,9 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
     anchor_dq[i].setZero(3, nv);
     anchor_dv[i].setZero(3, nv);
     anchor_J[i].setZero(6, nv);
+    anchor_vq[i].setZero(3, nv);
   }
+  impulse_stiffness.setZero(nv, nv);
 }
 
 std::unique_ptr<StageData> InverseDynamicsStageModel::createData() const {
@@ -475,7 +476,8 @@ const pinocchio::Model& InverseDynamicsStageModel::workingModel(
   if (actuators_)
     actuators_->applyArmature(theta.tail(actuators_->numParameters()), inertias.model);
   if (hasForces()) contactForces(d.fext, w, 3 * dynamics_->nv());
-  if (!loops_.empty()) loopForces(d, q, w);
+  if (!loops_.empty())
+    loopForces(inertias.model, d.work->pin, d.fext, q, w, 3 * dynamics_->nv() + nc_);
   return inertias.model;
 }
 
@@ -504,8 +506,9 @@ Eigen::Ref<const Eigen::VectorXd> InverseDynamicsStageModel::startVelocity(
   return x.tail(nv);
 }
 
-// M (v+ - v) - J_c^T Lambda = RNEA(q, 0, v+ - v; -Lambda) - g(q), on the impulse rows' own data
-// (the contact velocities v_c(q, v+) come with the contact rows, from the step's kinematics).
+// M (v+ - v) - J_c^T Lambda - J_l^T Lambda_l = RNEA(q, 0, v+ - v; -Lambda) - g(q), on the impulse
+// rows' own data (the contacts' velocities v_c(q, v+) and the loops' relative velocities come
+// with the contact and loop rows, from the step's kinematics).
 void InverseDynamicsStageModel::impulseRows(InverseDynamicsStageData& d,
                                             const Eigen::Ref<const Eigen::VectorXd>& x,
                                             const Eigen::Ref<const Eigen::VectorXd>& w) const {
@@ -513,10 +516,12 @@ void InverseDynamicsStageModel::impulseRows(InverseDynamicsStageData& d,
   const int nq = dynamics_->nq(), nv = dynamics_->nv(), start = impulseStart();
   pinocchio::Data& pin = *d.impulse_pin;
   contactForces(d.impulse_fext, w, start + nv);
+  if (!loops_.empty()) loopForces(working, pin, d.impulse_fext, x.head(nq), w, start + nv + nc_);
   d.velocity_jump = w.segment(start, nv) - x.tail(nv);
   pinocchio::rnea(working, pin, x.head(nq), d.zero_velocity, d.velocity_jump, d.impulse_fext);
-  d.h.segment(nv + nc_, nv) = pin.tau;
-  d.h.segment(nv + nc_, nv) -= pinocchio::computeGeneralizedGravity(working, pin, x.head(nq));
+  const int row = nv + nc_ + nl_;
+  d.h.segment(row, nv) = pin.tau;
+  d.h.segment(row, nv) -= pinocchio::computeGeneralizedGravity(working, pin, x.head(nq));
 }
 
 // The step's rows and F were differentiated at (q, v+) into x's v columns: they move to v+'s.
@@ -529,7 +534,7 @@ void InverseDynamicsStageModel::impulseJacobians(
     const Eigen::Ref<const Eigen::VectorXd>& theta) const {
   const pinocchio::Model& working = d.work->inertias.model;
   const int nq = dynamics_->nq(), nv = dynamics_->nv(), ns = num_inertial_;
-  const int start = impulseStart(), row = nv + nc_;
+  const int start = impulseStart(), row = nv + nc_ + nl_;
   d.H_w.block(0, start, row, nv) = d.H_x.block(0, nv, row, nv);
   d.H_x.block(0, nv, row, nv).setZero();
   d.F_w.block(0, start, nv, nv) = d.F_x.topRightCorner(nv, nv);
@@ -537,12 +542,14 @@ void InverseDynamicsStageModel::impulseJacobians(
   const auto q = x.head(nq);
   pinocchio::Data& pin = *d.impulse_pin;
   contactForces(d.impulse_fext, w, start + nv);
+  if (!loops_.empty()) loopForces(working, pin, d.impulse_fext, q, w, start + nv + nc_);
   d.velocity_jump = w.segment(start, nv) - x.tail(nv);
   // the gravity's first: the RNEA's derivatives below are read from `pin` afterwards
   pinocchio::computeGeneralizedGravityDerivatives(working, pin, q, d.gravity_dq);
   pinocchio::computeRNEADerivatives(working, pin, q, d.zero_velocity, d.velocity_jump,
                                     d.impulse_fext);
   d.H_x.block(row, 0, nv, nv) = pin.dtau_dq - d.gravity_dq;
+  if (!loops_.empty()) d.H_x.block(row, 0, nv, nv) += d.impulse_stiffness;  // loopJacobians'
   auto M = d.H_w.block(row, start, nv, nv);
   M.triangularView<Eigen::Upper>() = pin.M;
   M.triangularView<Eigen::StrictlyLower>() = pin.M.transpose();
@@ -583,7 +590,8 @@ void InverseDynamicsStageModel::contactRows(InverseDynamicsStageData& d) const {
     }
     // a touchdown's v_c(q, v+) = 0, after the impulse's nv rows
     if (impulse_)
-      d.h.segment(row + nc_ + dynamics_->nv(), c.dimension) = vel.toVector().head(c.dimension);
+      d.h.segment(row + nc_ + nl_ + dynamics_->nv(), c.dimension) =
+          vel.toVector().head(c.dimension);
     row += c.dimension;
   }
 }
@@ -626,8 +634,10 @@ void InverseDynamicsStageModel::contactJacobians(InverseDynamicsStageData& d,
       d.H_w.block(row, nv, 6, nv) = J;
     }
     if (impulse_) {  // the impulse rows: -J^T Lambda, and v_c(q, v+)'s derivatives
-      const int impulse_row = row + nc_ + nv, impulse_col = col - 3 * nv + impulseStart() + nv;
-      d.H_w.block(nv + nc_, impulse_col, nv, c.dimension) = -J.topRows(c.dimension).transpose();
+      const int impulse_row = row + nc_ + nl_ + nv,
+                impulse_col = col - 3 * nv + impulseStart() + nv;
+      d.H_w.block(nv + nc_ + nl_, impulse_col, nv, c.dimension) =
+          -J.topRows(c.dimension).transpose();
       d.H_x.block(impulse_row, 0, c.dimension, nv) = d.v_dq.topRows(c.dimension);
       d.H_w.block(impulse_row, impulseStart(), c.dimension, nv) = J.topRows(c.dimension);
     }
@@ -639,23 +649,22 @@ void InverseDynamicsStageModel::contactJacobians(InverseDynamicsStageData& d,
 // lambda_k in the first anchor's axes (its first `dimension` coordinates): +lambda on the first
 // body at its anchor (fixed in its joint's frame), -R_2^T R_1 lambda on the second, the rotations
 // from the kinematics at q.
-void InverseDynamicsStageModel::loopForces(InverseDynamicsStageData& d,
+void InverseDynamicsStageModel::loopForces(const pinocchio::Model& model, pinocchio::Data& pin,
+                                           std::vector<pinocchio::Force>& fext,
                                            const Eigen::Ref<const Eigen::VectorXd>& q,
-                                           const Eigen::Ref<const Eigen::VectorXd>& w) const {
-  const pinocchio::Model& model = d.work->inertias.model;
-  pinocchio::Data& pin = d.work->pin;
+                                           const Eigen::Ref<const Eigen::VectorXd>& w,
+                                           int col) const {
   pinocchio::forwardKinematics(model, pin, q);
-  int col = 3 * dynamics_->nv() + nc_;
   for (const model::LoopClosure& l : loops_) {
     const pinocchio::SE3& o1 = pinocchio::updateFramePlacement(model, pin, l.frame1);
     const pinocchio::SE3& o2 = pinocchio::updateFramePlacement(model, pin, l.frame2);
     Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
     lambda.head(l.dimension) = w.segment(col, l.dimension);
-    d.fext[l.joint1] +=
+    fext[l.joint1] +=
         model.frames[l.frame1].placement.act(pinocchio::Force(lambda, Eigen::Vector3d::Zero()));
     if (l.joint2 > 0) {
       const Eigen::Vector3d f2 = -(o2.rotation().transpose() * (o1.rotation() * lambda));
-      d.fext[l.joint2] +=
+      fext[l.joint2] +=
           model.frames[l.frame2].placement.act(pinocchio::Force(f2, Eigen::Vector3d::Zero()));
     }
     col += l.dimension;
@@ -680,6 +689,11 @@ void InverseDynamicsStageModel::loopRows(InverseDynamicsStageData& d) const {
         pinocchio::getFrameClassicalAcceleration(model, pin, l.frame2, frame).linear();
     const Eigen::Vector3d W = acc + loop_gains_.kd * vel + loop_gains_.kp * p;
     d.h.segment(row, l.dimension) = (o1.rotation().transpose() * W).head(l.dimension);
+    // a touchdown's relative velocity at v+ (the step's kinematics start there), after the
+    // impulse balance and the contacts' velocities
+    if (impulse_)
+      d.h.segment(row + nl_ + dynamics_->nv() + nc_, l.dimension) =
+          (o1.rotation().transpose() * vel).head(l.dimension);
     row += l.dimension;
   }
 }
@@ -696,9 +710,10 @@ void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
   pinocchio::Data& pin = d.work->pin;
   const int nv = dynamics_->nv();
   int row = nv + nc_, col = 3 * nv + nc_;
+  if (impulse_) d.impulse_stiffness.setZero();
   for (const model::LoopClosure& l : loops_) {
     const pinocchio::FrameIndex frames[2] = {l.frame1, l.frame2};
-    Eigen::Vector3d W = Eigen::Vector3d::Zero();
+    Eigen::Vector3d W = Eigen::Vector3d::Zero(), V = Eigen::Vector3d::Zero();
     for (int i = 0; i < 2; ++i) {
       for (Eigen::MatrixXd* m : {&d.v_dq, &d.a_dq, &d.a_dv, &d.a_da}) m->setZero();
       pinocchio::getFrameAccelerationDerivatives(model, pin, frames[i], pinocchio::LOCAL, d.v_dq,
@@ -720,6 +735,10 @@ void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
       d.a_dq.topRows<3>().noalias() -= v_lin * d.v_dq.bottomRows<3>();
       d.a_dq.topRows<3>().noalias() -= pinocchio::skew(acc) * J.bottomRows<3>();
       d.v_dq.topRows<3>().noalias() -= v_lin * J.bottomRows<3>();
+      if (impulse_) {  // the world-axes velocity R v_lin and its d / dq
+        V += (i == 0 ? 1.0 : -1.0) * (R * vel.linear());
+        d.anchor_vq[i].noalias() = R * d.v_dq.topRows<3>();
+      }
       d.a_dq.topRows<3>() += loop_gains_.kd * d.v_dq.topRows<3>() + loop_gains_.kp * J.topRows<3>();
       d.a_dv.topRows<3>().noalias() += omega * J.topRows<3>();
       d.a_dv.topRows<3>().noalias() -= v_lin * J.bottomRows<3>();
@@ -747,13 +766,29 @@ void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
     d.anchor_dv[1].noalias() = R1.transpose() * d.a_da.topRows<3>();
     d.H_w.block(row, nv, m, nv) = d.anchor_dv[1].topRows(m);
     d.H_w.block(0, col, nv, m) = -d.anchor_dv[1].topRows(m).transpose();
-    if (l.joint2 > 0) {
+    // lambda's geometric stiffness on the second body: -J_2^T [R_1 lambda]x (J_1 - J_2)_ang
+    auto add_stiffness = [&](const Eigen::Ref<const Eigen::VectorXd>& force,
+                             Eigen::Ref<Eigen::MatrixXd> target) {
       Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
-      lambda.head(m) = w.segment(col, m);
+      lambda.head(m) = force;
       const Eigen::Matrix3d lambda_world = pinocchio::skew(Eigen::Vector3d(R1 * lambda));
       d.a_dq.topRows<3>().noalias() = lambda_world * d.a_da.bottomRows<3>();
-      d.H_x.block(0, 0, nv, nv).noalias() -=
-          d.anchor_J[1].topRows<3>().transpose() * d.a_dq.topRows<3>();
+      target.noalias() -= d.anchor_J[1].topRows<3>().transpose() * d.a_dq.topRows<3>();
+    };
+    if (l.joint2 > 0) add_stiffness(w.segment(col, m), d.H_x.block(0, 0, nv, nv));
+    if (impulse_) {
+      // the reset map: R_1^T (v_1 - v_2)(q, v+) = 0 (d / d v+ is the rows' d / d a, d / dq turns
+      // R_1 as the rows' W), and the impulse Lambda_l in the impulse balance as lambda in the
+      // torque balance (its stiffness for impulseJacobians, which sets those rows after this)
+      const int vel_row = row + nl_ + nv + nc_, impulse_col = col - 3 * nv + impulseStart() + nv;
+      d.anchor_vq[0] -= d.anchor_vq[1];
+      d.anchor_vq[1].noalias() = R1.transpose() * d.anchor_vq[0];
+      d.anchor_vq[1].noalias() += pinocchio::skew(Eigen::Vector3d(R1.transpose() * V)) *
+                                  R1.transpose() * d.anchor_J[0].bottomRows<3>();
+      d.H_x.block(vel_row, 0, m, nv) = d.anchor_vq[1].topRows(m);
+      d.H_w.block(vel_row, impulseStart(), m, nv) = d.anchor_dv[1].topRows(m);
+      d.H_w.block(nv + nc_ + nl_, impulse_col, nv, m) = -d.anchor_dv[1].topRows(m).transpose();
+      if (l.joint2 > 0) add_stiffness(w.segment(impulse_col, m), d.impulse_stiffness);
     }
     row += m;
     col += m;

@@ -746,9 +746,6 @@ void LogProblemBuilder::createStages() {
     if (transition[k] && !terminal) ++p_.transition_knots;
     // A touchdown under inverse dynamics: v+ and the impulses are decisions of its stage, the
     // reset map its equality rows (the forward stage solves the same map inside its step).
-    require(!impulse || robot_.loops().empty(), "contacts of " + robot_.displayName(),
-            "no touchdowns (a closed-loop robot's touchdown would need loop rows in its reset map)",
-            "a touchdown at knot " + std::to_string(k));
     if (!terminal && options_.dynamics == DynamicsFormulation::Inverse) {
       require(!p_.smoothed, "dynamics: inverse", "rigid contacts (flags or kinematic detection)",
               "contacts implicit");
@@ -790,7 +787,7 @@ void LogProblemBuilder::inverseDynamicsGuess() {
     Eigen::VectorXd v_start = p_.xs[k].tail(nv_);
     if (stage.hasImpulse()) {
       // [M -J^T; J 0] [v+; Lambda] = [M v; 0]: the rows are linear in (v+, Lambda)
-      const int start = stage.impulseStart(), ni = stage.nw() - start - nv_, row = nv_ + stage.nc();
+      const int start = stage.impulseStart(), ni = stage.nw() - start - nv_, row = nv_ + nc;
       w.segment(start, nv_) = v_start;
       stage.calc(*data, p_.xs[k], w, p_.theta);
       stage.calcDiff(*data, p_.xs[k], w, p_.theta);

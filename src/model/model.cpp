@@ -640,9 +640,11 @@ double closeOver(const pinocchio::Model& model, const std::vector<LoopClosure>& 
 }  // namespace
 
 // The directions the loop constrains, in the first anchor's axes: the offset's Jacobian
-// R_1^T d(p_1 - p_2)/dq over random configurations of the cycle spans them; a direction it never
-// reaches (a planar loop's joint axis) is dropped, and the anchor frame turned to put the others
-// first (eigenvectors of sum J J^T, largest first).
+// R_1^T d(p_1 - p_2)/dq in the cycle's joints over random configurations of the cycle spans them;
+// a direction it never reaches (a planar loop's joint axis) is dropped, and the anchor frame
+// turned to put the others first (eigenvectors of sum J J^T, largest first). Only the cycle's
+// columns: a joint above the loop (a floating base's rotation) turns the open offset with the
+// anchors, which is no direction the loop constrains.
 void RobotModel::constrainedDirections(LoopClosure& loop) {
   pinocchio::Data data(model_);
   std::mt19937 rng(1);
@@ -651,11 +653,15 @@ void RobotModel::constrainedDirections(LoopClosure& loop) {
   Eigen::MatrixXd J;
   Eigen::Vector3d offset;
   Eigen::VectorXd dq(model_.nv), q(model_.nq);
+  std::vector<bool> in_cycle(model_.nv, false);
+  for (pinocchio::JointIndex j : loop.cycle) in_cycle[model_.joints[j].idx_v()] = true;
   for (int sample = 0; sample < 8; ++sample) {
-    for (int i = 0; i < model_.nv; ++i) dq[i] = n(rng);
+    for (int i = 0; i < model_.nv; ++i) dq[i] = in_cycle[i] ? n(rng) : 0.0;
     q = pinocchio::integrate(model_, pinocchio::neutral(model_), dq);
     pinocchio::computeJointJacobians(model_, data, q);
     loopOffset(model_, data, loop, offset, &J);  // world axes; turned into the first anchor's
+    for (int i = 0; i < model_.nv; ++i)
+      if (!in_cycle[i]) J.col(i).setZero();
     const Eigen::MatrixXd J_anchor = data.oMf[loop.frame1].rotation().transpose() * J;
     gram += J_anchor * J_anchor.transpose();
   }

@@ -29,12 +29,13 @@
 /// Touchdown (`impulse`, the knot's contact set when it holds a contact the previous knot's did
 /// not; the paper's reset map, eqs. 9 and 11 at zero restitution, with the impulses as decisions):
 /// w gains the post-impact velocity
-/// v+ and the contacts' impulses Lambda (in their frames' axes, as lambda), and h the rows of
-/// impulse dynamics with zero restitution,
-///   M(q; theta) (v+ - v) - J_c^T Lambda = 0   (nv rows),   v_c(q, v+) = 0   (nc rows),
+/// v+, the contacts' impulses Lambda (in their frames' axes, as lambda) and the loops' impulses
+/// Lambda_l (as the loops' lambda), and h the rows of impulse dynamics with zero restitution,
+///   M(q; theta) (v+ - v) - J_c^T Lambda - J_l^T Lambda_l = 0   (nv rows),
+///   v_c(q, v+) = 0   (nc rows),   [R_1^T (v_1 - v_2)](q, v+) = 0   (m rows per loop),
 /// and the step starts from v+ instead of v: v' = v+ + dt a, the RNEA, the friction and the
-/// contact rows at (q, v+). The forward stage's touchdown (IMPULSE(q, v; theta) inside the step)
-/// is the same map, solved there and an equality here.
+/// contact and loop rows at (q, v+). The forward stage's touchdown (IMPULSE(q, v; theta) inside
+/// the step) is the same map without loops, solved there and an equality here.
 ///
 /// Closed loops (model::LoopClosure, the paper's eqs. 16, 20 and 22 for a point anchor): m more
 /// rows and m more decisions per loop after the contacts' (m = 3, or 2 for a planar loop). The
@@ -132,7 +133,7 @@ class InverseDynamicsStageModel final : public StageModel {
   int nc() const { return nc_; }  ///< contact force coordinates (after e in w)
   /// Constraint force coordinates: the contacts' then the loops' (from w's 3 nv).
   int numForces() const { return nc_ + nl_; }
-  /// A touchdown's stage: v+ at w's impulseStart(), then the impulses Lambda (nc).
+  /// A touchdown's stage: v+ at w's impulseStart(), then the impulses Lambda (nc, then nl).
   bool hasImpulse() const { return impulse_ != nullptr; }
   int impulseStart() const { return 3 * dynamics_->nv() + nc_ + nl_; }
   const std::vector<model::LoopClosure>& loops() const { return loops_; }
@@ -157,10 +158,12 @@ class InverseDynamicsStageModel final : public StageModel {
                                        const Eigen::Ref<const Eigen::VectorXd>& theta,
                                        const Eigen::Ref<const Eigen::VectorXd>& q,
                                        const Eigen::Ref<const Eigen::VectorXd>& w) const;
-  // The loops' forces on their two bodies (in d.fext, after the contacts'), their rows (calc)
-  // and their Jacobians (calcDiff, after computeForwardKinematicsDerivatives).
-  void loopForces(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
-                  const Eigen::Ref<const Eigen::VectorXd>& w) const;
+  // The loops' forces (w's m coordinates per loop from column `col`) on their two bodies, added
+  // to fext after the contacts' (the rotations from pin's kinematics at q); their rows (calc) and
+  // their Jacobians (calcDiff, after computeForwardKinematicsDerivatives).
+  void loopForces(const pinocchio::Model& model, pinocchio::Data& pin,
+                  std::vector<pinocchio::Force>& fext, const Eigen::Ref<const Eigen::VectorXd>& q,
+                  const Eigen::Ref<const Eigen::VectorXd>& w, int col) const;
   void loopRows(InverseDynamicsStageData& d) const;
   void loopJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
   // What moves the configuration after q': w_q, or N w_q (calc's) when projected.
@@ -255,6 +258,9 @@ struct InverseDynamicsStageData final : StageData {
   /// Loops: each anchor's classical-acceleration rows' derivatives (3 x nv) and its
   /// world-aligned Jacobian (6 x nv).
   Eigen::MatrixXd anchor_dq[2], anchor_dv[2], anchor_J[2];
+  /// Loops at a touchdown: each anchor's world-axes velocity's d / dq (3 x nv), and the impulses'
+  /// geometric stiffness in the impulse balance (nv x nv).
+  Eigen::MatrixXd anchor_vq[2], impulse_stiffness;
   /// Projected noise: the impulse model's data and N w_q (what moves the configuration).
   std::unique_ptr<dynamics::ImpulseDynamicsData> projection;
   Eigen::VectorXd projected_noise;
