@@ -19,7 +19,9 @@
 #include <vector>
 
 #include <Eigen/Dense>
+#include <pinocchio/algorithm/frames.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
+#include <pinocchio/algorithm/kinematics.hpp>
 
 #include "heft/common/error.hpp"
 #include "heft/dynamics/contact_dynamics.hpp"
@@ -179,7 +181,8 @@ InverseProblem makeInverseProblem(const std::string& robot,
     if (project_noise || touchdown) {
       auto feet_impulse = std::make_shared<dynamics::ImpulseDynamicsModel>(
           *model, specs, S, inertia::Parametrization::ExponentialEigenvalue);
-      if (project_noise) projection = feet_impulse;
+      // with loops the stage projects on the feet and the loops itself (project_on_loops)
+      if (project_noise && loaded.loops().empty()) projection = feet_impulse;
       if (touchdown) impulse = feet_impulse;
     }
   }
@@ -205,7 +208,8 @@ InverseProblem makeInverseProblem(const std::string& robot,
     if (k < horizon)
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p.dynamics, p.state, sensors, noise, z, dt, p.actuators, contact, loaded.loops(),
-          estimation::LoopGains{}, projection, k % 2 == 0 ? impulse : nullptr));
+          estimation::LoopGains{}, projection, k % 2 == 0 ? impulse : nullptr,
+          project_noise && !loaded.loops().empty()));
     else
       terminal = std::make_shared<MultibodyStageModel>(p.dynamics, nullptr, p.state, sensors, noise,
                                                        z, dt, true, nullptr, p.actuators);
@@ -391,6 +395,54 @@ TEST(InverseDynamicsStage, TouchdownWithAClosedLoopJacobiansMatchCentralDifferen
                       "floating four-bar, touchdown, energy", 54);
 }
 
+// The configuration noise projected on the loops' rows (and the feet's) together, N(q; theta)
+// w_q from heft's own KKT solve: d / dq through the RNEA's derivatives with the multipliers as
+// forces (the loop's geometric stiffness included) and the rows' velocity derivatives at N w_q,
+// N itself, and d / dtheta (inertias and armature).
+TEST(InverseDynamicsStage, NoiseProjectedOnALoopJacobiansMatchCentralDifferences) {
+  std::mt19937 rng(7);
+  for (unsigned seed : {61u, 62u})
+    checkStageJacobians(makeInverseProblem(kFourBar, {2, 3, 4}, 1, 0.002, rng, true, 0, true),
+                        "four-bar leg, projected noise", seed);
+  checkStageJacobians(makeInverseProblem(spatialLoop(), {2, 4}, 1, 0.002, rng, true, 0, true),
+                      "spatial loop, projected noise", 63);
+  const pinocchio::JointIndex shank =
+      model::loadRobot(floatingFourBar()).pinocchio().getJointId("knee");
+  checkStageJacobians(makeInverseProblem(floatingFourBar(), {shank}, 1, 0.002, rng, true, 3, true,
+                                         false, false, {"foot"}),
+                      "floating four-bar on its foot, projected noise", 64);
+  checkStageJacobians(makeInverseProblem(floatingFourBar(), {shank}, 1, 0.002, rng, true, 3, true,
+                                         true, false, {"foot"}),
+                      "floating four-bar, touchdown, projected noise", 65);
+}
+
+// N w_q from the loop projection is in the rows' nullspace (the loop's relative velocity at
+// N w_q is zero) and N is a projector (N N = N).
+TEST(InverseDynamicsStage, NoiseProjectedOnALoopMovesAlongTheLoop) {
+  std::mt19937 rng(8);
+  const InverseProblem p = makeInverseProblem(kFourBar, {2, 3, 4}, 1, 0.002, rng, true, 0, true);
+  VectorXd x, w, theta;
+  randomPoint(p, rng, x, w, theta);
+  const StageModel& stage = p.problem->running(0);
+  auto data = stage.createData();
+  stage.calc(*data, x, w, theta);
+  stage.calcDiff(*data, x, w, theta);
+  const int nv = p.model->nv;
+  const MatrixXd N = data->F_w.topLeftCorner(nv, nv);  // B2 N, and B2 = I on revolute joints
+  const VectorXd u = N * w.head(nv);
+  EXPECT_LE((N * u - u).norm(), 1e-9 * (1 + u.norm()));
+  EXPECT_GT((u - w.head(nv)).norm(), 1e-3 * w.head(nv).norm());  // it did project
+  const model::RobotModel leg = model::loadRobot(kFourBar);
+  pinocchio::Data pin(leg.pinocchio());
+  pinocchio::forwardKinematics(leg.pinocchio(), pin, VectorXd(x.head(p.model->nq)), u);
+  const model::LoopClosure& loop = leg.loops()[0];
+  const auto world = pinocchio::LOCAL_WORLD_ALIGNED;
+  const Eigen::Vector3d relative =
+      pinocchio::getFrameVelocity(leg.pinocchio(), pin, loop.frame1, world).linear() -
+      pinocchio::getFrameVelocity(leg.pinocchio(), pin, loop.frame2, world).linear();
+  EXPECT_LE(relative.norm(), 1e-9 * (1 + u.norm()));
+}
+
 // The stage's Gauss-Newton terms and linear residual are its rows' dense products.
 TEST(InverseDynamicsStage, GaussNewtonTermsEqualDenseProducts) {
   std::mt19937 rng(4);
@@ -438,14 +490,16 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
   // the double pendulum; go2 in flight; go2 on four feet; the four-bar leg (a loop's rows)
   // 4: go2 on four point feet with the configuration noise projected (eq. 36); 5: go2's touchdowns
   // (every other stage, v+ and the impulses decisions), 6: TALOS', flat feet; -3: the four-bar
-  // leg on a floating base, its foot's touchdowns (the loop's impulse and velocity rows)
-  for (int contact : {-1, 0, 3, -2, 4, 5, 6, -3}) {
+  // leg on a floating base, its foot's touchdowns (the loop's impulse and velocity rows); -4: the
+  // four-bar leg with the configuration noise projected on its loop
+  for (int contact : {-1, 0, 3, -2, 4, 5, 6, -3, -4}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {1, 2}, 5, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true)
         : contact == -3 ? makeInverseProblem(floatingFourBar(), {3, 5}, 5, 0.002, rng, true, 3,
                                              false, true, false, {"foot"})
+        : contact == -4 ? makeInverseProblem(kFourBar, {2, 4}, 5, 0.002, rng, true, 0, true)
         : contact == 4  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, true)
         : contact == 5  ? makeInverseProblem("go2", {1, 2}, 5, 0.005, rng, true, 3, false, true)
         : contact == 6  ? makeInverseProblem("talos", {1, 2}, 4, 0.005, rng, true, 6, false, true)
@@ -475,7 +529,8 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
     const test::Direction riccati{solver.directionX(), solver.directionW(),
                                   solver.directionTheta()};
     // Both solves are backward stable: the Riccati step solves a system within a few eps of this
-    // one (measured 5e-17 to 1.4e-16, the LU's 4e-19 to 2e-18).
+    // one (measured 5e-17 to 1.4e-16, the LU's 4e-19 to 2e-18; 1e-15 and 1.3e-15 with the
+    // projected noise).
     const double backward_error = kkt.backwardError(riccati);
     std::cout << "backward error: riccati " << backward_error << ", dense LU "
               << kkt.backwardError(dense) << "\n";
@@ -483,14 +538,16 @@ TEST(RiccatiSolver, EqualityRowsStepEqualsDenseKkt) {
     // Their forward difference is that times the system's condition: within 1e-8 of the step's
     // size without contacts. With four feet the rows mix N, m/s^2 and rad and the two solutions
     // differ by up to 2.4e-8 of a 778 step (contact forces) at that backward error, so there the
-    // backward error is the comparison.
-    const bool rows_in_newtons = contact > 0 || contact == -3;
-    for (int k = 0; !rows_in_newtons && k <= N; ++k)
+    // backward error is the comparison; so with the noise projected on the four-bar's loop, where
+    // N w_q drops w_q's directions across the loop from the dynamics and leaves them to their
+    // prior (3.6e-6 of a 270 step at a backward error of 1.3e-15).
+    const bool backward_only = contact > 0 || contact == -3 || contact == -4;
+    for (int k = 0; !backward_only && k <= N; ++k)
       EXPECT_LE((solver.directionX()[k] - dense.dx[k]).cwiseAbs().maxCoeff(), tol) << "dx " << k;
-    if (!rows_in_newtons)
+    if (!backward_only)
       EXPECT_LE((solver.directionTheta() - dense.dtheta).cwiseAbs().maxCoeff(), tol);
     for (int k = 0; k < N; ++k) {
-      if (!rows_in_newtons)
+      if (!backward_only)
         EXPECT_LE((solver.directionW()[k] - dense.dw[k]).cwiseAbs().maxCoeff(), tol) << "dw " << k;
       auto d = p.problem->running(k).createData();
       p.problem->running(k).calc(*d, xs[k], ws[k], theta);
@@ -535,14 +592,16 @@ TEST(RiccatiSolver, IterationsWithEqualityRowsDoNotAllocate) {
   // impulseDynamics, which computes N w_q, allocates (measured: 6 times in a go2 knot's calc and
   // 6 in its calcDiff), as it does at a forward stage's touchdown.
   // 5: go2's touchdowns (every other stage; their impulse rows on data of their own). -3: the
-  // floating four-bar leg's touchdowns (the loop's impulse rows).
-  for (int contact : {-1, 3, -2, 5, -3}) {
+  // floating four-bar leg's touchdowns (the loop's impulse rows). -4: the four-bar leg's noise
+  // projected on its loop (heft's own KKT solve, unlike the contacts' projection).
+  for (int contact : {-1, 3, -2, 5, -3, -4}) {
     SCOPED_TRACE(contact);
     const InverseProblem p =
         contact == -1   ? makeInverseProblem("double_pendulum", {2}, 40, 0.01, rng, true)
         : contact == -2 ? makeInverseProblem(kFourBar, {2, 4}, 40, 0.002, rng, true)
         : contact == -3 ? makeInverseProblem(floatingFourBar(), {3}, 20, 0.002, rng, true, 3, false,
                                              true, false, {"foot"})
+        : contact == -4 ? makeInverseProblem(kFourBar, {2, 4}, 40, 0.002, rng, true, 0, true)
         : contact == 5  ? makeInverseProblem("go2", {1}, 20, 0.005, rng, true, 3, false, true)
                         : makeInverseProblem("go2", {1}, 20, 0.005, rng, true, contact);
     const auto [one, four] = solveAllocations(p);
@@ -696,6 +755,10 @@ TEST(InverseDynamicsStage, RejectsBadInput) {
   auto with_energy = std::make_shared<estimation::MultibodySensors>(*sensors);
   with_energy->energy = true;
   EXPECT_EQ(make(with_energy, 0.005).nr(), make(sensors, 0.005).nr() + 1);  // the last row
+  // the loops' noise projection on a robot without loops
+  EXPECT_THROW(InverseDynamicsStageModel(p.dynamics, p.state, sensors, noise, z, 0.005, nullptr,
+                                         nullptr, {}, {}, nullptr, nullptr, true),
+               InputError);
   z.tau = VectorXd::Zero(nv - 1);
   EXPECT_THROW(make(sensors, 0.005), InputError);
   EXPECT_THROW(estimation::parseDynamicsFormulation("implicit"), InputError);

@@ -58,11 +58,12 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::vector<model::LoopClosure> loops, LoopGains loop_gains,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
-    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse, bool project_on_loops)
     : InverseDynamicsStageModel(
           makeSensorStage(dynamics, state, sensors, noise, measurement, actuators), sensors,
           dynamics, state, noise, measurement.tau, dt, actuators, std::move(contact),
-          std::move(loops), loop_gains, std::move(projection), std::move(impulse)) {}
+          std::move(loops), loop_gains, std::move(projection), std::move(impulse),
+          project_on_loops) {}
 
 InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const MultibodyStageModel> sensor_stage,
@@ -73,7 +74,7 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
     std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
     std::vector<model::LoopClosure> loops, LoopGains loop_gains,
     std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
-    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse)
+    std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse, bool project_on_loops)
     : StageModel(
           state->nx(), state->ndx(),
           2 * state->nv() + equalityRowCount(state->nv(), contact.get(), loops, impulse != nullptr),
@@ -89,6 +90,7 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
       loop_gains_(loop_gains),
       nl_(loopRowCount(loops_)),
       projection_(std::move(projection)),
+      project_on_loops_(project_on_loops),
       impulse_(std::move(impulse)),
       tau_(std::move(tau)),
       dt_(dt) {
@@ -127,6 +129,15 @@ InverseDynamicsStageModel::InverseDynamicsStageModel(
                 model.frames[l.frame2].name == l.name + "_anchor2",
             "inverse-dynamics stage loop '" + l.name + "'", "anchor frames of the dynamics model",
             "frames it does not have");
+  }
+  if (project_on_loops_) {
+    require(!loops_.empty() && !projection_, "inverse-dynamics stage noise projection on loops",
+            "closed loops, and no impulse model (the loops' projection takes the contacts too)",
+            std::to_string(loops_.size()) + " loops" + (projection_ ? ", an impulse model" : ""));
+    // G M^-1 G^T must be invertible: no more rows than velocities
+    require(nc_ + nl_ <= nv, "inverse-dynamics stage noise projection on loops",
+            "contact and loop rows of at most nv = " + std::to_string(nv) + " (full row rank)",
+            std::to_string(nc_ + nl_) + " rows");
   }
   if (projection_) {
     require(contact_ != nullptr, "inverse-dynamics stage noise projection",
@@ -196,6 +207,11 @@ InverseDynamicsStageData::InverseDynamicsStageData(const InverseDynamicsStageMod
     projection = std::make_unique<dynamics::ImpulseDynamicsData>(*model.projection_);
     projected_noise.setZero(nv);
   }
+  if (model.project_on_loops_) {
+    loop_projection =
+        std::make_unique<LoopProjectionData>(dynamics.model(), model.nc_ + model.nl_, model.np());
+    projected_noise.setZero(nv);
+  }
   if (model.energy_row_ >= 0) {
     energy = MultibodyStageData::EnergyScratch::of(
         dynamics, workspace, model.actuators_ ? model.actuators_->numParameters() : 0);
@@ -262,6 +278,7 @@ void InverseDynamicsStageModel::calc(StageData& base, const Eigen::Ref<const Eig
     d.projected_noise = dynamics::impulseDynamics(*projection_, *d.projection, q, w.head(nv),
                                                   theta.head(num_inertial_));
   }
+  if (project_on_loops_) loopProjection(d, q, w.head(nv));
   pinocchio::integrate(model, d.q_next, configurationNoise(d, w), d.xnext.head(nq));
   d.xnext.tail(nv) = d.v_next;
   if (energy_row_ >= 0) energyRow(d, x, w);
@@ -327,6 +344,8 @@ void InverseDynamicsStageModel::calcDiff(StageData& base,
   d.F_x.topRightCorner(nv, nv).noalias() = dt_ * (d.A2 * d.B1);
   if (projection_)
     projectionJacobians(d, x, w, theta);
+  else if (project_on_loops_)
+    loopProjectionJacobians(d, x, w, theta);
   else
     d.F_w.topLeftCorner(nv, nv) = d.B2;
   d.F_w.block(0, nv, nv, nv).noalias() = dt_ * d.F_x.topRightCorner(nv, nv);
@@ -483,7 +502,7 @@ const pinocchio::Model& InverseDynamicsStageModel::workingModel(
 
 Eigen::Ref<const Eigen::VectorXd> InverseDynamicsStageModel::configurationNoise(
     const InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const {
-  if (projection_) return d.projected_noise;
+  if (projection_ || project_on_loops_) return d.projected_noise;
   return w.head(dynamics_->nv());
 }
 

@@ -752,7 +752,9 @@ void LogProblemBuilder::createStages() {
       running.push_back(std::make_shared<InverseDynamicsStageModel>(
           p_.dynamics, p_.state, sensors_, knot_noise, std::move(z), p_.dt, p_.actuators, contact,
           robot_.loops(), LoopGains{},
-          options_.project_process_noise && contact ? impulseModelOf(k) : nullptr, impulse));
+          options_.project_process_noise && contact && robot_.loops().empty() ? impulseModelOf(k)
+                                                                              : nullptr,
+          impulse, options_.project_process_noise && !robot_.loops().empty()));
       continue;
     }
     auto stage = std::make_shared<MultibodyStageModel>(p_.dynamics, contact, p_.state, sensors_,

@@ -53,8 +53,10 @@
 ///   x_{k+1} = (q' ⊕ N(q; theta) w_q, v'),   N = I - M^{-1} J^T (J M^{-1} J^T)^{-1} J,
 /// which is impulse dynamics with zero restitution applied to w_q (dynamics::ImpulseDynamicsModel
 /// of the same contacts: N w_q = v^+(q, v^- = w_q)), so Pinocchio's impulse derivatives give
-/// dN w_q / dq, N itself and d / dtheta (N depends on the inertias and the armature). The loops'
-/// rows are not in N (the impulse model knows contacts with the world only).
+/// dN w_q / dq, N itself and d / dtheta (N depends on the inertias and the armature). With closed
+/// loops (`project_on_loops`) J holds the loops' rows under the contacts' and N w_q is the stage's
+/// own KKT solve with implicit-function derivatives (the impulse model knows contacts with the
+/// world only); `projection` is then null.
 ///
 /// e is the generalized-force noise of the forward-dynamics stage (MultibodyStageModel's w_tau):
 /// on the same knots, priors and sensors the two formulations describe the same trajectories with
@@ -72,6 +74,7 @@
 #include <vector>
 
 #include <Eigen/Core>
+#include <Eigen/LU>
 
 #include "heft/dynamics/contact_dynamics.hpp"
 #include "heft/dynamics/forward_dynamics.hpp"
@@ -107,7 +110,8 @@ class InverseDynamicsStageModel final : public StageModel {
       std::shared_ptr<const dynamics::ContactDynamicsModel> contact = nullptr,
       std::vector<model::LoopClosure> loops = {}, LoopGains loop_gains = {},
       std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection = nullptr,
-      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr);
+      std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse = nullptr,
+      bool project_on_loops = false);
 
   std::unique_ptr<StageData> createData() const override;
   /// The RNEA workspace (parametrized model, Pinocchio data, regressor) comes from `workspace`,
@@ -148,7 +152,8 @@ class InverseDynamicsStageModel final : public StageModel {
                             std::shared_ptr<const dynamics::ContactDynamicsModel> contact,
                             std::vector<model::LoopClosure> loops, LoopGains loop_gains,
                             std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection,
-                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse);
+                            std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse,
+                            bool project_on_loops);
   friend struct InverseDynamicsStageData;
   bool hasForces() const { return contact_ || !loops_.empty(); }
   // The shared workspace's model at theta (S's inertias, the armature) and, with contacts or
@@ -173,6 +178,15 @@ class InverseDynamicsStageModel final : public StageModel {
   void projectionJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                            const Eigen::Ref<const Eigen::VectorXd>& w,
                            const Eigen::Ref<const Eigen::VectorXd>& theta) const;
+  // With loops: N w_q on the contacts' and the loops' rows together (calc, on the working model
+  // at theta), and its F terms (calcDiff, as projectionJacobians'), in
+  // inverse_dynamics_projection.cpp.
+  void loopProjection(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                      const Eigen::Ref<const Eigen::VectorXd>& w_q) const;
+  void loopProjectionJacobians(InverseDynamicsStageData& d,
+                               const Eigen::Ref<const Eigen::VectorXd>& x,
+                               const Eigen::Ref<const Eigen::VectorXd>& w,
+                               const Eigen::Ref<const Eigen::VectorXd>& theta) const;
   // The contact rows a_c + K_d v_c into d.h (calc, after forwardKinematics at (q, v, a)) or
   // their Jacobians into d.H_x, d.H_w (calcDiff, after the RNEA's derivatives: Pinocchio's data
   // then holds the kinematics at (q, v, a)). loopRows likewise.
@@ -233,6 +247,8 @@ class InverseDynamicsStageModel final : public StageModel {
   int nl_ = 0;  ///< the loops' rows (and forces)
   /// The contact set's impulse model: w_q projected on its nullspace (eq. 36), or null.
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> projection_;
+  /// w_q projected on the nullspace of the loops' and the contacts' rows (heft's own solve).
+  bool project_on_loops_ = false;
   /// A touchdown's contact set (the knot's, zero restitution), or null.
   std::shared_ptr<const dynamics::ImpulseDynamicsModel> impulse_;
   Eigen::VectorXd tau_;           ///< nv: the logged generalized force over the step
@@ -264,6 +280,18 @@ struct InverseDynamicsStageData final : StageData {
   /// Projected noise: the impulse model's data and N w_q (what moves the configuration).
   std::unique_ptr<dynamics::ImpulseDynamicsData> projection;
   Eigen::VectorXd projected_noise;
+  /// Projected noise on loops: the KKT system [M -G^T; G 0] [u; Lambda] = [M w_q; 0] of the
+  /// contacts' and loops' rows G at q, its factorization and the derivative buffers.
+  struct LoopProjectionData {
+    LoopProjectionData(const pinocchio::Model& model, int rows, int parameters);
+    pinocchio::Data pin;
+    std::vector<pinocchio::Force> fext;
+    Eigen::MatrixXd kkt, G, frame_J, anchor_J[2], anchor_vq[2], v_dq, v_dv;
+    Eigen::PartialPivLU<Eigen::MatrixXd> lu;
+    Eigen::VectorXd rhs, solution, jump, zero;
+    Eigen::MatrixXd dphi_dq, dphi_dtheta, gravity_dq, du, du_dtheta;
+  };
+  std::unique_ptr<LoopProjectionData> loop_projection;
   /// Touchdown: the impulse rows' own Pinocchio data (the step's keeps its kinematics), their
   /// forces, v+ - v, a zero velocity and the gravity's derivatives.
   std::unique_ptr<pinocchio::Data> impulse_pin;
