@@ -10,7 +10,6 @@
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/spatial/skew.hpp>
 
-#include "heft/dynamics/regressor.hpp"
 #include "heft/estimation/inverse_dynamics_stage.hpp"
 
 namespace heft::estimation {
@@ -166,21 +165,7 @@ void InverseDynamicsStageModel::loopProjectionJacobians(
   d.F_w.topLeftCorner(nv, nv).noalias() = -d.B2 * p.du.topRows(nv);
   const int na = actuators_ ? actuators_->numParameters() : 0;
   p.dphi_dtheta.setZero();
-  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q, p.zero,
-                                       p.jump);
-  p.dphi_dtheta.topLeftCorner(nv, ns) = dynamics::computeParameterJacobian(
-      dynamics_->regressor(), d.work->regressor, dynamics_->parametrization(), theta.head(ns));
-  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q, p.zero,
-                                       p.zero);
-  p.dphi_dtheta.topLeftCorner(nv, ns) -= dynamics::computeParameterJacobian(
-      dynamics_->regressor(), d.work->regressor, dynamics_->parametrization(), theta.head(ns));
-  if (actuators_) {
-    const auto theta_act = theta.tail(na);
-    for (int k = 0; k < actuators_->numArmature(); ++k) {
-      const int c = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
-      p.dphi_dtheta(i, ns + c) = std::exp(theta_act(c)) * p.jump(i);
-    }
-  }
+  jumpParameterRows(d, q, p.jump, p.zero, theta, p.dphi_dtheta.topRows(nv));
   p.du_dtheta = p.lu.solve(p.dphi_dtheta);
   d.F_theta.topLeftCorner(nv, ns + na).noalias() = -d.B2 * p.du_dtheta.topRows(nv);
 }

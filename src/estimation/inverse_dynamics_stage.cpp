@@ -552,7 +552,7 @@ void InverseDynamicsStageModel::impulseJacobians(
     const Eigen::Ref<const Eigen::VectorXd>& w,
     const Eigen::Ref<const Eigen::VectorXd>& theta) const {
   const pinocchio::Model& working = d.work->inertias.model;
-  const int nq = dynamics_->nq(), nv = dynamics_->nv(), ns = num_inertial_;
+  const int nq = dynamics_->nq(), nv = dynamics_->nv();
   const int start = impulseStart(), row = nv + nc_ + nl_;
   d.H_w.block(0, start, row, nv) = d.H_x.block(0, nv, row, nv);
   d.H_x.block(0, nv, row, nv).setZero();
@@ -573,21 +573,29 @@ void InverseDynamicsStageModel::impulseJacobians(
   M.triangularView<Eigen::Upper>() = pin.M;
   M.triangularView<Eigen::StrictlyLower>() = pin.M.transpose();
   d.H_x.block(row, nv, nv, nv) = -M;
-  auto theta_rows = d.H_theta.block(row, 0, nv, ns);
-  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q,
-                                       d.zero_velocity, d.velocity_jump);
-  theta_rows = dynamics::computeParameterJacobian(dynamics_->regressor(), d.work->regressor,
-                                                  dynamics_->parametrization(), theta.head(ns));
-  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q,
-                                       d.zero_velocity, d.zero_velocity);
-  theta_rows -= dynamics::computeParameterJacobian(dynamics_->regressor(), d.work->regressor,
-                                                   dynamics_->parametrization(), theta.head(ns));
-  if (actuators_) {  // d (I_a dv) / d log I_a = I_a dv on the joint's row
-    const auto theta_act = theta.tail(actuators_->numParameters());
-    for (int k = 0; k < actuators_->numArmature(); ++k) {
-      const int col = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
-      d.H_theta(row + i, ns + col) = std::exp(theta_act(col)) * d.velocity_jump(i);
-    }
+  jumpParameterRows(d, q, d.velocity_jump, d.zero_velocity, theta, d.H_theta.middleRows(row, nv));
+}
+
+// d/dtheta of M(q; theta) jump = RNEA(q, 0, jump) - g(q): (Y(q, 0, jump) - Y(q, 0, 0)) dpi/dtheta
+// into the first ns columns, and I_a jump_i into each armature's column (d (I_a jump) / d log I_a).
+void InverseDynamicsStageModel::jumpParameterRows(InverseDynamicsStageData& d,
+                                                  const Eigen::Ref<const Eigen::VectorXd>& q,
+                                                  const Eigen::Ref<const Eigen::VectorXd>& jump,
+                                                  const Eigen::Ref<const Eigen::VectorXd>& zero,
+                                                  const Eigen::Ref<const Eigen::VectorXd>& theta,
+                                                  Eigen::Ref<Eigen::MatrixXd> rows) const {
+  const int ns = num_inertial_;
+  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q, zero, jump);
+  rows.leftCols(ns) = dynamics::computeParameterJacobian(
+      dynamics_->regressor(), d.work->regressor, dynamics_->parametrization(), theta.head(ns));
+  dynamics::computeRestrictedRegressor(dynamics_->regressor(), d.work->regressor, q, zero, zero);
+  rows.leftCols(ns) -= dynamics::computeParameterJacobian(
+      dynamics_->regressor(), d.work->regressor, dynamics_->parametrization(), theta.head(ns));
+  if (!actuators_) return;
+  const auto theta_act = theta.tail(actuators_->numParameters());
+  for (int k = 0; k < actuators_->numArmature(); ++k) {
+    const int col = actuators_->armatureStart() + k, i = actuators_->armatureIndex()[k];
+    rows(i, ns + col) = std::exp(theta_act(col)) * jump(i);
   }
 }
 

@@ -221,6 +221,14 @@ class InverseDynamicsStageModel final : public StageModel {
   void impulseJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& x,
                         const Eigen::Ref<const Eigen::VectorXd>& w,
                         const Eigen::Ref<const Eigen::VectorXd>& theta) const;
+  // The parameter rows of a velocity jump's balance M(q; theta) jump (the reset map's and the
+  // projection's) into `rows` (nv x np; columns other than the inertias' and the armatures' are
+  // left alone); `zero` an nv zero vector.
+  void jumpParameterRows(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& q,
+                         const Eigen::Ref<const Eigen::VectorXd>& jump,
+                         const Eigen::Ref<const Eigen::VectorXd>& zero,
+                         const Eigen::Ref<const Eigen::VectorXd>& theta,
+                         Eigen::Ref<Eigen::MatrixXd> rows) const;
 
   std::shared_ptr<const dynamics::ForwardDynamicsModel> dynamics_;
   std::shared_ptr<const ActuatorTermsModel> actuators_;
