@@ -809,7 +809,9 @@ TEST(Studies, InverseDynamicsConvergence) {
         "log's corner points, its torso IMU without the accelerometer (the rows model an IMU on "
         "the floating base). Errors: mean over the "
         "identified bodies against the truth. Mean +- sd over the draws; `same optimum` counts "
-        "the draws where both converged to costs within 1e-6 relative.\n\n";
+        "the draws where both converged to costs within 1e-6 relative. Each formulation also "
+        "with the curvature of the parametrization (`solver.parametrization_curvature`, "
+        "docs/estimation.md), on the same draws.\n\n";
   for (const ConstraintSystem& system : systems) {
     const SystemLog data = systemLog(system);
     const io::Log& log = data.log;
@@ -818,34 +820,41 @@ TEST(Studies, InverseDynamicsConvergence) {
     md << "## " << system.name << "\n\n"
        << "Scenario `" << system.scenario << "`, " << system.knots << " knots of " << system.stride
        << " ms from sample " << system.first_sample << ", at most " << system.max_iterations
-       << " iterations.\n\n| dynamics | converged | iterations | time per solve [s] | final "
-          "cost | mass error [%] | COM error [mm] | inertia error [%] | largest \\|h\\| [N m] "
-          "|\n|---|---|---|---|---|---|---|---|---|\n";
-    std::vector<std::vector<ConstraintTrial>> trials(2);
+       << " iterations.\n\n| dynamics | step | converged | iterations | time per solve [s] | "
+          "final cost | mass error [%] | COM error [mm] | inertia error [%] | largest \\|h\\| [N "
+          "m] |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    // trials[2 * curvature + f]
+    std::vector<std::vector<ConstraintTrial>> trials(4);
     std::mt19937 rng(17);
     int same_optimum = 0;
     for (int d = 0; d < draws; ++d) {
       const model::RobotModel wrong = wrongModel(robot, system.bodies, rng);
-      for (int f = 0; f < 2; ++f) {
+      for (int row = 0; row < 4; ++row) {
+        const int f = row % 2;
+        const bool curvature = row >= 2;
         estimation::LogProblemOptions options = windowOptions(system);
         options.dynamics = formulations[f];
-        trials[f].push_back(
-            solveConstraintTrial(wrong, log, options, truth, system.max_iterations, robot));
-        const ConstraintTrial& t = trials[f].back();
+        trials[row].push_back(solveConstraintTrial(wrong, log, options, truth,
+                                                   system.max_iterations, robot, curvature));
+        const ConstraintTrial& t = trials[row].back();
         if (t.converged && f == 1) EXPECT_LE(t.equality_violation, 1e-8) << system.name;
-        std::printf("%s draw %d %s: %s after %d iterations, cost %.9g, mass %.3g %%\n",
+        std::printf("%s draw %d %s%s: %s after %d iterations, cost %.9g, mass %.3g %%\n",
                     system.name.c_str(), d, estimation::toString(formulations[f]).c_str(),
-                    t.converged ? "converged" : "not converged", t.iterations, t.cost, t.mass);
+                    curvature ? " with curvature" : "", t.converged ? "converged" : "not converged",
+                    t.iterations, t.cost, t.mass);
+        std::fflush(stdout);
       }
       const ConstraintTrial &fwd = trials[0].back(), &inv = trials[1].back();
       if (fwd.converged && inv.converged &&
           std::abs(fwd.cost - inv.cost) <= 1e-6 * (1 + std::abs(fwd.cost)))
         ++same_optimum;
     }
-    for (int f = 0; f < 2; ++f) {
-      const TrialColumns c = columnsOf(trials[f]);
-      md << "| " << estimation::toString(formulations[f]) << " | " << c.converged << " of " << draws
-         << " | " << meanStd(c.iterations, "%.1f +- %.1f") << " | "
+    for (int row = 0; row < 4; ++row) {
+      const int f = row % 2;
+      const TrialColumns c = columnsOf(trials[row]);
+      md << "| " << estimation::toString(formulations[f]) << " | "
+         << (row >= 2 ? "with curvature" : "Gauss-Newton") << " | " << c.converged << " of "
+         << draws << " | " << meanStd(c.iterations, "%.1f +- %.1f") << " | "
          << meanStd(c.seconds, "%.2f +- %.2f") << " | " << meanStd(c.cost, "%.8g +- %.2g") << " | "
          << meanStd(c.mass, "%.3g +- %.2g") << " | " << meanStd(c.com, "%.3g +- %.2g") << " | "
          << meanStd(c.inertia, "%.3g +- %.2g") << " | "
