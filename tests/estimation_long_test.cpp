@@ -567,6 +567,16 @@ SystemLog systemLog(const ConstraintSystem& system) {
   return out;
 }
 
+// A study system's section: its heading and its window, "Scenario `s`, K knots of S ms from
+// sample F" (the caller goes on with the sentence).
+std::string windowHeading(const ConstraintSystem& system) {
+  std::ostringstream out;
+  out << "## " << system.name << "\n\n"
+      << "Scenario `" << system.scenario << "`, " << system.knots << " knots of " << system.stride
+      << " ms from sample " << system.first_sample;
+  return out.str();
+}
+
 // The problem options of a study system's window (bodies, samples, IMU).
 estimation::LogProblemOptions windowOptions(const ConstraintSystem& system) {
   estimation::LogProblemOptions options;
@@ -649,15 +659,13 @@ TEST(Studies, ParameterConstraints) {
         "same objective, whatever the errors). Mean +- sd over the draws.\n\n";
 
   for (const ConstraintSystem& system : systems) {
-    const io::Log log =
-        simulatedLog(system.scenario, system.first_sample + system.knots * system.stride + 10);
-    const model::RobotModel robot = model::loadRobot(system.robot);
-    std::vector<Vector10> truth;
+    const SystemLog data = systemLog(system);
+    const io::Log& log = data.log;
+    const model::RobotModel& robot = data.robot;
+    const std::vector<Vector10>& truth = data.truth;
     double total = robot.totalMass();
-    for (const std::string& body : system.bodies) {
-      truth.push_back(results::truthPi(robot, log, robot.bodyIndex(body)));
-      total += truth.back()[0] - robot.pi(body)[0];
-    }
+    for (std::size_t b = 0; b < system.bodies.size(); ++b)
+      total += truth[b][0] - robot.pi(system.bodies[b])[0];
     // How symmetric the truth is under the mirror the constraint assumes.
     double asymmetry = 0;
     for (const auto& [left, right] : system.symmetric) {
@@ -666,11 +674,8 @@ TEST(Studies, ParameterConstraints) {
       const Vector10 l = robot.pi(left), r = robot.pi(right);
       asymmetry = std::max(asymmetry, (l - mirror.cwiseProduct(r)).norm() / l.norm());
     }
-    md << "## " << system.name << "\n\n"
-       << "Scenario `" << system.scenario << "`, " << system.knots << " knots of " << system.stride
-       << " ms from sample " << system.first_sample << ", " << system.bodies.size()
-       << " bodies, at most " << system.max_iterations << " iterations. Total mass " << total
-       << " kg";
+    md << windowHeading(system) << ", " << system.bodies.size() << " bodies, at most "
+       << system.max_iterations << " iterations. Total mass " << total << " kg";
     if (!system.symmetric.empty())
       md << ", " << system.symmetric.size()
          << " mirrored pairs (largest asymmetry of the true model under the mirror, |pi_l - M "
@@ -817,9 +822,7 @@ TEST(Studies, InverseDynamicsConvergence) {
     const io::Log& log = data.log;
     const model::RobotModel& robot = data.robot;
     const std::vector<Vector10>& truth = data.truth;
-    md << "## " << system.name << "\n\n"
-       << "Scenario `" << system.scenario << "`, " << system.knots << " knots of " << system.stride
-       << " ms from sample " << system.first_sample << ", at most " << system.max_iterations
+    md << windowHeading(system) << ", at most " << system.max_iterations
        << " iterations.\n\n| dynamics | step | converged | iterations | time per solve [s] | "
           "final cost | mass error [%] | COM error [mm] | inertia error [%] | largest \\|h\\| [N "
           "m] |\n|---|---|---|---|---|---|---|---|---|---|\n";
@@ -1392,10 +1395,8 @@ TEST(Studies, ParametrizationCurvature) {
     const io::Log& log = data.log;
     const model::RobotModel& robot = data.robot;
     const std::vector<Vector10>& truth = data.truth;
-    md << "## " << system.name << "\n\n"
-       << "Scenario `" << system.scenario << "`, " << system.knots << " knots of " << system.stride
-       << " ms from sample " << system.first_sample << ", " << system.bodies.size()
-       << " bodies, at most " << system.max_iterations
+    md << windowHeading(system) << ", " << system.bodies.size() << " bodies, at most "
+       << system.max_iterations
        << " iterations.\n\n| curvature | converged | iterations | final cost | mass error [%] | "
           "COM error [mm] | inertia error [%] | time per solve [s] |\n"
           "|---|---|---|---|---|---|---|---|\n";

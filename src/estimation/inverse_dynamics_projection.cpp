@@ -139,19 +139,14 @@ void InverseDynamicsStageModel::loopProjectionJacobians(
     }
     const Eigen::Matrix3d& R1 = p.pin.oMf[l.frame1].rotation();
     const int m = l.dimension;
-    p.anchor_vq[0] -= p.anchor_vq[1];
-    p.v_dq.topRows<3>().noalias() = R1.transpose() * p.anchor_vq[0];
-    p.v_dq.topRows<3>().noalias() += pinocchio::skew(Eigen::Vector3d(R1.transpose() * V)) *
-                                     R1.transpose() * p.anchor_J[0].bottomRows<3>();
+    relativeVelocityDq(R1, V, p.anchor_vq[0], p.anchor_vq[1], p.anchor_J[0].bottomRows<3>(),
+                       p.v_dq.topRows<3>());
     p.dphi_dq.middleRows(row, m) = p.v_dq.topRows(m);
-    if (l.joint2 > 0) {  // -J_2,lin^T [R_1 Lambda_l]x (J_1 - J_2)_ang
-      Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
-      lambda.head(m) = p.solution.segment(col, m);
+    if (l.joint2 > 0) {  // Lambda_l's geometric stiffness on the second body
       p.anchor_J[0] -= p.anchor_J[1];
-      p.v_dq.bottomRows<3>().noalias() =
-          pinocchio::skew(Eigen::Vector3d(R1 * lambda)) * p.anchor_J[0].bottomRows<3>();
-      p.dphi_dq.topRows(nv).noalias() -=
-          p.anchor_J[1].topRows<3>().transpose() * p.v_dq.bottomRows<3>();
+      addLoopStiffness(R1, p.solution.segment(col, m), p.anchor_J[1].topRows<3>(),
+                       p.anchor_J[0].bottomRows<3>(), p.v_dq.bottomRows<3>(),
+                       p.dphi_dq.topRows(nv));
     }
     row += m;
     col += m;

@@ -793,33 +793,49 @@ void InverseDynamicsStageModel::loopJacobians(InverseDynamicsStageData& d,
     d.anchor_dv[1].noalias() = R1.transpose() * d.a_da.topRows<3>();
     d.H_w.block(row, nv, m, nv) = d.anchor_dv[1].topRows(m);
     d.H_w.block(0, col, nv, m) = -d.anchor_dv[1].topRows(m).transpose();
-    // lambda's geometric stiffness on the second body: -J_2^T [R_1 lambda]x (J_1 - J_2)_ang
-    auto add_stiffness = [&](const Eigen::Ref<const Eigen::VectorXd>& force,
-                             Eigen::Ref<Eigen::MatrixXd> target) {
-      Eigen::Vector3d lambda = Eigen::Vector3d::Zero();
-      lambda.head(m) = force;
-      const Eigen::Matrix3d lambda_world = pinocchio::skew(Eigen::Vector3d(R1 * lambda));
-      d.a_dq.topRows<3>().noalias() = lambda_world * d.a_da.bottomRows<3>();
-      target.noalias() -= d.anchor_J[1].topRows<3>().transpose() * d.a_dq.topRows<3>();
-    };
-    if (l.joint2 > 0) add_stiffness(w.segment(col, m), d.H_x.block(0, 0, nv, nv));
+    // lambda's geometric stiffness on the second body
+    if (l.joint2 > 0)
+      addLoopStiffness(R1, w.segment(col, m), d.anchor_J[1].topRows<3>(), d.a_da.bottomRows<3>(),
+                       d.a_dq.topRows<3>(), d.H_x.block(0, 0, nv, nv));
     if (impulse_) {
       // the reset map: R_1^T (v_1 - v_2)(q, v+) = 0 (d / d v+ is the rows' d / d a, d / dq turns
       // R_1 as the rows' W), and the impulse Lambda_l in the impulse balance as lambda in the
       // torque balance (its stiffness for impulseJacobians, which sets those rows after this)
       const int vel_row = row + nl_ + nv + nc_, impulse_col = col - 3 * nv + impulseStart() + nv;
-      d.anchor_vq[0] -= d.anchor_vq[1];
-      d.anchor_vq[1].noalias() = R1.transpose() * d.anchor_vq[0];
-      d.anchor_vq[1].noalias() += pinocchio::skew(Eigen::Vector3d(R1.transpose() * V)) *
-                                  R1.transpose() * d.anchor_J[0].bottomRows<3>();
+      relativeVelocityDq(R1, V, d.anchor_vq[0], d.anchor_vq[1], d.anchor_J[0].bottomRows<3>(),
+                         d.anchor_vq[1]);
       d.H_x.block(vel_row, 0, m, nv) = d.anchor_vq[1].topRows(m);
       d.H_w.block(vel_row, impulseStart(), m, nv) = d.anchor_dv[1].topRows(m);
       d.H_w.block(nv + nc_ + nl_, impulse_col, nv, m) = -d.anchor_dv[1].topRows(m).transpose();
-      if (l.joint2 > 0) add_stiffness(w.segment(impulse_col, m), d.impulse_stiffness);
+      if (l.joint2 > 0)
+        addLoopStiffness(R1, w.segment(impulse_col, m), d.anchor_J[1].topRows<3>(),
+                         d.a_da.bottomRows<3>(), d.a_dq.topRows<3>(), d.impulse_stiffness);
     }
     row += m;
     col += m;
   }
+}
+
+void InverseDynamicsStageModel::addLoopStiffness(
+    const Eigen::Matrix3d& R1, const Eigen::Ref<const Eigen::VectorXd>& f,
+    const Eigen::Ref<const Eigen::MatrixXd>& J2_lin,
+    const Eigen::Ref<const Eigen::MatrixXd>& relative_ang, Eigen::Ref<Eigen::MatrixXd> scratch,
+    Eigen::Ref<Eigen::MatrixXd> target) {
+  Eigen::Vector3d force = Eigen::Vector3d::Zero();
+  force.head(f.size()) = f;
+  scratch.noalias() = pinocchio::skew(Eigen::Vector3d(R1 * force)) * relative_ang;
+  target.noalias() -= J2_lin.transpose() * scratch;
+}
+
+void InverseDynamicsStageModel::relativeVelocityDq(const Eigen::Matrix3d& R1,
+                                                   const Eigen::Vector3d& V,
+                                                   Eigen::Ref<Eigen::MatrixXd> dv1,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& dv2,
+                                                   const Eigen::Ref<const Eigen::MatrixXd>& J1_ang,
+                                                   Eigen::Ref<Eigen::MatrixXd> out) {
+  dv1 -= dv2;
+  out.noalias() = R1.transpose() * dv1;
+  out.noalias() += pinocchio::skew(Eigen::Vector3d(R1.transpose() * V)) * R1.transpose() * J1_ang;
 }
 
 // e_E = T(q', v') - T(q, v_s) - dt v_m^T tau_eff (docs/estimation.md, "Energy observations"):

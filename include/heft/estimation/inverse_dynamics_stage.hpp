@@ -170,6 +170,22 @@ class InverseDynamicsStageModel final : public StageModel {
                   std::vector<pinocchio::Force>& fext, const Eigen::Ref<const Eigen::VectorXd>& q,
                   const Eigen::Ref<const Eigen::VectorXd>& w, int col) const;
   void loopRows(InverseDynamicsStageData& d) const;
+  // A loop force f (its first m coordinates, in the first anchor's axes R_1) turns with the loop:
+  // -J_2,lin^T [R_1 f]x (J_1 - J_2)_ang added to `target` (nv x nv), the Jacobians world-aligned,
+  // `scratch` 3 x nv.
+  static void addLoopStiffness(const Eigen::Matrix3d& R1,
+                               const Eigen::Ref<const Eigen::VectorXd>& f,
+                               const Eigen::Ref<const Eigen::MatrixXd>& J2_lin,
+                               const Eigen::Ref<const Eigen::MatrixXd>& relative_ang,
+                               Eigen::Ref<Eigen::MatrixXd> scratch,
+                               Eigen::Ref<Eigen::MatrixXd> target);
+  // d / dq of R_1^T V, V = v_1 - v_2 the anchors' world-axes velocity: R_1^T (dv_1 - dv_2) +
+  // [R_1^T V]x R_1^T J_1,ang into `out` (3 x nv; dv_1 becomes dv_1 - dv_2, `out` may be dv_2).
+  static void relativeVelocityDq(const Eigen::Matrix3d& R1, const Eigen::Vector3d& V,
+                                 Eigen::Ref<Eigen::MatrixXd> dv1,
+                                 const Eigen::Ref<const Eigen::MatrixXd>& dv2,
+                                 const Eigen::Ref<const Eigen::MatrixXd>& J1_ang,
+                                 Eigen::Ref<Eigen::MatrixXd> out);
   void loopJacobians(InverseDynamicsStageData& d, const Eigen::Ref<const Eigen::VectorXd>& w) const;
   // What moves the configuration after q': w_q, or N w_q (calc's) when projected.
   Eigen::Ref<const Eigen::VectorXd> configurationNoise(
