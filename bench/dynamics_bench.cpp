@@ -183,15 +183,21 @@ void heftImpulseDerivatives(benchmark::State& state, const Robot& r) {
 // previous velocity (the default), `sticking` from the rigid sticking impulse; both identify every
 // consistent body. `payload` identifies one body, the one the bundled estimate examples identify
 // (go2's trunk, TALOS' torso) and PRIME's setting (its quadruped's torso, 10 parameters).
+// `compliant` is `model` on a compliant floor (the compliance the contact-implicit study uses:
+// go2 3.7e-5 m/N, TALOS 1e-5), which starts without the lift.
 struct SmoothedCase {
-  std::unique_ptr<heft::dynamics::SmoothedContactModel> model, sticking, payload;
+  std::unique_ptr<heft::dynamics::SmoothedContactModel> model, sticking, payload, compliant;
   std::vector<VectorXd> q, v, tau;
 };
 
 SmoothedCase makeSmoothedCase(const Robot& r, const std::vector<heft::model::ContactPoint>& points,
                               const std::map<std::string, double>& posture,
-                              const std::string& payload_joint) {
+                              const std::string& payload_joint, double compliance) {
   SmoothedCase c;
+  heft::dynamics::SmoothedContactOptions compliant;
+  compliant.compliance = compliance;
+  c.compliant = std::make_unique<heft::dynamics::SmoothedContactModel>(
+      r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky, compliant);
   c.model = std::make_unique<heft::dynamics::SmoothedContactModel>(
       r.model, points, r.bodies, heft::inertia::Parametrization::LogCholesky);
   c.payload = std::make_unique<heft::dynamics::SmoothedContactModel>(
@@ -272,6 +278,10 @@ void heftSmoothedContactDerivativesPayload(benchmark::State& state, const Smooth
   smoothedContactDerivatives(state, c, *c.payload);
 }
 
+void heftSmoothedContactDerivativesCompliant(benchmark::State& state, const SmoothedCase& c) {
+  smoothedContactDerivatives(state, c, *c.compliant);
+}
+
 void heftSmoothedContactDerivativesWithForces(benchmark::State& state, const SmoothedCase& c) {
   smoothedContactDerivatives(state, c, *c.model, true);
 }
@@ -347,9 +357,9 @@ int main(int argc, char** argv) {
     talos_half_sitting["leg_" + side + "_5_joint"] = -0.448041;
   }
   std::vector<SmoothedCase> smoothed;
-  smoothed.push_back(makeSmoothedCase(*robots[0], go2_feet, go2_standing, "root_joint"));
+  smoothed.push_back(makeSmoothedCase(*robots[0], go2_feet, go2_standing, "root_joint", 3.7e-5));
   smoothed.push_back(
-      makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting, "torso_2_joint"));
+      makeSmoothedCase(*robots[1], talos_corners, talos_half_sitting, "torso_2_joint", 1e-5));
   for (size_t i = 0; i < smoothed.size(); ++i) {
     const std::string prefix = robots[i]->name + "/";
     using Benchmark = void (*)(benchmark::State&, const SmoothedCase&);
@@ -358,6 +368,7 @@ int main(int argc, char** argv) {
         {"derivatives", heftSmoothedContactDerivatives},
         {"derivatives_sticking", heftSmoothedContactDerivativesSticking},
         {"derivatives_payload", heftSmoothedContactDerivativesPayload},
+        {"derivatives_compliant", heftSmoothedContactDerivativesCompliant},
         {"derivatives_with_forces", heftSmoothedContactDerivativesWithForces},
         {"step_then_derivatives", heftSmoothedContactStepThenDerivatives}};
     for (const auto& [name, function] : benchmarks)

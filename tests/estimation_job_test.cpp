@@ -157,6 +157,10 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("contacts.kappa_start: expected a kappa > 0 with contacts.source implicit"),
             std::string::npos)
       << e;
+  e = configErrorOf(base + "contacts:\n  source: implicit\n  compliance: -1e-5\n");
+  EXPECT_NE(e.find("job.yaml:7: contacts.compliance: expected a finite value >= 0"),
+            std::string::npos)
+      << e;
   e = configErrorOf(base + "contacts:\n  radius: -0.02\n");
   EXPECT_NE(e.find("job.yaml:6: contacts.radius: expected a finite value >= 0"), std::string::npos)
       << e;
@@ -165,10 +169,12 @@ TEST(EstimateJobConfig, ErrorsNameFileLineAndField) {
 TEST(EstimateJobConfig, ContactImplicitKeysParse) {
   const EstimateJob::Config config = EstimateJob::parse(
       "robot: go2\nlog: x.h5\nestimate:\n  bodies: [base]\ncontacts:\n  source: implicit\n"
-      "  kappa: 100\n  friction_coefficient: 0.7\n  radius: 0.022\n  force_threshold: 2.5\n",
+      "  kappa: 100\n  friction_coefficient: 0.7\n  radius: 0.022\n  force_threshold: 2.5\n"
+      "  compliance: 3.7e-5\n",
       "job.yaml", ".");
   EXPECT_EQ(config.problem.contact_source, ContactSource::Implicit);
   EXPECT_EQ(config.problem.implicit.kappa, 100);
+  EXPECT_EQ(config.problem.implicit.compliance, 3.7e-5);
   EXPECT_EQ(config.problem.implicit.friction_coefficient, 0.7);
   EXPECT_EQ(config.contact_radius, 0.022);
   EXPECT_EQ(config.contact_force_threshold, 2.5);
@@ -524,6 +530,46 @@ TEST(EstimateJob, ContactImplicitGo2HopsNeedNoFlagsAndReconstructTheForces) {
   for (Eigen::Index k = 0; k < flags.rows(); ++k) flight += flags.row(k).cast<int>().sum() == 0;
   EXPECT_GT(flight, 20);
   EXPECT_LT(flight, flags.rows() / 2);
+}
+
+// The compliant floor at the log's 1 kHz, on a go2-payload-3kg seed no study uses: MuJoCo's soft
+// feet sink 1.5-3 mm under load, which a rigid floor cannot follow; with the feet's compliance the
+// reconstructed forces' error falls below half the rigid floor's and below the fixed schedule's.
+// Measured at seed 5: flags 1.16 %, implicit 2.36 %, implicit with compliance 0.88 % (mass 0.03 %).
+TEST(EstimateJob, CompliantFloorReconstructsTheOneKilohertzForcesBetterThanARigidOne) {
+  sim::SimulationOptions options;
+  options.seed = 5;
+  options.noise = "nominal";
+  const sim::SimulationResult run = sim::simulate(sim::findScenario("go2-payload-3kg"), options);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
+  const fs::path log = scratch("go2_payload_seed5_" + std::to_string(::getpid()) + ".h5");
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, log.string(), write);
+  const fs::path example =
+      fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "go2_payload_estimate.yaml";
+  auto relativeError = [&](std::optional<ContactSource> source, double compliance,
+                           double* mass_error) {
+    EstimateJob::Config config = EstimateJob::load(example.string());
+    config.log = log.string();
+    if (source) {
+      config.problem.contact_source = *source;
+      config.contact_radius = 0.022;  // the simulated feet's spheres
+      config.problem.implicit.compliance = compliance;
+    }
+    const EstimateJob::Result r = EstimateJob::run(config);
+    EXPECT_EQ(r.summary.status, RiccatiSummary::Status::Converged) << r.report();
+    EXPECT_TRUE(r.windows.front().contact_force_errors.has_value());
+    if (mass_error) *mass_error = r.truth->bodies.front().mass_relative;
+    return r.windows.front().contact_force_errors->relative;
+  };
+  double mass_error = 1;
+  const double flags = relativeError(std::nullopt, 0, nullptr);
+  const double rigid = relativeError(ContactSource::Implicit, 0, nullptr);
+  const double compliant = relativeError(ContactSource::Implicit, 3.7e-5, &mass_error);
+  EXPECT_LT(compliant, 0.5 * rigid);
+  EXPECT_LT(compliant, flags);
+  EXPECT_LT(mass_error, 0.005);
 }
 
 // Kappa continuation: solves at kappa_start and at kappa raised geometrically, each from the last

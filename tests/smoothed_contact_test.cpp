@@ -271,6 +271,25 @@ TEST(SmoothedContact, Go2NearContactSwitchDerivativesMatchCentralDifferences) {
   checkDerivatives(model, below);
 }
 
+// A compliant floor (go2's simulated feet sink about 37 um per newton): the deflections are
+// eliminated from Newton's system, so the same derivative code must see the reduced K_i. Standing
+// with the lowest foot sunk 1 mm (where a rigid floor would need the lift), at dt = 10 ms and
+// 1 ms, and near a contact switch from rest.
+TEST(SmoothedContact, CompliantFloorDerivativesMatchCentralDifferences) {
+  SmoothedContactOptions options;
+  options.compliance = 3.7e-5;
+  const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
+                                   Parametrization::LogCholesky, options);
+  Case sunk = go2Case("compliant, sunk", go2Standing(), -1e-3, model, 9);
+  checkDerivatives(model, sunk);
+  sunk.name = "compliant, sunk, 1 ms";
+  sunk.dt = 1e-3;
+  checkDerivatives(model, sunk);
+  Case above = go2Case("compliant, hair above", go2Swing(), 1e-5, model, 10);
+  above.v.setZero();
+  checkDerivatives(model, above);
+}
+
 TEST(SmoothedContact, TalosFourCornersPerSoleDerivativesMatchCentralDifferences) {
   // S: pelvis (the root) and the two feet, to keep the theta columns few.
   const pinocchio::Model& robot = talos();
@@ -327,6 +346,56 @@ TEST(SmoothedContact, SolutionSatisfiesTheDiscreteDynamics) {
   // step is far below their rounding.
   const double scale = std::max(rnea.cwiseAbs().maxCoeff(), largest);
   EXPECT_LE((rnea - c.tau - generalized).cwiseAbs().maxCoeff(), 1e-9 * scale);
+}
+
+// With compliance the step's optimality conditions are eq. 1 and, per point, delta_i =
+// compliance f^n_i: each point sinks by its spring's deflection and no deeper (its next gap phi_i +
+// dt J^n_i v+ = dt w_i - delta_i, with w_i > 0 the barrier's small stand-off). A foot sunk 2 mm
+// below the plane at the start needs no lift: a deep enough deflection puts any point in its cone.
+TEST(SmoothedContact, CompliantFloorSinksEachPointByItsSpring) {
+  SmoothedContactOptions options;
+  options.compliance = 3.7e-5;
+  const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
+                                   Parametrization::LogCholesky, options);
+  SmoothedContactData data(model);
+  Case c = go2Case("compliant", go2Standing(), -2e-3, model, 11);
+  for (const double dt : {1e-2, 1e-3}) {
+    SCOPED_TRACE(dt);
+    heft::dynamics::smoothedContactStep(model, data, c.q, c.v, c.tau, c.theta, dt);
+    ASSERT_TRUE(data.summary.converged()) << data.summary.report();
+    EXPECT_EQ(data.summary.initial_lift, 0.0);
+    double largest = 0;
+    for (int i = 0; i < model.numPoints(); ++i) largest = std::max(largest, data.force[3 * i + 2]);
+    ASSERT_GT(largest, 1.0);  // the step is loaded
+    for (int i = 0; i < model.numPoints(); ++i) {
+      // the deflection's own optimality condition, solved to Newton's tolerance
+      EXPECT_NEAR(data.deflection[i], options.compliance * data.force[3 * i + 2],
+                  1e-9 * options.compliance * largest)
+          << "point " << i;
+      EXPECT_GE(data.deflection[i], 0);
+    }
+    // eq. 1 with independent Pinocchio calls
+    pinocchio::Model parametrized = go2();
+    model.regressor().setIdentifiedInertias(
+        heft::dynamics::piFromTheta(model.regressor(), Parametrization::LogCholesky, c.theta),
+        parametrized);
+    pinocchio::Data pd(parametrized);
+    const VectorXd rnea =
+        pinocchio::rnea(parametrized, pd, c.q, c.v, VectorXd((data.v_next - c.v) / dt));
+    pinocchio::computeJointJacobians(parametrized, pd, c.q);
+    pinocchio::updateFramePlacements(parametrized, pd);
+    VectorXd generalized = VectorXd::Zero(go2().nv);
+    for (int i = 0; i < model.numPoints(); ++i) {
+      MatrixXd J = MatrixXd::Zero(6, go2().nv);
+      pinocchio::getFrameJacobian(parametrized, pd, go2().getFrameId(go2Feet()[i].frame),
+                                  pinocchio::LOCAL_WORLD_ALIGNED, J);
+      generalized += J.topRows<3>().transpose() * data.force.segment<3>(3 * i);
+      // the point ends at most its deflection below the plane (the stand-off dt w_i > 0)
+      EXPECT_GT(data.gap[i] + dt * J.row(2).dot(data.v_next), -data.deflection[i]);
+    }
+    const double scale = std::max(rnea.cwiseAbs().maxCoeff(), largest);
+    EXPECT_LE((rnea - c.tau - generalized).cwiseAbs().maxCoeff(), 1e-9 * scale);
+  }
 }
 
 // A rigid robot (every joint locked) dropped onto its contact points at the floor settles: the
@@ -500,6 +569,10 @@ TEST(SmoothedContact, InvalidInputsThrow) {
   bad.kappa = 0;
   EXPECT_THROW(SmoothedContactModel(go2(), go2Feet(), {}, Parametrization::LogCholesky, bad),
                heft::InputError);
+  bad.kappa = 500;
+  bad.compliance = -1e-5;
+  EXPECT_THROW(SmoothedContactModel(go2(), go2Feet(), {}, Parametrization::LogCholesky, bad),
+               heft::InputError);
   EXPECT_THROW(SmoothedContactModel(go2(), {}, {}, Parametrization::LogCholesky), heft::InputError);
   EXPECT_THROW(SmoothedContactModel(go2(), {{"x", "no_such_frame", heft::Vector3::Zero()}}, {},
                                     Parametrization::LogCholesky),
@@ -563,21 +636,27 @@ TEST(SmoothedContact, StepAndDerivativesAllocateNothing) {
 #if !defined(HEFT_CAN_COUNT_MALLOCS)
   GTEST_SKIP() << "allocations cannot be counted on this platform";
 #endif
-  const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
-                                   Parametrization::LogCholesky);
-  SmoothedContactData data(model);
-  const Case a = go2Case("a", go2Standing(), 1e-4, model, 9);
-  const Case b = go2Case("b", go2Swing(), 1e-4, model, 10);
-  heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt);
-  const VectorXd solution = data.v_next;
-  const long count = heft::test::countMallocs([&] {
-    heft::dynamics::smoothedContactStep(model, data, b.q, b.v, b.tau, b.theta, b.dt);
+  for (const double compliance : {0.0, 3.7e-5}) {
+    SCOPED_TRACE(compliance);
+    SmoothedContactOptions options;
+    options.compliance = compliance;
+    const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
+                                     Parametrization::LogCholesky, options);
+    SmoothedContactData data(model);
+    const Case a = go2Case("a", go2Standing(), 1e-4, model, 9);
+    const Case b = go2Case("b", go2Swing(), 1e-4, model, 10);
     heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt);
-    heft::dynamics::computeSmoothedContactForceDerivatives(data);
-    heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt,
-                                                      &solution);
-  });
-  EXPECT_EQ(count, 0);
+    const VectorXd solution = data.v_next;
+    const long count = heft::test::countMallocs([&] {
+      heft::dynamics::smoothedContactStep(model, data, b.q, b.v, b.tau, b.theta, b.dt);
+      heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta,
+                                                        a.dt);
+      heft::dynamics::computeSmoothedContactForceDerivatives(data);
+      heft::dynamics::computeSmoothedContactDerivatives(model, data, a.q, a.v, a.tau, a.theta, a.dt,
+                                                        &solution);
+    });
+    EXPECT_EQ(count, 0);
+  }
 }
 
 }  // namespace

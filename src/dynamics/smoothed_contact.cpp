@@ -24,6 +24,8 @@ bool SmoothedContactOptions::validate(std::string* why) const {
     reason = "friction_coefficient must be finite and > 0";
   else if (!std::isfinite(ground_height))
     reason = "ground_height must be finite";
+  else if (!(compliance >= 0) || !std::isfinite(compliance))
+    reason = "compliance must be finite and >= 0";
   else if (max_iterations < 1)
     reason = "max_iterations must be >= 1";
   else if (!(tolerance > 0))
@@ -108,6 +110,7 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
     : v_next(Eigen::VectorXd::Zero(model.nv())),
       force(Eigen::VectorXd::Zero(3 * model.numPoints())),
       gap(Eigen::VectorXd::Zero(model.numPoints())),
+      deflection(Eigen::VectorXd::Zero(model.numPoints())),
       dvnext_dq(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       dvnext_dv(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       dvnext_dtau(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
@@ -126,6 +129,12 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
       impulse(Eigen::VectorXd::Zero(3 * model.numPoints())),
       barrier_hessian(Eigen::MatrixXd::Zero(3, 3 * model.numPoints())),
+      deflection_gradient(Eigen::VectorXd::Zero(model.numPoints())),
+      deflection_curvature(Eigen::VectorXd::Zero(model.numPoints())),
+      deflection_step(Eigen::VectorXd::Zero(model.numPoints())),
+      trial_deflection(Eigen::VectorXd::Zero(model.numPoints())),
+      deflection_coupling(Eigen::MatrixXd::Zero(3, model.numPoints())),
+      deflection_correction(Eigen::VectorXd::Zero(3 * model.numPoints())),
       gradient(Eigen::VectorXd::Zero(model.nv())),
       newton_step(Eigen::VectorXd::Zero(model.nv())),
       trial(Eigen::VectorXd::Zero(model.nv())),
@@ -192,16 +201,17 @@ void checkInputs(const SmoothedContactModel& model, const Eigen::Ref<const Eigen
 }
 
 /// lambda_i (eqs. 18-19) and, if `hessian`, K_i = -dlambda_i/du_i of every point at the point
-/// velocities data.point_velocity; the barrier's sum of log s_i in `log_sum`. False if a point is
-/// outside the cone's upper nappe (w_i <= 0 or s_i <= 0), where the barrier is undefined.
+/// velocities data.point_velocity and the deflections `deflection` (w_i = (phi_i + delta_i) / dt +
+/// u_z); the barrier's sum of log s_i in `log_sum`. False if a point is outside the cone's upper
+/// nappe (w_i <= 0 or s_i <= 0), where the barrier is undefined.
 bool evaluateBarrier(const SmoothedContactModel& model, SmoothedContactData& data, double dt,
-                     bool hessian, double& log_sum) {
+                     bool hessian, double& log_sum, const Eigen::VectorXd& deflection) {
   const double kappa = model.options().kappa;
   const double mu2 = model.options().friction_coefficient * model.options().friction_coefficient;
   log_sum = 0;
   for (int i = 0; i < model.numPoints(); ++i) {
     const auto u = data.point_velocity.segment<3>(3 * i);
-    const double w = data.gap[i] / dt + u.z();
+    const double w = (data.gap[i] + deflection[i]) / dt + u.z();
     const double s = w * w / mu2 - u.x() * u.x() - u.y() * u.y();
     if (!(w > 0) || !(s > 0)) return false;
     log_sum += std::log(s);
@@ -218,16 +228,40 @@ bool evaluateBarrier(const SmoothedContactModel& model, SmoothedContactData& dat
   return true;
 }
 
-/// c(x) of eq. 17 without its constant: x^T M x / 2 - momentum^T x - sum log s_i / kappa; false
+/// c(x) of eq. 17 without its constant: x^T M x / 2 - momentum^T x - sum log s_i / kappa (+ the
+/// springs' sum delta_i^2 / (2 compliance) at data.deflection); false
 /// (and c untouched) if x is outside the barrier's domain. Overwrites point_velocity and impulse.
 bool cost(const SmoothedContactModel& model, SmoothedContactData& data, const Eigen::VectorXd& x,
           double dt, double& c) {
   data.point_velocity.noalias() = data.jacobian * x;
   double log_sum = 0;
-  if (!evaluateBarrier(model, data, dt, false, log_sum)) return false;
+  if (!evaluateBarrier(model, data, dt, false, log_sum, data.deflection)) return false;
   data.scratch.noalias() = data.M * x;
   c = 0.5 * x.dot(data.scratch) - data.momentum.dot(x) - log_sum / model.options().kappa;
+  if (model.options().compliance > 0)
+    c += data.deflection.squaredNorm() / (2 * model.options().compliance);
   return true;
+}
+
+/// The deflections' rows of Newton's system at (x, delta), eliminated point by point (the delta
+/// block is diagonal): with a_i = K_i e_z / dt, d_i = 1 / compliance + K_i,zz / dt^2 and g_delta_i
+/// = delta_i / compliance - lambda^n_i / dt, K_i becomes K_i - a_i a_i^T / d_i and the gradient
+/// g - sum J_i^T a_i g_delta_i / d_i (the Schur complement); Newton's deflection step is then
+/// -(g_delta_i + a_i^T J_i dx) / d_i.
+void eliminateDeflections(const SmoothedContactModel& model, SmoothedContactData& data, double dt) {
+  const double compliance = model.options().compliance;
+  for (int i = 0; i < model.numPoints(); ++i) {
+    auto K = data.barrier_hessian.middleCols<3>(3 * i);
+    const Eigen::Vector3d a = K.col(2) / dt;
+    const double d = 1 / compliance + K(2, 2) / (dt * dt);
+    const double g = data.deflection[i] / compliance - data.impulse[3 * i + 2] / dt;
+    data.deflection_coupling.col(i) = a;
+    data.deflection_curvature[i] = d;
+    data.deflection_gradient[i] = g;
+    data.deflection_correction.segment<3>(3 * i) = a * (g / d);
+    K.noalias() -= a * a.transpose() / d;
+  }
+  data.gradient.noalias() -= data.jacobian.transpose() * data.deflection_correction;
 }
 
 /// Gradient g = M x - momentum - J^T lambda and Hessian H = M + sum J_i^T K_i J_i at x, and H's
@@ -244,9 +278,10 @@ bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData
     data.mass_velocity.noalias() = data.M * x;
   }
   data.base_point_velocity = data.point_velocity;
-  if (!evaluateBarrier(model, data, dt, true, data.base_log_sum)) return false;
+  if (!evaluateBarrier(model, data, dt, true, data.base_log_sum, data.deflection)) return false;
   data.gradient = data.mass_velocity - data.momentum;
   data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
+  if (model.options().compliance > 0) eliminateDeflections(model, data, dt);
   // H = M + sum J_i^T K_i J_i, each term only on the columns of the point's limb (a quarter of
   // go2's Hessian, a tenth of TALOS'), added run by run; K_i J_i is zero outside those columns.
   data.hessian = data.M;
@@ -378,7 +413,54 @@ bool strictlyFeasible(const SmoothedContactModel& model, SmoothedContactData& da
                       const Eigen::VectorXd& x, double dt) {
   data.point_velocity.noalias() = data.jacobian * x;
   double log_sum = 0;
-  return evaluateBarrier(model, data, dt, false, log_sum);
+  return evaluateBarrier(model, data, dt, false, log_sum, data.deflection);
+}
+
+/// With compliance: each deflection at its minimizer for the point velocities data.point_velocity
+/// (J x), delta_i / compliance = lambda^n_i(delta_i) / dt, which exists for every x (a deep enough
+/// deflection puts any point inside its cone), so that Newton starts feasible and at the optimal
+/// deflections of its start. The root is unique (the left side increases with delta, from -inf at
+/// the cone's boundary delta_min); it is concave, so Newton's iteration from a point left of the
+/// root stays left of it (feasible) and converges monotonically.
+void settleDeflections(const SmoothedContactModel& model, SmoothedContactData& data, double dt) {
+  const double compliance = model.options().compliance;
+  const double kappa = model.options().kappa;
+  const double mu = model.options().friction_coefficient, mu2 = mu * mu;
+  for (int i = 0; i < model.numPoints(); ++i) {
+    const auto u = data.point_velocity.segment<3>(3 * i);
+    const double tangential2 = u.x() * u.x() + u.y() * u.y();
+    // the deflection at which w_i = mu |u_t| (s_i = 0)
+    const double boundary = dt * (mu * std::sqrt(tangential2) - u.z()) - data.gap[i];
+    // g(delta) = delta / compliance - lambda^n / dt and g' = 1 / compliance + K_zz / dt^2
+    auto evaluate = [&](double delta, double& g, double& slope) {
+      const double w = (data.gap[i] + delta) / dt + u.z();
+      const double s = w * w / mu2 - tangential2;
+      const double normal = 2 * w / (mu2 * kappa * s);
+      g = delta / compliance - normal / dt;
+      slope = 1 / compliance + (kappa * normal * normal - 2 / (mu2 * kappa * s)) / (dt * dt);
+    };
+    double delta = 0, g = 0, slope = 0;
+    if (boundary >= 0) {
+      // start a margin inside the cone, halved towards the boundary until left of the root
+      double offset = model.options().feasibility_margin * dt;
+      delta = boundary + offset;
+      evaluate(delta, g, slope);
+      for (int k = 0; k < 200 && g > 0; ++k) {
+        offset *= 0.5;
+        delta = boundary + offset;
+        evaluate(delta, g, slope);
+      }
+    } else {
+      evaluate(delta, g, slope);  // delta = 0 is inside the cone, and g(0) = -lambda^n / dt < 0
+    }
+    for (int k = 0; k < 200 && g < 0; ++k) {
+      const double step = -g / slope;
+      if (!(step > 1e-15 * (std::abs(delta) + compliance * 1e-3))) break;
+      delta += step;
+      evaluate(delta, g, slope);
+    }
+    data.deflection[i] = delta;
+  }
 }
 
 /// Newton's start in data.v_next: a caller's solution if it is strictly feasible, else the
@@ -386,14 +468,28 @@ bool strictlyFeasible(const SmoothedContactModel& model, SmoothedContactData& da
 void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
                   const Eigen::Ref<const Eigen::VectorXd>& v, double dt,
                   const Eigen::VectorXd* solution) {
+  const bool compliant = model.options().compliance > 0;
+  data.deflection.setZero();
   if (solution) {
     data.v_next = *solution;
+    // with compliance every x is feasible at deep enough deflections
+    if (compliant) {
+      data.point_velocity.noalias() = data.jacobian * data.v_next;
+      settleDeflections(model, data, dt);
+      return;
+    }
     if (strictlyFeasible(model, data, data.v_next, dt)) return;
   }
   if (model.options().start == SmoothedContactStart::Sticking)
     stickingStart(model, data, v, dt);
   else
     data.v_next = v;
+  if (compliant) {
+    // no lift: the deflections put the start inside the cones, nearer the solution
+    data.point_velocity.noalias() = data.jacobian * data.v_next;
+    settleDeflections(model, data, dt);
+    return;
+  }
   data.summary.initial_lift = liftIntoCones(model, data, data.v_next, dt);
 }
 
@@ -402,7 +498,10 @@ void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
 bool trialLogSum(const SmoothedContactModel& model, SmoothedContactData& data, double alpha,
                  double dt, double& log_sum) {
   data.point_velocity = data.base_point_velocity + alpha * data.step_point_velocity;
-  return evaluateBarrier(model, data, dt, false, log_sum);
+  if (model.options().compliance > 0)
+    data.trial_deflection = data.deflection + alpha * data.deflection_step;
+  return evaluateBarrier(model, data, dt, false, log_sum,
+                         model.options().compliance > 0 ? data.trial_deflection : data.deflection);
 }
 
 /// Step length along data.newton_step d from x = data.v_next: the first of 1, b, b^2, ... that
@@ -417,11 +516,17 @@ double lineSearch(const SmoothedContactModel& model, SmoothedContactData& data, 
   const SmoothedContactOptions& o = model.options();
   const double delta = std::sqrt(o.kappa * decrement2);
   const double damped = 1 / (1 + delta);
-  data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
-  // g = M x - momentum - J^T lambda, so (M x - momentum)^T d = g^T d + lambda^T J d.
-  const double slope = -decrement2 + data.impulse.dot(data.step_point_velocity);
+  // The quadratic part's slope and curvature along d (J d is in step_point_velocity). Rigid: g = M
+  // x - momentum - J^T lambda, so (M x - momentum)^T d = g^T d + lambda^T J d. Compliant: g is the
+  // reduced gradient, so the slope is formed directly, with the springs' terms along delta's step.
   data.scratch.noalias() = data.M * data.newton_step;
-  const double curvature = data.newton_step.dot(data.scratch);
+  double curvature = data.newton_step.dot(data.scratch);
+  double slope = -decrement2 + data.impulse.dot(data.step_point_velocity);
+  if (o.compliance > 0) {
+    slope = (data.mass_velocity - data.momentum).dot(data.newton_step) +
+            data.deflection.dot(data.deflection_step) / o.compliance;
+    curvature += data.deflection_step.squaredNorm() / o.compliance;
+  }
   const bool quadratic = delta < 0.25;
   double log_sum = 0;
   double alpha = 1;
@@ -453,7 +558,18 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
     }
     data.newton_step = -data.gradient;
     data.llt.solveInPlace(data.newton_step);
-    const double decrement2 = -data.gradient.dot(data.newton_step);  // g^T H^-1 g
+    double decrement2 = -data.gradient.dot(data.newton_step);  // g^T H^-1 g
+    data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
+    if (o.compliance > 0) {
+      // the eliminated deflections' steps, and their share of the decrement
+      for (int i = 0; i < model.numPoints(); ++i) {
+        const double g = data.deflection_gradient[i], d = data.deflection_curvature[i];
+        data.deflection_step[i] =
+            -(g + data.deflection_coupling.col(i).dot(data.step_point_velocity.segment<3>(3 * i))) /
+            d;
+        decrement2 += g * g / d;
+      }
+    }
     summary.decrement = 0.5 * o.kappa * decrement2;
     if (!std::isfinite(decrement2)) {
       summary.status = SmoothedContactStatus::NumericalFailure;
@@ -463,8 +579,10 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
     if (summary.decrement <= o.tolerance) {
       // The full step from inside the quadratic region squares the remaining error.
       double log_sum = 0;
-      data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
-      if (trialLogSum(model, data, 1, dt, log_sum)) data.v_next += data.newton_step;
+      if (trialLogSum(model, data, 1, dt, log_sum)) {
+        data.v_next += data.newton_step;
+        if (o.compliance > 0) data.deflection += data.deflection_step;
+      }
       summary.status = SmoothedContactStatus::Converged;
       return;
     }
@@ -474,6 +592,7 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
       return;
     }
     data.v_next = data.trial;
+    if (o.compliance > 0) data.deflection += alpha * data.deflection_step;
     // The line search left J x' in point_velocity (its last trial is the accepted one) and M d in
     // scratch: M x' = M x + alpha M d, two products fewer per step.
     data.mass_velocity.noalias() += alpha * data.scratch;

@@ -186,6 +186,7 @@ EstimateJob::Config EstimateJob::parse(const std::string& yaml_text, const std::
     p.contact_points = yaml::readContactPoints(s, "points");
     s.read("kappa", p.implicit.kappa, yaml::positive);
     s.read("friction_coefficient", p.implicit.friction_coefficient, yaml::positive);
+    s.read("compliance", p.implicit.compliance, yaml::nonNegative);
     s.read("radius", config.contact_radius, yaml::nonNegative);
     s.read("force_threshold", config.contact_force_threshold, yaml::nonNegative);
     if (s.has("kappa_start")) {

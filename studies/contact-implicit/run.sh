@@ -32,6 +32,8 @@ run() {  # run NAME EXAMPLE LOG [sed expressions...]: the example with the log a
 window() { W=(-e "s#^  start_time: .*#  start_time: $1#" -e "s#^  knots: .*#  knots: $2#"
               -e "s#^  stride: .*#  stride: $3#"); }
 implicit() { I=(-e "\$a contacts:\n  source: implicit\n  radius: $1"); }
+# compliant RADIUS COMPLIANCE sets C: implicit with a compliant floor (contacts.compliance [m/N])
+compliant() { C=(-e "\$a contacts:\n  source: implicit\n  radius: $1\n  compliance: $2"); }
 go2="$root/data/examples/go2_payload_estimate.yaml"
 for scenario in go2-payload-3kg go2-com-shift go2-belly-4.6kg go2-trot; do
   # go2-belly-4.6kg: windows over its pronking hops (flights near 13.9, 14.5 and 15.1 s)
@@ -43,9 +45,21 @@ for scenario in go2-payload-3kg go2-com-shift go2-belly-4.6kg go2-trot; do
     window $fine
     run "${scenario}_${seed}_flags" "$go2" "$log" "${W[@]}"
     run "${scenario}_${seed}_implicit" "$go2" "$log" "${W[@]}" "${I[@]}"
+    compliant 0.022 3.7e-5
+    run "${scenario}_${seed}_compliant" "$go2" "$log" "${W[@]}" "${C[@]}"
     window $coarse
     run "${scenario}_${seed}_flags-10ms" "$go2" "$log" "${W[@]}"
     run "${scenario}_${seed}_implicit-10ms" "$go2" "$log" "${W[@]}" "${I[@]}"
+    run "${scenario}_${seed}_compliant-10ms" "$go2" "$log" "${W[@]}" "${C[@]}"
+  done
+done
+# the compliance on either side of the simulated feet's (go2-payload-3kg, 1 kHz)
+for compliance in 1e-5 1e-4; do
+  for seed in $seeds; do
+    window 1.0 500 1
+    compliant 0.022 $compliance
+    run "go2-payload-3kg_${seed}_compliant-$compliance" "$go2" "$work/go2-payload-3kg_$seed.h5" \
+      "${W[@]}" "${C[@]}"
   done
 done
 for kappa in 100 2000; do
@@ -71,5 +85,9 @@ for scenario in talos-torso-2.9kg talos-step-2.9kg talos-step-mass-wave; do
   implicit 0.01
   run "${scenario}_1_flags-10ms" "$talos" "$log" "${W[@]}"
   run "${scenario}_1_implicit-10ms" "$talos" "$log" "${W[@]}" "${I[@]}"
+  for compliance in 1e-5 3e-5; do
+    compliant 0.01 $compliance
+    run "${scenario}_1_compliant-$compliance-10ms" "$talos" "$log" "${W[@]}" "${C[@]}"
+  done
 done
 python3 "$root/studies/contact-implicit/table.py" "$work" "$seeds" > "$root/studies/contact-implicit/results.md"

@@ -54,6 +54,10 @@ print("with `contacts: {source: implicit, radius: 0.022}` (`implicit`: no flags,
 print("the floor at every knot through the smoothed contact step, kappa 500; the radius is the")
 print("simulated feet's sphere). Window: 500 knots of 1 ms from t = 1 s (the example's), and")
 print("`-10ms`: 1000 knots of 10 ms (`window.stride: 10`), PRIME's discretization and 10 s horizon.")
+print("`compliant`: implicit on a compliant floor, `contacts.compliance: 3.7e-5` [m/N] (each foot sinks")
+print("3.7e-5 m per newton of normal force: MuJoCo's soft contact as the simulated go2 feels it, 1.45 mm")
+print("at 39 N and 2.9 mm at 79 N, measured once from the truth of a go2-trot log, seed 1; a property of")
+print("the simulated feet like their radius, not of any log's state; docs/smoothed-contact.md).")
 print("Force errors are against MuJoCo's contact forces, each step's force (an impulse over dt) against")
 print("the mean of the truth's 1 kHz samples in the step (world axes, per foot; relative error")
 print("sqrt(sum |f - f_true|^2 / sum |f_true|^2); a foot is in contact above 1 N). The fixed")
@@ -64,7 +68,8 @@ print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 summary = {}
 for scenario in ("go2-payload-3kg", "go2-com-shift", "go2-belly-4.6kg", "go2-trot"):
     for seed in seeds:
-        for variant in ("flags", "implicit", "flags-10ms", "implicit-10ms"):
+        for variant in ("flags", "implicit", "compliant", "flags-10ms", "implicit-10ms",
+                        "compliant-10ms"):
             r = load(f"{scenario}_{seed}_{variant}")
             print(f"| {scenario} | {seed} | {variant} | {cells(r)}")
             if r and r["estimation"].get("contact_force_errors"):
@@ -80,11 +85,13 @@ print("sole as one 6D contact, so its forces are per sole, against the sum of th
 print("the implicit rows give per corner and, in brackets, each sole's four corners summed against the")
 print("same sums of the truth (the like-for-like figure). talos-step-mass-wave's torso mass is a square wave (30 +- 5 kg,")
 print("0.2 Hz): one constant estimate cannot follow it, and its errors are against the truth at the")
-print("window's start (35 kg).\n")
+print("window's start (35 kg). `compliant-C`: implicit with `contacts.compliance: C` [m/N] (not")
+print("measured on TALOS' corner spheres: two values bracketing go2's per-foot figure scaled to TALOS'")
+print("corner loads).\n")
 print("| scenario | seed | contacts | mass error [%] | COM error [mm] | inertia error [%] | force RMSE [N] | force relative error [%] | contact state agreement [%] | base position RMSE [mm] | iterations | status, job time |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for scenario in ("talos-torso-2.9kg", "talos-step-2.9kg", "talos-step-mass-wave"):
-    for variant in ("flags-10ms", "implicit-10ms"):
+    for variant in ("flags-10ms", "implicit-10ms", "compliant-1e-5-10ms", "compliant-3e-5-10ms"):
         r = load(f"{scenario}_1_{variant}")
         print(f"| {scenario} | 1 | {variant} | {cells(r)}")
         if r and r["estimation"].get("contact_force_errors"):
@@ -96,6 +103,13 @@ for seed in seeds:
     for kappa in ("100", "500", "2000"):
         name = f"go2-payload-3kg_{seed}_implicit" + ("" if kappa == "500" else f"-kappa{kappa}")
         print(f"| {seed} | {kappa} | {cells(load(name))}")
+print("\n## Compliance on go2-payload-3kg (1 kHz window)\n")
+print("| seed | compliance [m/N] | mass error [%] | COM error [mm] | inertia error [%] | force RMSE [N] | force relative error [%] | contact state agreement [%] | base position RMSE [mm] | iterations | status, job time |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for seed in seeds:
+    for compliance in ("0", "1e-5", "3.7e-5", "1e-4"):
+        name = {"0": "implicit", "3.7e-5": "compliant"}.get(compliance, f"compliant-{compliance}")
+        print(f"| {seed} | {compliance} | {cells(load(f'go2-payload-3kg_{seed}_{name}'))}")
 print("\n## kappa continuation on go2-trot (1 kHz window)\n")
 print("`contacts.kappa_start: 50`: three solves of at most 10 iterations at kappa 50, 108, 232, each")
 print("from the last, then the final solve at 500 (PRIME sec. V-F), against the direct solve.\n")
@@ -105,7 +119,10 @@ for seed in seeds:
     print(f"| {seed} | 500 | {cells(load(f'go2-trot_{seed}_implicit'))}")
     print(f"| {seed} | 50 to 500 | {cells(load(f'go2-trot_{seed}_implicit-continuation'))}")
 for label, rows in (("1 kHz", (("flags", "implicit"),)),
-                    ("dt = 0.01 s", (("flags-10ms", "implicit-10ms"),))):
+                    ("1 kHz, compliant", (("flags", "compliant"),)),
+                    ("dt = 0.01 s", (("flags-10ms", "implicit-10ms"),)),
+                    ("dt = 0.01 s, compliant (TALOS: 1e-5)",
+                     (("flags-10ms", "compliant-10ms"), ("flags-10ms", "compliant-1e-5-10ms")))):
     below, ties, pairs = 0, 0, 0
     for fixed, implicit in rows:
         f = {(s, d): e for s, d, e in summary.get(fixed, [])}

@@ -72,6 +72,12 @@ struct SmoothedContactOptions {
   double friction_coefficient = 0.9;
   /// z of the floor plane in the world frame [m]; its normal is +z.
   double ground_height = 0;
+  /// Compliance of the contact along the normal [m/N]: a point pressing with normal force f^n
+  /// sinks delta = compliance f^n below the plane (a foot pad or a soft floor, a massless linear
+  /// spring in series with the barrier). 0 (default): PRIME's rigid floor. With compliance > 0 the
+  /// step minimizes over (v+, delta) with delta_i^2 / (2 compliance) added to eq. 17 and delta_i /
+  /// dt added to w_i (docs/smoothed-contact.md, Compliance).
+  double compliance = 0;
 
   // ---- Newton ----
   /// Cap on Newton steps (Hessian factorizations). A step that reaches it is reported
@@ -187,6 +193,9 @@ class SmoothedContactData {
   /// point [N]: f_z the normal force (eq. 18 / dt), (f_x, f_y) the friction force (eq. 19 / dt).
   Eigen::VectorXd force;
   Eigen::VectorXd gap;  ///< np: phi_i(q), height of each point above the floor [m]
+  /// np: delta_i, how far each point sinks into the compliant floor [m] (compliance f^n_i at the
+  /// solution; zero on a rigid floor).
+  Eigen::VectorXd deflection;
   SmoothedContactSummary summary;
   double dt = 0;  ///< the step's dt [s], for computeSmoothedContactForceDerivatives
   /// True once computeSmoothedContactDerivatives filled the derivatives of v+ for this step; every
@@ -204,13 +213,22 @@ class SmoothedContactData {
   ParametrizedInertias inertias;
   pinocchio::Data pin;
   RegressorData regressor;
-  Eigen::MatrixXd M;                ///< nv x nv, full
-  Eigen::VectorXd momentum;         ///< nv: M v + dt (tau - h), the linear term of c
-  Eigen::MatrixXd jacobian;         ///< 3np x nv: world-axes linear Jacobians of the points
-  Eigen::VectorXd lift;             ///< nv: base velocity that translates the robot up at 1 m/s
-  Eigen::VectorXd point_velocity;   ///< 3np: J v+ at the current iterate
-  Eigen::VectorXd impulse;          ///< 3np: lambda at the current iterate [N s]
-  Eigen::MatrixXd barrier_hessian;  ///< 3 x 3np: K_i = -dlambda_i / d(J_i v+)
+  Eigen::MatrixXd M;               ///< nv x nv, full
+  Eigen::VectorXd momentum;        ///< nv: M v + dt (tau - h), the linear term of c
+  Eigen::MatrixXd jacobian;        ///< 3np x nv: world-axes linear Jacobians of the points
+  Eigen::VectorXd lift;            ///< nv: base velocity that translates the robot up at 1 m/s
+  Eigen::VectorXd point_velocity;  ///< 3np: J v+ at the current iterate
+  Eigen::VectorXd impulse;         ///< 3np: lambda at the current iterate [N s]
+  /// 3 x 3np: K_i = -dlambda_i / d(J_i v+); with compliance, once assembleNewtonSystem ran, the
+  /// deflection eliminated (K_i - a_i a_i^T / d_i), so that everything downstream is unchanged.
+  Eigen::MatrixXd barrier_hessian;
+  /// Compliance (np each): the deflection's gradient g_delta_i = delta_i / compliance -
+  /// lambda^n_i / dt, its curvature d_i = 1 / compliance + K_i,zz / dt^2, Newton's deflection step
+  /// and a line-search trial's deflection; 3 x np: a_i = K_i e_z / dt, the coupling to J_i v+;
+  /// 3np: sum of a_i g_delta_i / d_i per point, the reduced gradient's correction.
+  Eigen::VectorXd deflection_gradient, deflection_curvature, deflection_step, trial_deflection;
+  Eigen::MatrixXd deflection_coupling;
+  Eigen::VectorXd deflection_correction;
   Eigen::VectorXd gradient, newton_step, trial, scratch;  ///< nv
   Eigen::VectorXd mass_velocity;  ///< nv: M x at Newton's iterate, carried along its steps
   Eigen::MatrixXd hessian;        ///< nv x nv
