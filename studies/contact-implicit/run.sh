@@ -85,7 +85,7 @@ for scenario in talos-torso-2.9kg talos-step-2.9kg talos-step-mass-wave; do
   implicit 0.01
   run "${scenario}_1_flags-10ms" "$talos" "$log" "${W[@]}"
   run "${scenario}_1_implicit-10ms" "$talos" "$log" "${W[@]}" "${I[@]}"
-  for compliance in 1e-5 3e-5; do
+  for compliance in 5e-6 1e-5; do
     compliant 0.01 $compliance
     run "${scenario}_1_compliant-$compliance-10ms" "$talos" "$log" "${W[@]}" "${C[@]}"
   done
