@@ -49,6 +49,18 @@ namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) { return test::scratchPath("estimation_job", name); }
 
+// Simulates `scenario` and writes its log to this process's scratch file `<stem>_<pid>.h5`.
+std::string writeScenarioLog(const sim::Scenario& scenario, const sim::SimulationOptions& options,
+                             const std::string& stem) {
+  const sim::SimulationResult run = sim::simulate(scenario, options);
+  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
+  const fs::path p = scratch(stem + "_" + std::to_string(::getpid()) + ".h5");
+  io::WriteOptions write;
+  write.overwrite = true;
+  io::writeLog(run.log, p.string(), write);
+  return p.string();
+}
+
 // `heft estimate JOB --out OUT --quiet`: its exit code (-1 when it did not exit) and its stderr.
 std::pair<int, std::string> runEstimateCommand(const fs::path& job, const fs::path& out) {
   const char* env = std::getenv("HEFT_BINARY_DIR");
@@ -540,18 +552,14 @@ TEST(EstimateJob, CompliantFloorReconstructsTheOneKilohertzForcesBetterThanARigi
   sim::SimulationOptions options;
   options.seed = 5;
   options.noise = "nominal";
-  const sim::SimulationResult run = sim::simulate(sim::findScenario("go2-payload-3kg"), options);
-  ASSERT_TRUE(run.summary.ok()) << run.summary.report();
-  const fs::path log = scratch("go2_payload_seed5_" + std::to_string(::getpid()) + ".h5");
-  io::WriteOptions write;
-  write.overwrite = true;
-  io::writeLog(run.log, log.string(), write);
+  const std::string log =
+      writeScenarioLog(sim::findScenario("go2-payload-3kg"), options, "go2_payload_seed5");
   const fs::path example =
       fs::path(HEFT_SOURCE_DIR) / "data" / "examples" / "go2_payload_estimate.yaml";
   auto relativeError = [&](std::optional<ContactSource> source, double compliance,
                            double* mass_error) {
     EstimateJob::Config config = EstimateJob::load(example.string());
-    config.log = log.string();
+    config.log = log;
     if (source) {
       config.problem.contact_source = *source;
       config.contact_radius = 0.022;  // the simulated feet's spheres
@@ -723,18 +731,6 @@ const sim::Scenario& pandaOffsetScenario() {
                               "/data/scenarios/panda-friction-offset.yaml")
           .scenario;
   return scenario;
-}
-
-// Simulates `scenario` and writes its log to this process's scratch file `<stem>_<pid>.h5`.
-std::string writeScenarioLog(const sim::Scenario& scenario, const sim::SimulationOptions& options,
-                             const std::string& stem) {
-  const sim::SimulationResult run = sim::simulate(scenario, options);
-  EXPECT_TRUE(run.summary.ok()) << run.summary.report();
-  const fs::path p = scratch(stem + "_" + std::to_string(::getpid()) + ".h5");
-  io::WriteOptions write;
-  write.overwrite = true;
-  io::writeLog(run.log, p.string(), write);
-  return p.string();
 }
 
 // 2.5 s of it with the nominal sensor noise but no random torque bias, so that the offsets in the

@@ -312,6 +312,34 @@ TEST(SmoothedContact, TalosFourCornersPerSoleDerivativesMatchCentralDifferences)
 // The optimality condition of eq. 17 is the discrete dynamics of eq. 1: with RNEA from Pinocchio
 // on the model carrying pi(theta) and the point Jacobians from getFrameJacobian,
 // RNEA(q, v, (v+ - v)/dt) - tau = sum_i J_i^T f_i, and every force is inside its friction cone.
+// eq. 1's two sides from independent Pinocchio calls on the model carrying pi(theta): RNEA(q, v,
+// (v+ - v)/dt) and each go2 foot's world-axes linear Jacobian (3 x nv).
+struct DiscreteDynamics {
+  VectorXd rnea;
+  std::vector<MatrixXd> jacobians;
+};
+
+DiscreteDynamics discreteDynamics(const SmoothedContactModel& model, const VectorXd& theta,
+                                  const VectorXd& q, const VectorXd& v, const VectorXd& v_next,
+                                  double dt) {
+  pinocchio::Model parametrized = go2();
+  model.regressor().setIdentifiedInertias(
+      heft::dynamics::piFromTheta(model.regressor(), Parametrization::LogCholesky, theta),
+      parametrized);
+  pinocchio::Data pd(parametrized);
+  DiscreteDynamics d;
+  d.rnea = pinocchio::rnea(parametrized, pd, q, v, VectorXd((v_next - v) / dt));
+  pinocchio::computeJointJacobians(parametrized, pd, q);
+  pinocchio::updateFramePlacements(parametrized, pd);
+  for (int i = 0; i < model.numPoints(); ++i) {
+    MatrixXd J = MatrixXd::Zero(6, go2().nv);
+    pinocchio::getFrameJacobian(parametrized, pd, go2().getFrameId(go2Feet()[i].frame),
+                                pinocchio::LOCAL_WORLD_ALIGNED, J);
+    d.jacobians.push_back(J.topRows<3>());
+  }
+  return d;
+}
+
 TEST(SmoothedContact, SolutionSatisfiesTheDiscreteDynamics) {
   const SmoothedContactModel model(go2(), go2Feet(), consistentBodies(go2()),
                                    Parametrization::LogCholesky);
@@ -320,24 +348,14 @@ TEST(SmoothedContact, SolutionSatisfiesTheDiscreteDynamics) {
   heft::dynamics::smoothedContactStep(model, data, c.q, c.v, c.tau, c.theta, c.dt);
   ASSERT_TRUE(data.summary.converged()) << data.summary.report();
 
-  pinocchio::Model parametrized = go2();
-  model.regressor().setIdentifiedInertias(
-      heft::dynamics::piFromTheta(model.regressor(), Parametrization::LogCholesky, c.theta),
-      parametrized);
-  pinocchio::Data pd(parametrized);
-  const VectorXd rnea =
-      pinocchio::rnea(parametrized, pd, c.q, c.v, VectorXd((data.v_next - c.v) / c.dt));
-  pinocchio::computeJointJacobians(parametrized, pd, c.q);
-  pinocchio::updateFramePlacements(parametrized, pd);
+  const DiscreteDynamics d = discreteDynamics(model, c.theta, c.q, c.v, data.v_next, c.dt);
+  const VectorXd& rnea = d.rnea;
   VectorXd generalized = VectorXd::Zero(go2().nv);
   double largest = 0;
   const double mu = model.options().friction_coefficient;
   for (int i = 0; i < model.numPoints(); ++i) {
-    MatrixXd J = MatrixXd::Zero(6, go2().nv);
-    pinocchio::getFrameJacobian(parametrized, pd, go2().getFrameId(go2Feet()[i].frame),
-                                pinocchio::LOCAL_WORLD_ALIGNED, J);
     const Eigen::Vector3d f = data.force.segment<3>(3 * i);
-    generalized += J.topRows<3>().transpose() * f;
+    generalized += d.jacobians[i].transpose() * f;
     largest = std::max(largest, f.norm());
     EXPECT_GT(f.z(), 0);
     EXPECT_LT(f.head<2>().norm(), mu * f.z());
@@ -375,26 +393,15 @@ TEST(SmoothedContact, CompliantFloorSinksEachPointByItsSpring) {
       EXPECT_GE(data.deflection[i], 0);
     }
     // eq. 1 with independent Pinocchio calls
-    pinocchio::Model parametrized = go2();
-    model.regressor().setIdentifiedInertias(
-        heft::dynamics::piFromTheta(model.regressor(), Parametrization::LogCholesky, c.theta),
-        parametrized);
-    pinocchio::Data pd(parametrized);
-    const VectorXd rnea =
-        pinocchio::rnea(parametrized, pd, c.q, c.v, VectorXd((data.v_next - c.v) / dt));
-    pinocchio::computeJointJacobians(parametrized, pd, c.q);
-    pinocchio::updateFramePlacements(parametrized, pd);
+    const DiscreteDynamics d = discreteDynamics(model, c.theta, c.q, c.v, data.v_next, dt);
     VectorXd generalized = VectorXd::Zero(go2().nv);
     for (int i = 0; i < model.numPoints(); ++i) {
-      MatrixXd J = MatrixXd::Zero(6, go2().nv);
-      pinocchio::getFrameJacobian(parametrized, pd, go2().getFrameId(go2Feet()[i].frame),
-                                  pinocchio::LOCAL_WORLD_ALIGNED, J);
-      generalized += J.topRows<3>().transpose() * data.force.segment<3>(3 * i);
+      generalized += d.jacobians[i].transpose() * data.force.segment<3>(3 * i);
       // the point ends at most its deflection below the plane (the stand-off dt w_i > 0)
-      EXPECT_GT(data.gap[i] + dt * J.row(2).dot(data.v_next), -data.deflection[i]);
+      EXPECT_GT(data.gap[i] + dt * d.jacobians[i].row(2).dot(data.v_next), -data.deflection[i]);
     }
-    const double scale = std::max(rnea.cwiseAbs().maxCoeff(), largest);
-    EXPECT_LE((rnea - c.tau - generalized).cwiseAbs().maxCoeff(), 1e-9 * scale);
+    const double scale = std::max(d.rnea.cwiseAbs().maxCoeff(), largest);
+    EXPECT_LE((d.rnea - c.tau - generalized).cwiseAbs().maxCoeff(), 1e-9 * scale);
   }
 }
 
