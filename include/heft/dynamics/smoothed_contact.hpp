@@ -27,6 +27,10 @@
 /// dependence of the forces on q through J_i(q) v+ (getFrameVelocityDerivatives) and phi_i(q),
 /// and the theta columns dt Y_S(q, v, (v+ - v)/dt) dpi/dtheta.
 ///
+/// On a compliant floor (SmoothedContactOptions::compliance > 0) the points' deflections delta_i
+/// join v+ as unknowns: delta_i^2 / (2 compliance) is added to c and delta_i / dt to w_i, and the
+/// deflections are eliminated from Newton's system and from the derivatives point by point.
+///
 /// Conventions: those of forward_dynamics.hpp (theta_S, tangent-space q-derivatives). The robot
 /// must have a free-flyer root: the feasibility initializer lifts the whole robot.
 ///
