@@ -200,6 +200,23 @@ void checkInputs(const SmoothedContactModel& model, const Eigen::Ref<const Eigen
                      std::to_string(dt));
 }
 
+/// One point's barrier at tangential velocity (u_x, u_y) and w: s = w^2 / mu^2 - u_x^2 - u_y^2,
+/// the impulse lambda = grad(log s) / kappa (eqs. 18-19) and, if K is given, K = -dlambda/du. False
+/// outside the cone's upper nappe (w <= 0 or s <= 0), where the barrier is undefined.
+bool pointBarrier(double ux, double uy, double w, double kappa, double mu2, double& s,
+                  Eigen::Vector3d& lambda, Matrix3* K) {
+  s = w * w / mu2 - ux * ux - uy * uy;
+  if (!(w > 0) || !(s > 0)) return false;
+  // lambda = grad(log s) / kappa, grad s = (-2 u_x, -2 u_y, 2 w / mu^2).
+  const Eigen::Vector3d grad_s(-2 * ux, -2 * uy, 2 * w / mu2);
+  lambda = grad_s / (kappa * s);
+  if (!K) return true;
+  // K = kappa lambda lambda^T - hess(s) / (kappa s), hess(s) = diag(-2, -2, 2 / mu^2).
+  K->noalias() = kappa * lambda * lambda.transpose();
+  K->diagonal() += Eigen::Vector3d(2, 2, -2 / mu2) / (kappa * s);
+  return true;
+}
+
 /// lambda_i (eqs. 18-19) and, if `hessian`, K_i = -dlambda_i/du_i of every point at the point
 /// velocities data.point_velocity and the deflections `deflection` (w_i = (phi_i + delta_i) / dt +
 /// u_z); the barrier's sum of log s_i in `log_sum`. False if a point is outside the cone's upper
@@ -209,21 +226,16 @@ bool evaluateBarrier(const SmoothedContactModel& model, SmoothedContactData& dat
   const double kappa = model.options().kappa;
   const double mu2 = model.options().friction_coefficient * model.options().friction_coefficient;
   log_sum = 0;
+  double s = 0;
+  Eigen::Vector3d lambda;
+  Matrix3 K;
   for (int i = 0; i < model.numPoints(); ++i) {
     const auto u = data.point_velocity.segment<3>(3 * i);
     const double w = (data.gap[i] + deflection[i]) / dt + u.z();
-    const double s = w * w / mu2 - u.x() * u.x() - u.y() * u.y();
-    if (!(w > 0) || !(s > 0)) return false;
+    if (!pointBarrier(u.x(), u.y(), w, kappa, mu2, s, lambda, hessian ? &K : nullptr)) return false;
     log_sum += std::log(s);
-    // lambda = grad(log s) / kappa, grad s = (-2 u_x, -2 u_y, 2 w / mu^2).
-    const Eigen::Vector3d grad_s(-2 * u.x(), -2 * u.y(), 2 * w / mu2);
-    data.impulse.segment<3>(3 * i) = grad_s / (kappa * s);
-    if (!hessian) continue;
-    // K = kappa lambda lambda^T - hess(s) / (kappa s), hess(s) = diag(-2, -2, 2 / mu^2).
-    auto K = data.barrier_hessian.middleCols<3>(3 * i);
-    const Eigen::Vector3d lambda = data.impulse.segment<3>(3 * i);
-    K.noalias() = kappa * lambda * lambda.transpose();
-    K.diagonal() += Eigen::Vector3d(2, 2, -2 / mu2) / (kappa * s);
+    data.impulse.segment<3>(3 * i) = lambda;
+    if (hessian) data.barrier_hessian.middleCols<3>(3 * i) = K;
   }
   return true;
 }
@@ -426,18 +438,20 @@ void settleDeflections(const SmoothedContactModel& model, SmoothedContactData& d
   const double compliance = model.options().compliance;
   const double kappa = model.options().kappa;
   const double mu = model.options().friction_coefficient, mu2 = mu * mu;
+  double s = 0;
+  Eigen::Vector3d lambda;
+  Matrix3 K;
   for (int i = 0; i < model.numPoints(); ++i) {
     const auto u = data.point_velocity.segment<3>(3 * i);
-    const double tangential2 = u.x() * u.x() + u.y() * u.y();
     // the deflection at which w_i = mu |u_t| (s_i = 0)
-    const double boundary = dt * (mu * std::sqrt(tangential2) - u.z()) - data.gap[i];
-    // g(delta) = delta / compliance - lambda^n / dt and g' = 1 / compliance + K_zz / dt^2
+    const double boundary = dt * (mu * u.head<2>().norm() - u.z()) - data.gap[i];
+    // g(delta) = delta / compliance - lambda^n / dt and g' = 1 / compliance + K_zz / dt^2, called
+    // only inside the cone (delta > boundary)
     auto evaluate = [&](double delta, double& g, double& slope) {
       const double w = (data.gap[i] + delta) / dt + u.z();
-      const double s = w * w / mu2 - tangential2;
-      const double normal = 2 * w / (mu2 * kappa * s);
-      g = delta / compliance - normal / dt;
-      slope = 1 / compliance + (kappa * normal * normal - 2 / (mu2 * kappa * s)) / (dt * dt);
+      pointBarrier(u.x(), u.y(), w, kappa, mu2, s, lambda, &K);
+      g = delta / compliance - lambda.z() / dt;
+      slope = 1 / compliance + K(2, 2) / (dt * dt);
     };
     double delta = 0, g = 0, slope = 0;
     if (boundary >= 0) {
@@ -498,10 +512,9 @@ void initialGuess(const SmoothedContactModel& model, SmoothedContactData& data,
 bool trialLogSum(const SmoothedContactModel& model, SmoothedContactData& data, double alpha,
                  double dt, double& log_sum) {
   data.point_velocity = data.base_point_velocity + alpha * data.step_point_velocity;
-  if (model.options().compliance > 0)
-    data.trial_deflection = data.deflection + alpha * data.deflection_step;
-  return evaluateBarrier(model, data, dt, false, log_sum,
-                         model.options().compliance > 0 ? data.trial_deflection : data.deflection);
+  // on a rigid floor both deflection vectors stay zero
+  data.trial_deflection = data.deflection + alpha * data.deflection_step;
+  return evaluateBarrier(model, data, dt, false, log_sum, data.trial_deflection);
 }
 
 /// Step length along data.newton_step d from x = data.v_next: the first of 1, b, b^2, ... that
@@ -581,7 +594,7 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
       double log_sum = 0;
       if (trialLogSum(model, data, 1, dt, log_sum)) {
         data.v_next += data.newton_step;
-        if (o.compliance > 0) data.deflection += data.deflection_step;
+        data.deflection += data.deflection_step;
       }
       summary.status = SmoothedContactStatus::Converged;
       return;
@@ -592,7 +605,7 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
       return;
     }
     data.v_next = data.trial;
-    if (o.compliance > 0) data.deflection += alpha * data.deflection_step;
+    data.deflection += alpha * data.deflection_step;
     // The line search left J x' in point_velocity (its last trial is the accepted one) and M d in
     // scratch: M x' = M x + alpha M d, two products fewer per step.
     data.mass_velocity.noalias() += alpha * data.scratch;
