@@ -4,11 +4,7 @@
 # scored against each log's truth group (result.json "truth").
 #   bash studies/base-state/run.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/base-state"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" base-state "${1:-build}"
 table="$work/table.md"
 {
   echo "| scenario | noise | orientation RMSE [deg] | roll [deg] | pitch [deg] | yaw [deg] | velocity RMSE [m/s] | drift [m/min] | flight samples |"

@@ -9,12 +9,8 @@
 # talos-step-2.9kg.yaml (the stepping with a constant torso payload).
 #   bash studies/contact-implicit/run.sh [build] [seeds]
 set -euo pipefail
-build="${1:-build}"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" contact-implicit "${1:-build}"
 seeds="${2:-1 2 3}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/contact-implicit"
-mkdir -p "$work"
 simulate() {  # simulate SCENARIO SEED: the log, once (a bundled scenario or this study's file)
   local log="$work/${1}_$2.h5" file="$root/data/scenarios/$1.yaml"
   [ -f "$file" ] || file="$root/studies/contact-implicit/$1.yaml"

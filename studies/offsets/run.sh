@@ -4,11 +4,7 @@
 # offsets, and every model's held-out torque RMSE per joint by heft predict (about 15 min).
 #   bash studies/offsets/run.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/offsets"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" offsets "${1:-build}"
 for seed in 1 2 3; do
   "$heft" simulate "$root/studies/offsets/scenario.yaml" --seed "$seed" --out "$work/log_$seed.h5" \
     --overwrite > /dev/null

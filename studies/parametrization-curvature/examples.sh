@@ -5,11 +5,7 @@
 # the log and that option changed.
 #   bash studies/parametrization-curvature/examples.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/parametrization-curvature"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" parametrization-curvature "${1:-build}"
 
 # simulate NAME SCENARIO [SEED]: a log into $work/NAME.h5 (the examples' own logs: the scenario's
 # default seed and noise, as their comments say; other cases: nominal noise and the seed given)

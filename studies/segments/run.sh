@@ -5,11 +5,7 @@
 # 1500 knots per window and 80 iterations.
 #   bash studies/segments/run.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/segments"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" segments "${1:-build}"
 example="$root/data/examples/go2_payload_estimate.yaml"
 for seed in 4242 7; do
   "$heft" simulate "$root/data/scenarios/go2-rear-4.7kg.yaml" --seed "$seed" --noise nominal \

@@ -4,11 +4,7 @@
 # torque offsets identified), beside the truth base state. About 2 min on one core.
 #   bash studies/unseen/base_tilt.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/unseen-base-tilt"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" unseen-base-tilt "${1:-build}"
 export OMP_NUM_THREADS=1
 
 # run NAME EXAMPLE [sed -e EXPR ...]: the bundled example with the log replaced (and the edits

@@ -5,11 +5,7 @@
 # and `heft estimate` with the bundled go2 and TALOS estimate configs (only the log changed).
 #   bash studies/unseen/run.sh [build]
 set -euo pipefail
-build="${1:-build}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-heft="$root/$build/bin/heft"
-work="$root/$build/studies/unseen"
-mkdir -p "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/../study.sh" unseen "${1:-build}"
 
 # simulate SCENARIO SEED: the log of one case into $log
 simulate() {
