@@ -15,6 +15,7 @@
 #include <pinocchio/algorithm/energy.hpp>
 #include <pinocchio/algorithm/joint-configuration.hpp>
 #include <pinocchio/algorithm/kinematics.hpp>
+#include <pinocchio/algorithm/regressor.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
 #include <pinocchio/parsers/urdf.hpp>
 
@@ -143,14 +144,26 @@ void expectRegressorMatchesRnea(const pinocchio::Model& robot, unsigned seed) {
     for (int trial = 0; trial < 4; ++trial) {
       const State s = randomState(model, rng);
       const VectorXd tau_ref = pinocchio::rnea(model, data, s.q, s.v, s.a);
+      const MatrixXd Y_all = pinocchio::computeJointTorqueRegressor(model, data, s.q, s.v, s.a);
+      // 0.1 and 0.2: at most a quarter of the bodies, the per-body path
       const std::vector<std::vector<pinocchio::JointIndex>> subsets = {
-          allBodies(model), randomSubset(model, 0.2, rng), randomSubset(model, 0.5, rng), {}};
+          allBodies(model),
+          randomSubset(model, 0.1, rng),
+          randomSubset(model, 0.2, rng),
+          randomSubset(model, 0.5, rng),
+          {}};
       for (const auto& S : subsets) {
         const RegressorModel rm(model, S);
         RegressorData rd(rm);
         heft::dynamics::computeRestrictedRegressor(rm, rd, s.q, s.v, s.a);
         ASSERT_EQ(rd.Y.rows(), model.nv);
         ASSERT_EQ(rd.Y.cols(), 10 * static_cast<Eigen::Index>(S.size()));
+        for (std::size_t k = 0; k < S.size(); ++k) {
+          const auto columns = Y_all.middleCols<10>(10 * static_cast<Eigen::Index>(S[k] - 1));
+          EXPECT_LE(maxAbs(rd.Y.middleCols<10>(10 * static_cast<Eigen::Index>(k)) - columns),
+                    1e-10 * (1 + maxAbs(columns)))
+              << "body " << S[k] << ", |S| = " << S.size();
+        }
         const VectorXd& tau =
             heft::dynamics::computeRestrictedTorque(rm, rd, rm.nominalParameters());
         EXPECT_LE(maxAbs(tau - tau_ref), 1e-9 * maxAbs(tau_ref))
@@ -336,8 +349,13 @@ TEST(Regressor, HotCallsDoNotAllocate) {
   EnergyData ed(rm);
   const State s = randomState(model, rng);
   const VectorXd pi = rm.nominalParameters();
+  // two bodies of TALOS' 33: the per-body regressor
+  const RegressorModel few(
+      model, {model.getJointId("torso_2_joint"), model.getJointId("arm_left_4_joint")});
+  RegressorData few_data(few);
   g_malloc_count = 0;
   g_count_mallocs = true;
+  heft::dynamics::computeRestrictedRegressor(few, few_data, s.q, s.v, s.a);
   heft::dynamics::computeRestrictedRegressor(rm, rd, s.q, s.v, s.a);
   heft::dynamics::computeRestrictedTorque(rm, rd, pi);
   heft::dynamics::computeRestrictedDerivatives(rm, rd, s.q, s.v, s.a, pi);

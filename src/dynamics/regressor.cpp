@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include <pinocchio/algorithm/jacobian.hpp>
 #include <pinocchio/algorithm/regressor.hpp>
 #include <pinocchio/algorithm/rnea-derivatives.hpp>
 #include <pinocchio/algorithm/rnea.hpp>
@@ -120,6 +121,7 @@ RegressorData::RegressorData(const RegressorModel& model)
   dpi_dtheta.setZero(10, np);
   dpi_theta.setConstant(np, std::numeric_limits<double>::quiet_NaN());
   dtau_dtheta.setZero(nv, np);
+  joint_jacobian.setZero(6, nv);
 }
 
 const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, RegressorData& data,
@@ -129,6 +131,23 @@ const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, R
   requireSize(q.size(), model.nq(), "q");
   requireSize(v.size(), model.nv(), "v");
   requireSize(a.size(), model.nv(), "a");
+  if (4 * model.numBodies() <= model.model().njoints - 1) {
+    // Few bodies of many (a payload, a subset of links): each body's columns from its own
+    // regressor, tau = sum_b J_b^T f_b with f_b = Phi_b pi_b in joint b's frame (J_b its LOCAL
+    // Jacobian), with the velocities and accelerations (gravity in) that the RNEA of tau_nom leaves
+    // per joint, rather than Pinocchio's regressor of every body.
+    const pinocchio::Model& rest = model.restModel();
+    pinocchio::computeJointJacobians(rest, data.rest, q);
+    data.tau_nom = pinocchio::rnea(rest, data.rest, q, v, a);
+    for (int k = 0; k < model.numBodies(); ++k) {
+      const pinocchio::JointIndex joint = model.bodies()[k];
+      data.joint_jacobian.setZero();
+      pinocchio::getJointJacobian(rest, data.rest, joint, pinocchio::LOCAL, data.joint_jacobian);
+      data.Y.middleCols<10>(10 * k).noalias() =
+          data.joint_jacobian.transpose() * pinocchio::jointBodyRegressor(rest, data.rest, joint);
+    }
+    return data.Y;
+  }
   // Pinocchio's regressor has all bodies (joint j in columns 10(j-1)..); keep those of S.
   const Eigen::MatrixXd& Y_all =
       pinocchio::computeJointTorqueRegressor(model.model(), data.full, q, v, a);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include <pinocchio/algorithm/cholesky.hpp>
 #include <pinocchio/algorithm/crba.hpp>
 #include <pinocchio/algorithm/frames-derivatives.hpp>
 #include <pinocchio/algorithm/frames.hpp>
@@ -140,10 +141,9 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       trial(Eigen::VectorXd::Zero(model.nv())),
       scratch(Eigen::VectorXd::Zero(model.nv())),
       mass_velocity(Eigen::VectorXd::Zero(model.nv())),
-      hessian(Eigen::MatrixXd::Zero(model.nv(), model.nv())),
       kj(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
       kd(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
-      llt(model.nv()),
+      factorization(model.model()),
       frame_jacobian(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
       velocity_dq(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
       velocity_dv(Eigen::Matrix<double, 6, Eigen::Dynamic>::Zero(6, model.nv())),
@@ -155,7 +155,6 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
       point_velocity_dq(Eigen::MatrixXd::Zero(3 * model.numPoints(), model.nv())),
       base_point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
       step_point_velocity(Eigen::VectorXd::Zero(3 * model.numPoints())),
-      mass_llt(model.nv()),
       minv_jt(Eigen::MatrixXd::Zero(model.nv(), 3 * model.numPoints())),
       delassus(Eigen::MatrixXd::Zero(3 * model.numPoints(), 3 * model.numPoints())),
       delassus_llt(3 * model.numPoints()),
@@ -169,7 +168,6 @@ SmoothedContactData::SmoothedContactData(const SmoothedContactModel& model)
     widest = std::max(widest, n);
   }
   compact_kj.setZero(3, widest);
-  compact_block.setZero(widest, widest);
 }
 
 namespace {
@@ -277,10 +275,10 @@ void eliminateDeflections(const SmoothedContactModel& model, SmoothedContactData
 }
 
 /// Gradient g = M x - momentum - J^T lambda and Hessian H = M + sum J_i^T K_i J_i at x, and H's
-/// Cholesky factorization. False if x is infeasible or H is not positive definite. With
-/// `products_known`, data.point_velocity and data.mass_velocity already hold J x and M x (Newton
-/// carries them along its steps from J d and M d); otherwise they are computed. Leaves J x in
-/// base_point_velocity and the barrier's log sum in base_log_sum for the line search; with
+/// sparse U D U^T factorization (data.factorization). False if x is infeasible or H is not positive
+/// definite. With `products_known`, data.point_velocity and data.mass_velocity already hold J x and
+/// M x (Newton carries them along its steps from J d and M d); otherwise they are computed. Leaves
+/// J x in base_point_velocity and the barrier's log sum in base_log_sum for the line search; with
 /// `keep_kj`, blockdiag(K_i) J in kj for the derivatives.
 bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData& data,
                           const Eigen::VectorXd& x, double dt, bool keep_kj,
@@ -295,27 +293,27 @@ bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData
   data.gradient.noalias() -= data.jacobian.transpose() * data.impulse;
   if (model.options().compliance > 0) eliminateDeflections(model, data, dt);
   // H = M + sum J_i^T K_i J_i, each term only on the columns of the point's limb (a quarter of
-  // go2's Hessian, a tenth of TALOS'), added run by run; K_i J_i is zero outside those columns.
-  data.hessian = data.M;
+  // go2's Hessian, a tenth of TALOS'); K_i J_i is zero outside those columns. Only the upper
+  // triangle is formed (decompose reads no other): the columns ascend, so a <= b is upper.
+  Eigen::MatrixXd& hessian = data.factorization.M;
+  hessian = data.M;
   for (int i = 0; i < model.numPoints(); ++i) {
-    const auto n = static_cast<Eigen::Index>(model.pointColumns()[i].size());
-    const auto& runs = model.pointColumnRuns()[i];
+    const std::vector<int>& columns = model.pointColumns()[i];
+    const auto n = static_cast<Eigen::Index>(columns.size());
     const auto& Jc = data.compact_jacobians[static_cast<size_t>(i)];
     auto kj = data.compact_kj.leftCols(n);
     kj.noalias() = data.barrier_hessian.middleCols<3>(3 * i).lazyProduct(Jc);
-    auto block = data.compact_block.topLeftCorner(n, n);
-    block.noalias() = Jc.transpose().lazyProduct(kj);
-    for (const SmoothedContactModel::ColumnRun& b : runs) {
-      for (const SmoothedContactModel::ColumnRun& a : runs)
-        data.hessian.block(a.velocity_index, b.velocity_index, a.length, b.length) +=
-            block.block(a.compact_index, b.compact_index, a.length, b.length);
-      if (keep_kj)
-        data.kj.block(3 * i, b.velocity_index, 3, b.length) =
-            kj.middleCols(b.compact_index, b.length);
+    for (Eigen::Index b = 0; b < n; ++b) {
+      const Eigen::Vector3d kj_b = kj.col(b);
+      double* column = hessian.col(columns[static_cast<size_t>(b)]).data();
+      for (Eigen::Index a = 0; a <= b; ++a)
+        column[columns[static_cast<size_t>(a)]] += Jc.col(a).dot(kj_b);
+      if (keep_kj) data.kj.col(columns[static_cast<size_t>(b)]).segment<3>(3 * i) = kj_b;
     }
   }
-  data.llt.compute(data.hessian);
-  return data.llt.info() == Eigen::Success;
+  pinocchio::cholesky::decompose(data.inertias.model, data.factorization);
+  const Eigen::VectorXd& D = data.factorization.D;
+  return D.allFinite() && (D.array() > 0).all();
 }
 
 /// M, momentum = M v + dt (tau - h), the points' world-axes Jacobians, gaps, and the lift
@@ -382,11 +380,14 @@ void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
   }
   data.summary.sticking_points = held;
   if (held == 0) return;
-  data.mass_llt.compute(data.M);
-  if (data.mass_llt.info() != Eigen::Success) return;
-  data.free_velocity = data.mass_llt.solve(data.momentum);
+  // crba left M's upper triangle in data.pin.M: its sparse factorization in data.pin.U, D.
+  const pinocchio::Model& m = data.inertias.model;
+  pinocchio::cholesky::decompose(m, data.pin);
+  if (!data.pin.D.allFinite() || !(data.pin.D.array() > 0).all()) return;
+  data.free_velocity = data.momentum;
+  pinocchio::cholesky::solve(m, data.pin, data.free_velocity);
   data.minv_jt = data.jacobian.transpose();
-  data.mass_llt.solveInPlace(data.minv_jt);
+  pinocchio::cholesky::solve(m, data.pin, data.minv_jt);
   data.delassus.noalias() = data.jacobian * data.minv_jt;
   data.contact_target.noalias() -= data.jacobian * data.free_velocity;
   const double regularization = 1e-10 * data.delassus.diagonal().maxCoeff();
@@ -570,7 +571,7 @@ void newton(const SmoothedContactModel& model, SmoothedContactData& data, double
       return;
     }
     data.newton_step = -data.gradient;
-    data.llt.solveInPlace(data.newton_step);
+    pinocchio::cholesky::solve(data.inertias.model, data.factorization, data.newton_step);
     double decrement2 = -data.gradient.dot(data.newton_step);  // g^T H^-1 g
     data.step_point_velocity.noalias() = data.jacobian * data.newton_step;
     if (o.compliance > 0) {
@@ -747,8 +748,7 @@ void computeSmoothedContactDerivatives(const SmoothedContactModel& model, Smooth
     data.summary.status = SmoothedContactStatus::NumericalFailure;
     return;
   }
-  data.hessian_inverse.setIdentity();
-  data.llt.solveInPlace(data.hessian_inverse);
+  pinocchio::cholesky::computeMinv(data.inertias.model, data.factorization, data.hessian_inverse);
 
   computePointVelocityDerivatives(model, data, q, dt);
   computeResidualDerivatives(model, data, q, v, dt);

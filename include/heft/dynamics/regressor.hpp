@@ -99,6 +99,7 @@ class RegressorData {
   pinocchio::Data full;        ///< regressor of the full model
   pinocchio::Data rest;        ///< RNEA (and derivatives) of the rest model
   pinocchio::Data identified;  ///< RNEA derivatives of the S-only model
+  Eigen::Matrix<double, 6, Eigen::Dynamic> joint_jacobian;  ///< 6 x nv: one body's LOCAL Jacobian
   /// Working copy of the S-only model; its S inertias are overwritten with pi_S on each
   /// derivative call (the only way to have Pinocchio differentiate Y_S pi_S without Y_S's own
   /// q-derivative).
@@ -107,10 +108,11 @@ class RegressorData {
 
 /// Computes Y_S(q, v, a) (data.Y, nv x 10|S|) and tau_nom (data.tau_nom, nv), such that
 /// RNEA(q, v, a) = Y_S pi_S + tau_nom for the model's own pi_S (eqs. 6-7). Gravity is included in
-/// both terms. Uses pinocchio::computeJointTorqueRegressor and pinocchio::rnea.
-/// \param q configuration (nq, normalized quaternion), v velocity (nv), a acceleration (nv).
-/// \return data.Y
-/// \throws InputError on a wrong size.
+/// both terms. Uses pinocchio::computeJointTorqueRegressor and pinocchio::rnea; when S holds at
+/// most a quarter of the robot's bodies, each body's columns from pinocchio::jointBodyRegressor and
+/// its joint Jacobian instead (the same Y_S to rounding, without the other bodies' columns). \param
+/// q configuration (nq, normalized quaternion), v velocity (nv), a acceleration (nv). \return
+/// data.Y \throws InputError on a wrong size.
 const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, RegressorData& data,
                                                   const Eigen::Ref<const Eigen::VectorXd>& q,
                                                   const Eigen::Ref<const Eigen::VectorXd>& v,

@@ -235,25 +235,25 @@ class SmoothedContactData {
   Eigen::VectorXd deflection_correction;
   Eigen::VectorXd gradient, newton_step, trial, scratch;  ///< nv
   Eigen::VectorXd mass_velocity;  ///< nv: M x at Newton's iterate, carried along its steps
-  Eigen::MatrixXd hessian;        ///< nv x nv
   Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at v+ (computeSmoothedContactDerivatives)
   Eigen::MatrixXd kd;  ///< 3np x nv: blockdiag(K_i) D, D the points' direct q-dependence
-  Eigen::LLT<Eigen::MatrixXd> llt;
+  /// Newton's Hessian H = M + sum J_i^T K_i J_i in its M (nv x nv, full) and H's U D U^T
+  /// factorization in its U, D, Dinv: H keeps the sparsity of the kinematic tree (each J_i^T K_i
+  /// J_i lives on one branch), which Pinocchio's cholesky::decompose exploits.
+  pinocchio::Data factorization;
   Eigen::Matrix<double, 6, Eigen::Dynamic> frame_jacobian, velocity_dq, velocity_dv;  ///< 6 x nv
   std::vector<pinocchio::Force> external_forces;  ///< njoints: contact forces, joint frames
   Eigen::VectorXd mean_acceleration;              ///< nv: (v+ - v) / dt
   Eigen::MatrixXd dg_dq, dg_dv, hessian_inverse;  ///< nv x nv
   Eigen::MatrixXd point_velocity_dq;              ///< 3np x nv: d(J_i v+)/dq at fixed v+
-  /// Each point's Jacobian restricted to its pointColumns(), and the Hessian block of one point.
+  /// Each point's Jacobian restricted to its pointColumns(), and K_i times it.
   std::vector<Eigen::Matrix<double, 3, Eigen::Dynamic>> compact_jacobians;
   Eigen::Matrix<double, 3, Eigen::Dynamic> compact_kj;
-  Eigen::MatrixXd compact_block;
   /// Line search along a Newton step d from x: J x, J d, the barrier's sum of log s_i at x.
   Eigen::VectorXd base_point_velocity, step_point_velocity;
   double base_log_sum = 0;
-  // Sticking start: M's factorization, M^-1 J^T, the Delassus matrix J M^-1 J^T of the held
-  // points, and its multipliers.
-  Eigen::LLT<Eigen::MatrixXd> mass_llt;
+  // Sticking start (M's sparse factorization in pin.U, pin.D): M^-1 J^T, the Delassus matrix
+  // J M^-1 J^T of the held points, and its multipliers.
   Eigen::MatrixXd minv_jt, delassus;
   Eigen::LLT<Eigen::MatrixXd> delassus_llt;
   Eigen::VectorXd free_velocity, contact_target;
