@@ -109,10 +109,11 @@ class RegressorData {
 /// Computes Y_S(q, v, a) (data.Y, nv x 10|S|) and tau_nom (data.tau_nom, nv), such that
 /// RNEA(q, v, a) = Y_S pi_S + tau_nom for the model's own pi_S (eqs. 6-7). Gravity is included in
 /// both terms. Uses pinocchio::computeJointTorqueRegressor and pinocchio::rnea; when S holds at
-/// most a quarter of the robot's bodies, each body's columns from pinocchio::jointBodyRegressor and
-/// its joint Jacobian instead (the same Y_S to rounding, without the other bodies' columns). \param
-/// q configuration (nq, normalized quaternion), v velocity (nv), a acceleration (nv). \return
-/// data.Y \throws InputError on a wrong size.
+/// most a quarter of the robot's bodies, each body's columns come from
+/// pinocchio::jointBodyRegressor and its joint Jacobian instead (the same Y_S to rounding).
+/// \param q configuration (nq, normalized quaternion), v velocity (nv), a acceleration (nv).
+/// \return data.Y
+/// \throws InputError on a wrong size.
 const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, RegressorData& data,
                                                   const Eigen::Ref<const Eigen::VectorXd>& q,
                                                   const Eigen::Ref<const Eigen::VectorXd>& v,

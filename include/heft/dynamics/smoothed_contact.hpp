@@ -237,7 +237,7 @@ class SmoothedContactData {
   Eigen::VectorXd mass_velocity;  ///< nv: M x at Newton's iterate, carried along its steps
   Eigen::MatrixXd kj;  ///< 3np x nv: blockdiag(K_i) J, at v+ (computeSmoothedContactDerivatives)
   Eigen::MatrixXd kd;  ///< 3np x nv: blockdiag(K_i) D, D the points' direct q-dependence
-  /// Newton's Hessian H = M + sum J_i^T K_i J_i in its M (nv x nv, full) and H's U D U^T
+  /// Newton's Hessian H = M + sum J_i^T K_i J_i in its M (upper triangle) and H's U D U^T
   /// factorization in its U, D, Dinv: H keeps the sparsity of the kinematic tree (each J_i^T K_i
   /// J_i lives on one branch), which Pinocchio's cholesky::decompose exploits.
   pinocchio::Data factorization;
