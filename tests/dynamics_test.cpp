@@ -145,7 +145,7 @@ void expectRegressorMatchesRnea(const pinocchio::Model& robot, unsigned seed) {
       const State s = randomState(model, rng);
       const VectorXd tau_ref = pinocchio::rnea(model, data, s.q, s.v, s.a);
       const MatrixXd Y_all = pinocchio::computeJointTorqueRegressor(model, data, s.q, s.v, s.a);
-      // 0.1 and 0.2: at most a quarter of the bodies, the per-body path
+      // 0.1 and 0.2 draw mostly at most a quarter of the bodies: the per-body path
       const std::vector<std::vector<pinocchio::JointIndex>> subsets = {
           allBodies(model),
           randomSubset(model, 0.1, rng),

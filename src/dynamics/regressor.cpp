@@ -131,14 +131,14 @@ const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, R
   requireSize(q.size(), model.nq(), "q");
   requireSize(v.size(), model.nv(), "v");
   requireSize(a.size(), model.nv(), "a");
+  data.tau_nom = pinocchio::rnea(model.restModel(), data.rest, q, v, a);
   if (4 * model.numBodies() <= model.model().njoints - 1) {
     // Few bodies of many (a payload, a subset of links): each body's columns from its own
     // regressor, tau = sum_b J_b^T f_b with f_b = Phi_b pi_b in joint b's frame (J_b its LOCAL
-    // Jacobian), with the velocities and accelerations (gravity in) that the RNEA of tau_nom leaves
-    // per joint, rather than Pinocchio's regressor of every body.
+    // Jacobian), with the velocities and accelerations (gravity in) that the RNEA above left per
+    // joint, rather than Pinocchio's regressor of every body.
     const pinocchio::Model& rest = model.restModel();
     pinocchio::computeJointJacobians(rest, data.rest, q);
-    data.tau_nom = pinocchio::rnea(rest, data.rest, q, v, a);
     for (int k = 0; k < model.numBodies(); ++k) {
       const pinocchio::JointIndex joint = model.bodies()[k];
       data.joint_jacobian.setZero();
@@ -155,7 +155,6 @@ const Eigen::MatrixXd& computeRestrictedRegressor(const RegressorModel& model, R
     data.Y.middleCols<10>(10 * k) =
         Y_all.middleCols<10>(10 * static_cast<Eigen::Index>(model.bodies()[k] - 1));
   }
-  data.tau_nom = pinocchio::rnea(model.restModel(), data.rest, q, v, a);
   return data.Y;
 }
 

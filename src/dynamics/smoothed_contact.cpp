@@ -198,6 +198,13 @@ void checkInputs(const SmoothedContactModel& model, const Eigen::Ref<const Eigen
                      std::to_string(dt));
 }
 
+/// Pinocchio's U D U^T factorization of the upper triangle of pin.M along the kinematic tree (into
+/// pin.U, pin.D); false unless every pivot is positive and finite (M not positive definite).
+bool decomposeAlongTree(const pinocchio::Model& model, pinocchio::Data& pin) {
+  pinocchio::cholesky::decompose(model, pin);
+  return pin.D.allFinite() && (pin.D.array() > 0).all();
+}
+
 /// One point's barrier at tangential velocity (u_x, u_y) and w: s = w^2 / mu^2 - u_x^2 - u_y^2,
 /// the impulse lambda = grad(log s) / kappa (eqs. 18-19) and, if K is given, K = -dlambda/du. False
 /// outside the cone's upper nappe (w <= 0 or s <= 0), where the barrier is undefined.
@@ -311,9 +318,7 @@ bool assembleNewtonSystem(const SmoothedContactModel& model, SmoothedContactData
       if (keep_kj) data.kj.col(columns[static_cast<size_t>(b)]).segment<3>(3 * i) = kj_b;
     }
   }
-  pinocchio::cholesky::decompose(data.inertias.model, data.factorization);
-  const Eigen::VectorXd& D = data.factorization.D;
-  return D.allFinite() && (D.array() > 0).all();
+  return decomposeAlongTree(data.inertias.model, data.factorization);
 }
 
 /// M, momentum = M v + dt (tau - h), the points' world-axes Jacobians, gaps, and the lift
@@ -382,8 +387,7 @@ void stickingStart(const SmoothedContactModel& model, SmoothedContactData& data,
   if (held == 0) return;
   // crba left M's upper triangle in data.pin.M: its sparse factorization in data.pin.U, D.
   const pinocchio::Model& m = data.inertias.model;
-  pinocchio::cholesky::decompose(m, data.pin);
-  if (!data.pin.D.allFinite() || !(data.pin.D.array() > 0).all()) return;
+  if (!decomposeAlongTree(m, data.pin)) return;
   data.free_velocity = data.momentum;
   pinocchio::cholesky::solve(m, data.pin, data.free_velocity);
   data.minv_jt = data.jacobian.transpose();
